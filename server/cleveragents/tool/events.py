@@ -1,0 +1,81 @@
+"""Run events, delivered to observers (daemon notifications, CLI display, history store)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .records import ToolCallRecord, ToolCallRunResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True, frozen=True)
+class RunStarted:
+    run_id: str
+    prompt: str
+    plan_id: str
+    sandbox_root: str | None
+    automation_profile: str
+    max_iterations: int
+
+
+@dataclass(slots=True, frozen=True)
+class IterationStarted:
+    run_id: str
+    iteration: int
+
+
+@dataclass(slots=True, frozen=True)
+class TextDelta:
+    run_id: str
+    iteration: int
+    text: str
+
+
+@dataclass(slots=True, frozen=True)
+class ToolCallStarted:
+    run_id: str
+    iteration: int
+    call_id: str
+    tool_name: str
+    inputs: Any
+
+
+@dataclass(slots=True, frozen=True)
+class ToolCallFinished:
+    run_id: str
+    record: ToolCallRecord
+
+
+@dataclass(slots=True, frozen=True)
+class RunFinished:
+    run_id: str
+    result: ToolCallRunResult
+
+
+@dataclass(slots=True, frozen=True)
+class RunFailed:
+    """The run stopped on an error that is not a tool's (the LLM provider gave up, say)."""
+
+    run_id: str
+    error: str
+    error_type: str
+
+
+RunEvent = (
+    RunStarted | IterationStarted | TextDelta | ToolCallStarted | ToolCallFinished | RunFinished
+    | RunFailed
+)
+RunObserver = Callable[[RunEvent], None]
+
+
+def publish(observers: Sequence[RunObserver], event: RunEvent) -> None:
+    """Deliver to every observer; one that raises is logged and never stops the run."""
+    for observer in observers:
+        try:
+            observer(event)
+        except Exception:
+            log.exception("run observer %r failed on %s", observer, type(event).__name__)

@@ -1,0 +1,148 @@
+"""Provider-neutral conversation: what the runtime sends to an `LLMCaller` and gets back.
+
+Providers translate these to and from their wire formats (see `router.py`); the runtime and
+the run history only ever see these types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .records import Usage
+
+
+@dataclass(slots=True, frozen=True)
+class ToolCallRequest:
+    """A tool call the model asked for.
+
+    `arguments` is whatever the model sent once decoded: usually a dict, but a misbehaving
+    model can send a list, a string or invalid JSON. `parse_error` is set when the raw
+    argument text was not valid JSON; the runner turns both cases into failed records.
+    """
+
+    call_id: str
+    tool_name: str
+    arguments: Any
+    parse_error: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class ToolResult:
+    """The outcome of one call, as fed back to the model."""
+
+    call_id: str
+    tool_name: str
+    content: dict[str, Any]
+    is_error: bool = False
+
+
+@dataclass(slots=True, frozen=True)
+class UserMessage:
+    text: str
+    role: Literal["user"] = "user"
+
+
+@dataclass(slots=True, frozen=True)
+class AssistantMessage:
+    text: str
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+    role: Literal["assistant"] = "assistant"
+
+
+@dataclass(slots=True, frozen=True)
+class ToolResultsMessage:
+    results: tuple[ToolResult, ...]
+    role: Literal["tool"] = "tool"
+
+
+Message = UserMessage | AssistantMessage | ToolResultsMessage
+
+
+@dataclass(slots=True, frozen=True)
+class ToolSchema:
+    """A tool as offered to the model: the model-facing part of a `ToolSpec`."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    mutating: bool = False
+
+
+@dataclass(slots=True)
+class LLMRequest:
+    messages: list[Message]
+    tools: list[ToolSchema]
+    system: str | None = None
+    # The run's automation profile, so a model (the offline one) can choose tools it may use.
+    automation_profile: str = "full-auto"
+    iteration: int = 1
+
+
+@dataclass(slots=True)
+class LLMResponse:
+    text: str = ""
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    stop_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    if isinstance(message, UserMessage):
+        return {"role": "user", "text": message.text}
+    if isinstance(message, AssistantMessage):
+        return {
+            "role": "assistant",
+            "text": message.text,
+            "tool_calls": [
+                {
+                    "call_id": c.call_id,
+                    "tool_name": c.tool_name,
+                    "arguments": c.arguments,
+                    "parse_error": c.parse_error,
+                }
+                for c in message.tool_calls
+            ],
+        }
+    return {
+        "role": "tool",
+        "results": [
+            {
+                "call_id": r.call_id,
+                "tool_name": r.tool_name,
+                "content": r.content,
+                "is_error": r.is_error,
+            }
+            for r in message.results
+        ],
+    }
+
+
+def message_from_dict(data: dict[str, Any]) -> Message:
+    """Inverse of `message_to_dict`; raises ValueError on a malformed message."""
+    role = data.get("role")
+    if role == "user":
+        return UserMessage(text=str(data["text"]))
+    if role == "assistant":
+        calls = tuple(
+            ToolCallRequest(
+                call_id=str(c["call_id"]),
+                tool_name=str(c["tool_name"]),
+                arguments=c.get("arguments"),
+                parse_error=c.get("parse_error"),
+            )
+            for c in data.get("tool_calls", [])
+        )
+        return AssistantMessage(text=str(data.get("text", "")), tool_calls=calls)
+    if role == "tool":
+        results = tuple(
+            ToolResult(
+                call_id=str(r["call_id"]),
+                tool_name=str(r["tool_name"]),
+                content=dict(r["content"]),
+                is_error=bool(r.get("is_error", False)),
+            )
+            for r in data["results"]
+        )
+        return ToolResultsMessage(results=results)
+    raise ValueError(f"unknown message role: {role!r}")

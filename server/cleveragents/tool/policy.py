@@ -1,0 +1,94 @@
+"""Automation profiles: which tool calls run outright, which need approval, which never run."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .registry import ToolSpec
+
+AUTOMATION_PROFILES = ("read-only", "ask", "auto-edit", "full-auto")
+
+Verdict = Literal["allow", "ask", "deny"]
+ApprovalDecision = Literal["allow", "deny", "allow_for_run"]
+
+
+@dataclass(slots=True, frozen=True)
+class ApprovalRequest:
+    """What a client is shown when a call needs approval."""
+
+    run_id: str
+    call_id: str
+    tool_name: str
+    inputs: dict[str, Any]
+    mutating: bool
+    executes_code: bool
+    automation_profile: str
+    iteration: int
+
+
+Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
+"""Asks a human (terminal prompt, editor dialog) and returns their decision."""
+
+
+def check_profile(profile: str) -> str:
+    if profile not in AUTOMATION_PROFILES:
+        raise ValueError(
+            f"unknown automation profile {profile!r}; choose one of {', '.join(AUTOMATION_PROFILES)}"
+        )
+    return profile
+
+
+def verdict(profile: str, spec: ToolSpec) -> Verdict:
+    """The profile's rule for one tool, before any human is asked."""
+    if not spec.mutating or profile == "full-auto":
+        return "allow"
+    if profile == "read-only":
+        return "deny"
+    if profile == "auto-edit" and not spec.executes_code:
+        return "allow"
+    return "ask"
+
+
+class Authorizer:
+    """Applies a profile for one run, asking the approver and remembering 'allow for run'."""
+
+    def __init__(self, profile: str, approver: Approver | None, run_id: str) -> None:
+        self.profile = check_profile(profile)
+        self.approver = approver
+        self.run_id = run_id
+        self._allowed_for_run: set[str] = set()
+
+    async def check(
+        self, spec: ToolSpec, inputs: dict[str, Any], call_id: str, iteration: int
+    ) -> str | None:
+        """None when the call may run, else the reason it was denied (told to the model)."""
+        rule = verdict(self.profile, spec)
+        if rule == "allow" or spec.name in self._allowed_for_run:
+            return None
+        if rule == "deny":
+            return f"{spec.name} changes the workspace and the profile '{self.profile}' forbids it"
+        if self.approver is None:
+            return (
+                f"{spec.name} needs approval under the profile '{self.profile}' "
+                "and no one is there to approve it"
+            )
+        decision = await self.approver(
+            ApprovalRequest(
+                run_id=self.run_id,
+                call_id=call_id,
+                tool_name=spec.name,
+                inputs=inputs,
+                mutating=spec.mutating,
+                executes_code=spec.executes_code,
+                automation_profile=self.profile,
+                iteration=iteration,
+            )
+        )
+        if decision == "allow_for_run":
+            self._allowed_for_run.add(spec.name)
+            return None
+        if decision == "allow":
+            return None
+        return f"the user denied {spec.name}"

@@ -1,0 +1,96 @@
+"""What a run produces: one record per tool call, and the result of the whole loop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+# Machine-readable reasons a tool call failed. Clients switch on these; keep them stable.
+ErrorKind = Literal[
+    "unknown_tool",
+    "invalid_arguments",
+    "validation_error",
+    "execution_error",
+    "timeout",
+    "invalid_output",
+    "denied",
+    "cancelled",
+    "sandbox_violation",
+    "repeated_call",
+]
+
+ERROR_KINDS: tuple[str, ...] = ErrorKind.__args__  # type: ignore[attr-defined]
+
+StopReason = Literal["final_answer", "max_iterations", "cancelled"]
+
+
+@dataclass(slots=True)
+class ToolCallRecord:
+    """One tool call as it happened: the contract's seven fields plus call_id and error_kind."""
+
+    tool_name: str
+    inputs: dict[str, Any]
+    output: dict[str, Any]
+    duration_ms: float
+    success: bool
+    error: str | None = None
+    iteration: int = 0
+    call_id: str = ""
+    error_kind: ErrorKind | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tool_name": self.tool_name,
+            "inputs": self.inputs,
+            "output": self.output,
+            "duration_ms": self.duration_ms,
+            "success": self.success,
+            "error": self.error,
+            "iteration": self.iteration,
+            "call_id": self.call_id,
+            "error_kind": self.error_kind,
+        }
+
+
+@dataclass(slots=True)
+class Usage:
+    """Tokens the provider reported; zero for providers that report none."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+
+@dataclass(slots=True)
+class ToolCallRunResult:
+    """The outcome of `run_tool_loop`: final (or partial) content and the full call history."""
+
+    content: str
+    tool_call_history: list[ToolCallRecord]
+    iterations: int
+    terminated_by_limit: bool = False
+    stop_reason: StopReason = "final_answer"
+    run_id: str = ""
+    usage: Usage = field(default_factory=Usage)
+    # The whole conversation (provider-neutral), so a later run can continue it.
+    messages: list[Any] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        from .messages import message_to_dict
+
+        return {
+            "run_id": self.run_id,
+            "content": self.content,
+            "iterations": self.iterations,
+            "terminated_by_limit": self.terminated_by_limit,
+            "stop_reason": self.stop_reason,
+            "usage": self.usage.to_dict(),
+            "tool_call_history": [r.to_dict() for r in self.tool_call_history],
+            "messages": [message_to_dict(m) for m in self.messages],
+        }

@@ -1,0 +1,241 @@
+"""Tool specs and the registry the runtime offers to the model."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, overload
+
+from .messages import ToolSchema
+from .schema import RESERVED_PARAMS, schema_from_function
+
+DEFAULT_TOOL_TIMEOUT_S = 60.0
+
+# Anthropic and OpenAI both accept ^[a-zA-Z0-9_-]{1,64}$ for tool names.
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_SPEC_ATTR = "__cleveragents_tool__"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(slots=True, frozen=True)
+class ToolSpec:
+    """A registered tool: what the model sees (name, description, schema) and how to run it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: Callable[..., Any]
+    mutating: bool = False
+    # Runs programs (shell commands, unknown MCP tools): `auto-edit` still asks for these.
+    executes_code: bool = False
+    timeout_s: float = DEFAULT_TOOL_TIMEOUT_S
+    # Reserved keys (sandbox_root, resource_bindings) the handler accepts from the context.
+    context_params: frozenset[str] = frozenset()
+    source: str = "python"
+    is_async: bool = field(default=False)
+
+    def to_schema(self) -> ToolSchema:
+        return ToolSchema(self.name, self.description, self.input_schema, self.mutating)
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not _TOOL_NAME.match(name):
+        raise ValueError(
+            f"invalid tool name {name!r}: use 1 to 64 letters, digits, '_' or '-'"
+        )
+
+
+def _accepted_reserved(handler: Callable[..., Any]) -> frozenset[str]:
+    try:
+        parameters = inspect.signature(handler).parameters
+    except (TypeError, ValueError):
+        return frozenset()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return RESERVED_PARAMS
+    return frozenset(name for name in parameters if name in RESERVED_PARAMS)
+
+
+def make_spec(
+    handler: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: dict[str, Any] | None = None,
+    mutating: bool = False,
+    executes_code: bool = False,
+    timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
+    source: str = "python",
+) -> ToolSpec:
+    """Build a spec from a function; the schema comes from its type hints unless given."""
+    if not callable(handler):
+        raise TypeError(f"tool handler must be callable, not {type(handler).__name__}")
+    tool_name = name or getattr(handler, "__name__", "")
+    _check_name(tool_name)
+    if timeout_s <= 0:
+        raise ValueError(f"tool {tool_name}: timeout_s must be positive, got {timeout_s}")
+    if input_schema is None:
+        schema, doc_description, reserved = schema_from_function(handler)
+    else:
+        if not isinstance(input_schema, dict) or input_schema.get("type", "object") != "object":
+            raise ValueError(f"tool {tool_name}: input_schema must be a JSON Schema object")
+        schema = dict(input_schema)
+        schema.setdefault("type", "object")
+        doc_description = inspect.getdoc(handler) or ""
+        reserved = _accepted_reserved(handler)
+        for key in RESERVED_PARAMS:
+            schema.get("properties", {}).pop(key, None)
+    return ToolSpec(
+        name=tool_name,
+        description=(description if description is not None else doc_description) or tool_name,
+        input_schema=schema,
+        handler=handler,
+        mutating=mutating or executes_code,
+        executes_code=executes_code,
+        timeout_s=timeout_s,
+        context_params=reserved,
+        source=source,
+        is_async=inspect.iscoroutinefunction(handler),
+    )
+
+
+@overload
+def tool(function: F, /) -> F: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    mutating: bool = False,
+    timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
+) -> Callable[[F], F]: ...
+def tool(
+    function: Any = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    mutating: bool = False,
+    timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
+) -> Any:
+    """Mark a function as a tool; its schema comes from type hints and docstring.
+
+    The function is returned unchanged (still callable); `ToolRegistry.add` and module
+    discovery pick the spec up from it.
+    """
+
+    def mark(fn: F) -> F:
+        spec = make_spec(
+            fn, name=name, description=description, mutating=mutating, timeout_s=timeout_s
+        )
+        setattr(fn, _SPEC_ATTR, spec)
+        return fn
+
+    return mark(function) if function is not None else mark
+
+
+def spec_of(obj: Any) -> ToolSpec | None:
+    """The spec a `@tool` function carries, or None."""
+    spec = getattr(obj, _SPEC_ATTR, None)
+    return spec if isinstance(spec, ToolSpec) else None
+
+
+class ToolRegistry:
+    """Named tools, in registration order."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, ToolSpec] = {}
+
+    def register(
+        self,
+        name: str,
+        handler: Callable[..., Any],
+        *,
+        input_schema: dict[str, Any] | None = None,
+        description: str | None = None,
+        mutating: bool = False,
+        executes_code: bool = False,
+        timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
+        source: str = "python",
+        replace: bool = False,
+    ) -> ToolSpec:
+        """Register `handler` under `name`, with an explicit schema or one from type hints."""
+        spec = make_spec(
+            handler,
+            name=name,
+            description=description,
+            input_schema=input_schema,
+            mutating=mutating,
+            executes_code=executes_code,
+            timeout_s=timeout_s,
+            source=source,
+        )
+        return self.add_spec(spec, replace=replace)
+
+    def add(self, function: Callable[..., Any], *, replace: bool = False) -> ToolSpec:
+        """Register a function: the spec from `@tool` if it has one, else one from its hints."""
+        spec = spec_of(function) or make_spec(function)
+        return self.add_spec(spec, replace=replace)
+
+    def add_spec(self, spec: ToolSpec, *, replace: bool = False) -> ToolSpec:
+        if not isinstance(spec, ToolSpec):
+            raise TypeError(f"expected ToolSpec, not {type(spec).__name__}")
+        if spec.name in self._tools and not replace:
+            raise ValueError(f"a tool named {spec.name!r} is already registered")
+        self._tools[spec.name] = spec
+        return spec
+
+    @overload
+    def tool(self, function: F, /) -> F: ...
+    @overload
+    def tool(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        mutating: bool = False,
+        timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
+    ) -> Callable[[F], F]: ...
+    def tool(
+        self,
+        function: Any = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        mutating: bool = False,
+        timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
+    ) -> Any:
+        """Decorator: `@registry.tool` or `@registry.tool(mutating=True)`."""
+
+        def register(fn: F) -> F:
+            marked = tool(
+                name=name, description=description, mutating=mutating, timeout_s=timeout_s
+            )(fn)
+            self.add(marked)
+            return marked
+
+        return register(function) if function is not None else register
+
+    def unregister(self, name: str) -> None:
+        del self._tools[name]
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self._tools.get(name)
+
+    def specs(self) -> list[ToolSpec]:
+        return list(self._tools.values())
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        return iter(list(self._tools.values()))

@@ -1,0 +1,189 @@
+"""ToolCallRouter: provider formats in and out, and each call on to the `ToolRunner`.
+
+Providers call the translation methods (schemas out, tool calls in, results back); the runtime
+calls `route`. Inputs may be plain dicts or SDK objects (read by attribute).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .context import ToolActorContext
+from .messages import (
+    AssistantMessage,
+    Message,
+    ToolCallRequest,
+    ToolResult,
+    ToolResultsMessage,
+    ToolSchema,
+    UserMessage,
+)
+from .records import ToolCallRecord
+from .registry import ToolSpec
+from .runner import ToolRunner
+
+if TYPE_CHECKING:
+    from .policy import Authorizer
+
+
+def _field(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _schema(tool: ToolSpec | ToolSchema) -> ToolSchema:
+    return tool.to_schema() if isinstance(tool, ToolSpec) else tool
+
+
+def result_from_record(record: ToolCallRecord) -> ToolResult:
+    """What the model is told about a call: its output, or the error and its kind."""
+    if record.success:
+        return ToolResult(record.call_id, record.tool_name, record.output, is_error=False)
+    content = {"error": record.error or "tool call failed", "error_kind": record.error_kind}
+    return ToolResult(record.call_id, record.tool_name, content, is_error=True)
+
+
+def _result_text(result: ToolResult) -> str:
+    return json.dumps(result.content, ensure_ascii=False, default=str)
+
+
+class ToolCallRouter:
+    def __init__(self, runner: ToolRunner) -> None:
+        if not isinstance(runner, ToolRunner):
+            raise TypeError(f"runner must be a ToolRunner, not {type(runner).__name__}")
+        self.runner = runner
+
+    async def route(
+        self,
+        request: ToolCallRequest,
+        context: ToolActorContext | None,
+        iteration: int,
+        authorizer: Authorizer | None = None,
+    ) -> ToolCallRecord:
+        return await self.runner.run(request, context, iteration, authorizer)
+
+    # -- Anthropic Messages API ------------------------------------------------------------
+    @staticmethod
+    def to_anthropic_tools(tools: Iterable[ToolSpec | ToolSchema]) -> list[dict[str, Any]]:
+        return [
+            {"name": s.name, "description": s.description, "input_schema": s.input_schema}
+            for s in map(_schema, tools)
+        ]
+
+    @staticmethod
+    def from_anthropic_tool_use(block: Any) -> ToolCallRequest:
+        """A `tool_use` content block (dict or SDK object) as a request."""
+        return ToolCallRequest(
+            call_id=str(_field(block, "id", "")),
+            tool_name=str(_field(block, "name", "")),
+            arguments=_field(block, "input", {}),
+        )
+
+    @staticmethod
+    def to_anthropic_tool_result(result: ToolResult) -> dict[str, Any]:
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": result.call_id,
+            "content": _result_text(result),
+        }
+        if result.is_error:
+            block["is_error"] = True
+        return block
+
+    @classmethod
+    def to_anthropic_messages(cls, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for message in messages:
+            if isinstance(message, UserMessage):
+                out.append({"role": "user", "content": message.text})
+            elif isinstance(message, AssistantMessage):
+                blocks: list[dict[str, Any]] = []
+                if message.text:
+                    blocks.append({"type": "text", "text": message.text})
+                for call in message.tool_calls:
+                    arguments = call.arguments if isinstance(call.arguments, dict) else {}
+                    blocks.append(
+                        {"type": "tool_use", "id": call.call_id, "name": call.tool_name,
+                         "input": arguments}
+                    )
+                out.append({"role": "assistant", "content": blocks or ""})
+            else:
+                out.append(
+                    {"role": "user",
+                     "content": [cls.to_anthropic_tool_result(r) for r in message.results]}
+                )
+        return out
+
+    # -- OpenAI Chat Completions ----------------------------------------------------------
+    @staticmethod
+    def to_openai_tools(tools: Iterable[ToolSpec | ToolSchema]) -> list[dict[str, Any]]:
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": s.name,
+                    "description": s.description,
+                    "parameters": s.input_schema,
+                },
+            }
+            for s in map(_schema, tools)
+        ]
+
+    @staticmethod
+    def from_openai_tool_call(call: Any) -> ToolCallRequest:
+        """A `tool_calls[i]` entry (dict or SDK object); its arguments arrive as JSON text."""
+        function = _field(call, "function", {})
+        raw = _field(function, "arguments", "")
+        arguments: Any = {}
+        parse_error: str | None = None
+        if isinstance(raw, str):
+            if raw.strip():
+                try:
+                    arguments = json.loads(raw)
+                except json.JSONDecodeError as exc:
+                    arguments, parse_error = raw, str(exc)
+        else:
+            arguments = raw
+        return ToolCallRequest(
+            call_id=str(_field(call, "id", "")),
+            tool_name=str(_field(function, "name", "")),
+            arguments=arguments,
+            parse_error=parse_error,
+        )
+
+    @staticmethod
+    def to_openai_tool_message(result: ToolResult) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": result.call_id, "content": _result_text(result)}
+
+    @classmethod
+    def to_openai_messages(
+        cls, messages: Sequence[Message], system: str | None = None
+    ) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if system:
+            out.append({"role": "system", "content": system})
+        for message in messages:
+            if isinstance(message, UserMessage):
+                out.append({"role": "user", "content": message.text})
+            elif isinstance(message, AssistantMessage):
+                entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+                if message.tool_calls:
+                    entry["tool_calls"] = [
+                        {
+                            "id": c.call_id,
+                            "type": "function",
+                            "function": {
+                                "name": c.tool_name,
+                                "arguments": c.arguments if isinstance(c.arguments, str)
+                                and c.parse_error else json.dumps(c.arguments),
+                            },
+                        }
+                        for c in message.tool_calls
+                    ]
+                out.append(entry)
+            elif isinstance(message, ToolResultsMessage):
+                out.extend(cls.to_openai_tool_message(r) for r in message.results)
+        return out

@@ -1,0 +1,222 @@
+"""ToolRunner: one tool call in four stages (resolve, validate, execute, record).
+
+Every failure becomes a `ToolCallRecord` with `success=False`; nothing a tool or a model
+does raises out of `run`, except cancellation of the caller's task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import time
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from .context import ToolActorContext
+from .errors import ToolError
+from .messages import ToolCallRequest
+from .records import ErrorKind, ToolCallRecord
+from .registry import ToolRegistry, ToolSpec
+
+if TYPE_CHECKING:
+    from .policy import Authorizer
+
+
+class ToolFailure(Exception):
+    """Internal: a stage failed; carries the record's error_kind and message."""
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+def _describe_path(path: Any) -> str:
+    parts = [str(p) for p in path]
+    return ".".join(parts) if parts else ""
+
+
+def format_validation_error(error: Any) -> str:
+    """One jsonschema error as a sentence that names the offending field."""
+    field = _describe_path(error.absolute_path)
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        where = f"{field}." if field else ""
+        return f"missing required argument '{where}{missing}'"
+    if error.validator == "additionalProperties" and not error.absolute_path:
+        extras = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return "unexpected argument " + ", ".join(f"'{e}'" for e in extras)
+    if field:
+        return f"argument '{field}': {error.message}"
+    return error.message
+
+
+class ToolRunner:
+    """Runs tool calls against a registry with validation, timeouts and records."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        executor: Executor | None = None,
+        max_workers: int = 16,
+    ) -> None:
+        if not isinstance(registry, ToolRegistry):
+            raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
+        self.registry = registry
+        # Our own pool: sharing the event loop's default (or pygls's) would let slow tools
+        # starve protocol I/O.
+        self._executor = executor or ThreadPoolExecutor(
+            max_workers=max_workers, thread_name_prefix="cleveragents-tool"
+        )
+        self._validators: dict[str, tuple[ToolSpec, Any]] = {}
+
+    # -- stage 1 ---------------------------------------------------------------------------
+    def resolve(self, request: ToolCallRequest) -> ToolSpec:
+        spec = self.registry.get(request.tool_name)
+        if spec is None:
+            known = ", ".join(self.registry.names()) or "none"
+            raise ToolFailure(
+                "unknown_tool", f"unknown tool {request.tool_name!r}; available tools: {known}"
+            )
+        return spec
+
+    # -- stage 2 ---------------------------------------------------------------------------
+    def validate(
+        self, spec: ToolSpec, request: ToolCallRequest, context: ToolActorContext | None
+    ) -> dict[str, Any]:
+        """Check the model's arguments against the schema; thread the context's reserved keys."""
+        if request.parse_error is not None:
+            raise ToolFailure(
+                "invalid_arguments",
+                f"arguments for {spec.name} are not valid JSON: {request.parse_error}",
+            )
+        arguments = request.arguments
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise ToolFailure(
+                "invalid_arguments",
+                f"arguments for {spec.name} must be a JSON object, got {type(arguments).__name__}",
+            )
+        # The model may never choose these: drop whatever it sent, then supply the context's.
+        inputs = {k: v for k, v in arguments.items() if k not in ("sandbox_root", "resource_bindings")}
+        errors = sorted(
+            self._validator(spec).iter_errors(inputs), key=lambda e: list(map(str, e.path))
+        )
+        if errors:
+            detail = "; ".join(format_validation_error(e) for e in errors[:5])
+            raise ToolFailure("validation_error", f"invalid arguments for {spec.name}: {detail}")
+        if context is not None:
+            if "sandbox_root" in spec.context_params and context.sandbox_root is not None:
+                inputs["sandbox_root"] = context.sandbox_root
+            if "resource_bindings" in spec.context_params:
+                inputs["resource_bindings"] = dict(context.resource_bindings)
+        return inputs
+
+    def _validator(self, spec: ToolSpec) -> Any:
+        cached = self._validators.get(spec.name)
+        if cached is not None and cached[0] is spec:
+            return cached[1]
+        # Imported here: jsonschema costs tens of milliseconds and `import
+        # cleveragents.tool` must stay fast.
+        from jsonschema import validators
+
+        cls = validators.validator_for(spec.input_schema)
+        validator = cls(spec.input_schema)
+        self._validators[spec.name] = (spec, validator)
+        return validator
+
+    # -- stage 3 ---------------------------------------------------------------------------
+    async def execute(self, spec: ToolSpec, inputs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            if spec.is_async:
+                value = await asyncio.wait_for(spec.handler(**inputs), spec.timeout_s)
+            else:
+                loop = asyncio.get_running_loop()
+                call = functools.partial(spec.handler, **inputs)
+                value = await asyncio.wait_for(
+                    loop.run_in_executor(self._executor, call), spec.timeout_s
+                )
+        except TimeoutError:
+            raise ToolFailure(
+                "timeout", f"{spec.name} did not finish within {spec.timeout_s:g} s"
+            ) from None
+        except ToolError as exc:
+            raise ToolFailure(exc.kind, str(exc)) from None
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise ToolFailure(
+                "execution_error", f"{spec.name} raised {type(exc).__name__}: {exc}"
+            ) from None
+        return normalise_output(spec.name, value)
+
+    # -- stage 4 ---------------------------------------------------------------------------
+    @staticmethod
+    def record(
+        request: ToolCallRequest,
+        inputs: dict[str, Any] | None,
+        started: float,
+        iteration: int,
+        output: dict[str, Any] | None = None,
+        failure: ToolFailure | None = None,
+    ) -> ToolCallRecord:
+        if inputs is None:
+            args = request.arguments
+            inputs = dict(args) if isinstance(args, dict) else {"_raw": args}
+        return ToolCallRecord(
+            tool_name=request.tool_name,
+            inputs=inputs,
+            output=output if output is not None else {},
+            duration_ms=(time.perf_counter() - started) * 1000.0,
+            success=failure is None,
+            error=failure.message if failure else None,
+            iteration=iteration,
+            call_id=request.call_id,
+            error_kind=failure.kind if failure else None,
+        )
+
+    async def run(
+        self,
+        request: ToolCallRequest,
+        context: ToolActorContext | None = None,
+        iteration: int = 0,
+        authorizer: Authorizer | None = None,
+    ) -> ToolCallRecord:
+        """All four stages; returns a record whatever happens (cancellation re-raises)."""
+        started = time.perf_counter()
+        inputs: dict[str, Any] | None = None
+        try:
+            spec = self.resolve(request)
+            inputs = self.validate(spec, request, context)
+            if authorizer is not None:
+                denial = await authorizer.check(spec, inputs, request.call_id, iteration)
+                if denial is not None:
+                    raise ToolFailure("denied", denial)
+            output = await self.execute(spec, inputs)
+        except ToolFailure as failure:
+            return self.record(request, inputs, started, iteration, failure=failure)
+        return self.record(request, inputs, started, iteration, output=output)
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def normalise_output(tool_name: str, value: Any) -> dict[str, Any]:
+    """Tool output as a JSON object: dicts as they are, anything else under `result`."""
+    output: dict[str, Any]
+    if value is None:
+        output = {}
+    elif isinstance(value, dict):
+        output = value
+    else:
+        output = {"result": value}
+    try:
+        json.dumps(output, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ToolFailure(
+            "invalid_output", f"{tool_name} returned a value that is not JSON-serialisable: {exc}"
+        ) from None
+    return output

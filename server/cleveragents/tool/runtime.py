@@ -1,0 +1,414 @@
+"""ToolCallingRuntime: the tool-calling loop.
+
+One iteration is one LLM call plus the tool calls that response asked for. At most
+`max_iterations` LLM calls are made; when the last allowed response still asks for tools,
+they run and are recorded and the result comes back with `terminated_by_limit=True`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from .context import ToolActorContext
+from .events import (
+    IterationStarted,
+    RunFailed,
+    RunFinished,
+    RunObserver,
+    RunStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    publish,
+)
+from .llm import LLMCaller, as_llm_caller
+from .messages import (
+    AssistantMessage,
+    LLMRequest,
+    Message,
+    ToolCallRequest,
+    ToolResult,
+    ToolResultsMessage,
+    UserMessage,
+)
+from .policy import Approver, Authorizer, check_profile
+from .records import ToolCallRecord, ToolCallRunResult, Usage
+from .registry import ToolRegistry
+from .router import ToolCallRouter, result_from_record
+from .runner import ToolRunner
+
+DEFAULT_MAX_ITERATIONS = 25
+DEFAULT_MAX_REPEATED_CALLS = 3
+
+
+class CancelToken:
+    """Set from anywhere (any thread) to stop a run; the run returns its partial result."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._lock = threading.Lock()
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._event.set()
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            loop.call_soon_threadsafe(_resolve, future)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def wait_future(self) -> asyncio.Future[None]:
+        """A future on the running loop that completes when the token is cancelled."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            if self._event.is_set():
+                future.set_result(None)
+            else:
+                self._waiters.append((loop, future))
+        return future
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def close_dangling_calls(messages: Sequence[Message]) -> list[Message]:
+    """Give every tool call without a result a cancelled one, so the history stays valid.
+
+    Providers reject a conversation in which a tool call has no result; a run interrupted
+    mid-call (crash, cancel) leaves exactly that behind.
+    """
+    repaired: list[Message] = []
+    pending: list[ToolCallRequest] = []
+    for message in messages:
+        if isinstance(message, ToolResultsMessage):
+            answered = {r.call_id for r in message.results}
+            missing = [c for c in pending if c.call_id not in answered]
+            results = tuple(message.results) + tuple(_cancelled_result(c) for c in missing)
+            repaired.append(ToolResultsMessage(results))
+            pending = []
+            continue
+        if pending:
+            repaired.append(ToolResultsMessage(tuple(_cancelled_result(c) for c in pending)))
+            pending = []
+        repaired.append(message)
+        if isinstance(message, AssistantMessage):
+            pending = list(message.tool_calls)
+    if pending:
+        repaired.append(ToolResultsMessage(tuple(_cancelled_result(c) for c in pending)))
+    return repaired
+
+
+def _cancelled_result(call: ToolCallRequest) -> ToolResult:
+    return ToolResult(
+        call.call_id,
+        call.tool_name,
+        {"error": "the call was interrupted before it finished", "error_kind": "cancelled"},
+        is_error=True,
+    )
+
+
+def _call_key(call: ToolCallRequest) -> str:
+    try:
+        arguments = json.dumps(call.arguments, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        arguments = repr(call.arguments)
+    return f"{call.tool_name}\0{arguments}"
+
+
+class _Run:
+    """The state of one run; lives only while `arun_tool_loop` does."""
+
+    def __init__(
+        self,
+        runtime: ToolCallingRuntime,
+        run_id: str,
+        context: ToolActorContext,
+        observers: Sequence[RunObserver],
+        authorizer: Authorizer,
+    ) -> None:
+        self.runtime = runtime
+        self.run_id = run_id
+        self.context = context
+        self.observers = observers
+        self.authorizer = authorizer
+        self.records: list[ToolCallRecord] = []
+        self.messages: list[Message] = []
+        self.texts: list[str] = []
+        self.iterations = 0
+        self.usage = Usage()
+        self._last_key: str | None = None
+        self._repeats = 0
+
+    def emit(self, event: Any) -> None:
+        publish(self.observers, event)
+
+    def result(self, content: str, stop_reason: Any, limit: bool = False) -> ToolCallRunResult:
+        return ToolCallRunResult(
+            content=content,
+            tool_call_history=list(self.records),
+            iterations=self.iterations,
+            terminated_by_limit=limit,
+            stop_reason=stop_reason,
+            run_id=self.run_id,
+            usage=self.usage,
+            messages=list(self.messages),
+        )
+
+    def partial_content(self) -> str:
+        return "\n\n".join(t for t in self.texts if t)
+
+    def finish(self, record: ToolCallRecord) -> None:
+        self.context.tool_call_history.append(record)
+        self.emit(ToolCallFinished(self.run_id, record))
+
+    def is_repeat(self, call: ToolCallRequest) -> bool:
+        """True when this call repeats the previous N identical calls in a row."""
+        key = _call_key(call)
+        if key == self._last_key:
+            self._repeats += 1
+        else:
+            self._last_key, self._repeats = key, 1
+        return self._repeats > self.runtime.max_repeated_calls
+
+    async def call_tools(self, calls: Sequence[ToolCallRequest], iteration: int) -> None:
+        """Run one response's calls concurrently; records and results keep request order."""
+        slots: list[ToolCallRecord | None] = [None] * len(calls)
+        repeats = [self.is_repeat(call) for call in calls]
+
+        async def one(index: int, call: ToolCallRequest) -> None:
+            started = time.perf_counter()
+            self.emit(ToolCallStarted(self.run_id, iteration, call.call_id, call.tool_name,
+                                      call.arguments))
+            if repeats[index]:
+                record = ToolRunner.record(call, None, started, iteration)
+                record.success = False
+                record.error_kind = "repeated_call"
+                record.error = (
+                    f"{call.tool_name} was called with these exact arguments "
+                    f"{self.runtime.max_repeated_calls} times in a row; it was not run again. "
+                    "Use the earlier result or change the arguments."
+                )
+            else:
+                try:
+                    record = await self.runtime.router.route(
+                        call, self.context, iteration, self.authorizer
+                    )
+                except asyncio.CancelledError:
+                    record = ToolRunner.record(call, None, started, iteration)
+                    record.success, record.error_kind = False, "cancelled"
+                    record.error = "the run was cancelled while this call was running"
+                    slots[index] = record
+                    self.finish(record)
+                    raise
+            slots[index] = record
+            self.finish(record)
+
+        tasks = [asyncio.ensure_future(one(i, c)) for i, c in enumerate(calls)]
+        try:
+            await asyncio.gather(*tasks)
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for index, call in enumerate(calls):
+                if slots[index] is None:  # never started: record it as cancelled too
+                    record = ToolRunner.record(call, None, time.perf_counter(), iteration)
+                    record.success, record.error_kind = False, "cancelled"
+                    record.error = "the run was cancelled before this call started"
+                    slots[index] = record
+                    self.finish(record)
+            self._append_results(slots)
+            raise
+        self._append_results(slots)
+
+    def _append_results(self, slots: Sequence[ToolCallRecord | None]) -> None:
+        # Observers and the context saw records in completion order; the result and the
+        # model see them in request order.
+        ordered = [r for r in slots if r is not None]
+        self.records.extend(ordered)
+        self.messages.append(ToolResultsMessage(tuple(result_from_record(r) for r in ordered)))
+
+    async def loop(self, prompt: str) -> ToolCallRunResult:
+        runtime = self.runtime
+        tools = [spec.to_schema() for spec in runtime.registry.specs()]
+        self.messages.append(UserMessage(prompt))
+        for iteration in range(1, runtime.max_iterations + 1):
+            self.iterations = iteration
+            self.emit(IterationStarted(self.run_id, iteration))
+            request = LLMRequest(
+                messages=list(self.messages),
+                tools=tools,
+                system=runtime.system_prompt,
+                automation_profile=self.authorizer.profile,
+                iteration=iteration,
+            )
+
+            def on_text(delta: str, iteration: int = iteration) -> None:
+                if delta:
+                    self.emit(TextDelta(self.run_id, iteration, delta))
+
+            response = await runtime.llm_caller.complete(request, on_text)
+            self.usage.add(response.usage)
+            calls = [
+                c if c.call_id else ToolCallRequest(
+                    f"call_{uuid.uuid4().hex[:12]}", c.tool_name, c.arguments, c.parse_error
+                )
+                for c in response.tool_calls
+            ]
+            self.texts.append(response.text)
+            self.messages.append(AssistantMessage(response.text, tuple(calls)))
+            if not calls:
+                return self.result(response.text, "final_answer")
+            await self.call_tools(calls, iteration)
+        return self.result(self.partial_content(), "max_iterations", limit=True)
+
+
+class ToolCallingRuntime:
+    """Sends a prompt and tool schemas to an LLM, runs the tools it asks for, and loops."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        runner: ToolRunner,
+        llm_caller: LLMCaller | Any,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
+        *,
+        router: ToolCallRouter | None = None,
+        system_prompt: str | None = None,
+        approver: Approver | None = None,
+        observers: Sequence[RunObserver] = (),
+        max_repeated_calls: int = DEFAULT_MAX_REPEATED_CALLS,
+    ) -> None:
+        if not isinstance(registry, ToolRegistry):
+            raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
+        if not isinstance(runner, ToolRunner):
+            raise TypeError(f"runner must be a ToolRunner, not {type(runner).__name__}")
+        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int):
+            raise TypeError(f"max_iterations must be an int, not {type(max_iterations).__name__}")
+        if max_iterations < 1:
+            raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
+        if max_repeated_calls < 1:
+            raise ValueError(f"max_repeated_calls must be at least 1, got {max_repeated_calls}")
+        if router is not None and not isinstance(router, ToolCallRouter):
+            raise TypeError(f"router must be a ToolCallRouter, not {type(router).__name__}")
+        self.registry = registry
+        self.runner = runner
+        self.router = router or ToolCallRouter(runner)
+        self.llm_caller = as_llm_caller(llm_caller)
+        self.max_iterations = max_iterations
+        self.system_prompt = system_prompt
+        self.approver = approver
+        self.observers = tuple(observers)
+        self.max_repeated_calls = max_repeated_calls
+
+    async def arun_tool_loop(
+        self,
+        prompt: str,
+        context: ToolActorContext | None = None,
+        *,
+        history: Sequence[Message] = (),
+        observers: Sequence[RunObserver] = (),
+        approver: Approver | None = None,
+        cancel: CancelToken | None = None,
+        run_id: str | None = None,
+    ) -> ToolCallRunResult:
+        """Run the loop. `history` continues an earlier conversation; `cancel` stops it early.
+
+        Cancelling the task that awaits this also stops the run: in-flight calls are recorded
+        as cancelled and observers get `RunFinished` before the CancelledError propagates.
+        """
+        if not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a string, not {type(prompt).__name__}")
+        if not prompt.strip():
+            raise ValueError("prompt must not be empty")
+        context = context if context is not None else ToolActorContext()
+        if not isinstance(context, ToolActorContext):
+            raise TypeError(f"context must be a ToolActorContext, not {type(context).__name__}")
+        run_id = run_id or f"run_{uuid.uuid4().hex[:16]}"
+        authorizer = Authorizer(
+            check_profile(context.automation_profile),
+            approver if approver is not None else self.approver,
+            run_id,
+        )
+        run = _Run(self, run_id, context, (*self.observers, *observers), authorizer)
+        run.messages.extend(close_dangling_calls(history))
+        run.emit(RunStarted(run_id, prompt, context.plan_id, context.sandbox_root,
+                            authorizer.profile, self.max_iterations))
+        body = asyncio.ensure_future(run.loop(prompt))
+        waiter = cancel.wait_future() if cancel is not None else None
+        try:
+            if waiter is None:
+                await asyncio.wait([body])
+            else:
+                await asyncio.wait([body, waiter], return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            await _stop(body)
+            run.emit(RunFinished(run_id, run.result(run.partial_content(), "cancelled")))
+            raise
+        finally:
+            if waiter is not None:
+                waiter.cancel()
+        if not body.done():  # the cancel token fired first
+            await _stop(body)
+            result = run.result(run.partial_content(), "cancelled")
+        else:
+            try:
+                result = body.result()
+            except asyncio.CancelledError:
+                result = run.result(run.partial_content(), "cancelled")
+            except Exception as exc:
+                run.emit(RunFailed(run_id, str(exc), type(exc).__name__))
+                raise
+        run.emit(RunFinished(run_id, result))
+        return result
+
+    def run_tool_loop(
+        self,
+        prompt: str,
+        context: ToolActorContext | None = None,
+        **kwargs: Any,
+    ) -> ToolCallRunResult:
+        """Synchronous wrapper around `arun_tool_loop`.
+
+        Inside a running event loop (a notebook, an async app) the loop runs on a helper
+        thread so this call still blocks and returns the result.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun_tool_loop(prompt, context, **kwargs))
+        outcome: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                outcome["result"] = asyncio.run(self.arun_tool_loop(prompt, context, **kwargs))
+            except BaseException as exc:
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=target, name="cleveragents-run")
+        thread.start()
+        thread.join()
+        if "error" in outcome:
+            raise outcome["error"]
+        result: ToolCallRunResult = outcome["result"]
+        return result
+
+
+async def _stop(task: asyncio.Future[Any]) -> None:
+    task.cancel()
+    try:
+        await task
+    except BaseException:  # noqa: BLE001 - the task's own outcome no longer matters
+        pass
