@@ -7,6 +7,7 @@ from .context import ToolActorContext
 from .errors import SandboxViolation, ToolError
 from .events import (
     IterationStarted,
+    ResponseReceived,
     RunEvent,
     RunFailed,
     RunFinished,
@@ -51,6 +52,7 @@ __all__ = [
     "LLMRequest",
     "LLMResponse",
     "Message",
+    "ResponseReceived",
     "RunEvent",
     "RunFailed",
     "RunFinished",

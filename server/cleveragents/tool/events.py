@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .messages import AssistantMessage
 from .records import ToolCallRecord, ToolCallRunResult
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,18 @@ class TextDelta:
     run_id: str
     iteration: int
     text: str
+
+
+@dataclass(slots=True, frozen=True)
+class ResponseReceived:
+    """The model's whole response for one iteration (text and the tool calls it asked for).
+
+    Lets a history store rebuild the conversation of a run that never finished.
+    """
+
+    run_id: str
+    iteration: int
+    message: AssistantMessage
 
 
 @dataclass(slots=True, frozen=True)
@@ -66,7 +79,7 @@ class RunFailed:
 
 
 RunEvent = (
-    RunStarted | IterationStarted | TextDelta | ToolCallStarted | ToolCallFinished | RunFinished
+    RunStarted | IterationStarted | TextDelta | ResponseReceived | ToolCallStarted | ToolCallFinished | RunFinished
     | RunFailed
 )
 RunObserver = Callable[[RunEvent], None]

@@ -67,6 +67,7 @@ class ToolSchema:
     description: str
     input_schema: dict[str, Any]
     mutating: bool = False
+    executes_code: bool = False
 
 
 @dataclass(slots=True)

@@ -38,7 +38,9 @@ class ToolSpec:
     is_async: bool = field(default=False)
 
     def to_schema(self) -> ToolSchema:
-        return ToolSchema(self.name, self.description, self.input_schema, self.mutating)
+        return ToolSchema(
+            self.name, self.description, self.input_schema, self.mutating, self.executes_code
+        )
 
 
 def _check_name(name: str) -> None:
@@ -109,6 +111,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     mutating: bool = False,
+    executes_code: bool = False,
     timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
 ) -> Callable[[F], F]: ...
 def tool(
@@ -118,6 +121,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     mutating: bool = False,
+    executes_code: bool = False,
     timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
 ) -> Any:
     """Mark a function as a tool; its schema comes from type hints and docstring.
@@ -128,7 +132,12 @@ def tool(
 
     def mark(fn: F) -> F:
         spec = make_spec(
-            fn, name=name, description=description, mutating=mutating, timeout_s=timeout_s
+            fn,
+            name=name,
+            description=description,
+            mutating=mutating,
+            executes_code=executes_code,
+            timeout_s=timeout_s,
         )
         setattr(fn, _SPEC_ATTR, spec)
         return fn
@@ -196,6 +205,7 @@ class ToolRegistry:
         name: str | None = None,
         description: str | None = None,
         mutating: bool = False,
+        executes_code: bool = False,
         timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
     ) -> Callable[[F], F]: ...
     def tool(
@@ -206,13 +216,18 @@ class ToolRegistry:
         name: str | None = None,
         description: str | None = None,
         mutating: bool = False,
+        executes_code: bool = False,
         timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
     ) -> Any:
         """Decorator: `@registry.tool` or `@registry.tool(mutating=True)`."""
 
         def register(fn: F) -> F:
             marked = tool(
-                name=name, description=description, mutating=mutating, timeout_s=timeout_s
+                name=name,
+                description=description,
+                mutating=mutating,
+                executes_code=executes_code,
+                timeout_s=timeout_s,
             )(fn)
             self.add(marked)
             return marked

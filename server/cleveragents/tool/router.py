@@ -169,16 +169,22 @@ class ToolCallRouter:
             if isinstance(message, UserMessage):
                 out.append({"role": "user", "content": message.text})
             elif isinstance(message, AssistantMessage):
-                entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+                # null content only beside tool calls: Ollama rejects it otherwise.
+                content = message.text or (None if message.tool_calls else "")
+                entry: dict[str, Any] = {"role": "assistant", "content": content}
                 if message.tool_calls:
+                    # Arguments that were not a JSON object go back as "{}": Ollama rejects
+                    # the whole request otherwise ("invalid tool call arguments"), and the
+                    # tool result already tells the model what was wrong with them.
                     entry["tool_calls"] = [
                         {
                             "id": c.call_id,
                             "type": "function",
                             "function": {
                                 "name": c.tool_name,
-                                "arguments": c.arguments if isinstance(c.arguments, str)
-                                and c.parse_error else json.dumps(c.arguments),
+                                "arguments": json.dumps(
+                                    c.arguments if isinstance(c.arguments, dict) else {}
+                                ),
                             },
                         }
                         for c in message.tool_calls

@@ -18,6 +18,7 @@ from typing import Any
 from .context import ToolActorContext
 from .events import (
     IterationStarted,
+    ResponseReceived,
     RunFailed,
     RunFinished,
     RunObserver,
@@ -268,7 +269,9 @@ class _Run:
                 for c in response.tool_calls
             ]
             self.texts.append(response.text)
-            self.messages.append(AssistantMessage(response.text, tuple(calls)))
+            message = AssistantMessage(response.text, tuple(calls))
+            self.messages.append(message)
+            self.emit(ResponseReceived(self.run_id, iteration, message))
             if not calls:
                 return self.result(response.text, "final_answer")
             await self.call_tools(calls, iteration)

@@ -1,0 +1,78 @@
+"""LLM providers: each is an `LLMCaller`. SDKs are imported only when a provider is created."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..tool.llm import LLMCaller
+
+PROVIDERS = ("offline", "replay", "anthropic", "openai")
+DEFAULT_PROVIDER = "offline"
+
+
+class ProviderConfigError(ValueError):
+    """A provider name or option that cannot work; the message says how to fix it."""
+
+
+def resolve_provider_name(provider: str | None) -> str:
+    """The provider to use: the argument, else $CLEVERAGENTS_PROVIDER, else offline."""
+    name = (provider or os.environ.get("CLEVERAGENTS_PROVIDER") or DEFAULT_PROVIDER).strip()
+    if name not in PROVIDERS:
+        raise ProviderConfigError(
+            f"unknown provider {name!r}; choose one of {', '.join(PROVIDERS)}"
+        )
+    return name
+
+
+def create_llm_caller(provider: str | None = None, model: str | None = None, **options: Any) -> LLMCaller:
+    """Build the named provider's `LLMCaller`.
+
+    Options: `script` (replay: path to the JSON script), `base_url` (anthropic, openai),
+    `max_retries`, `timeout`, `max_tokens` (anthropic). API keys come from the environment.
+    """
+    name = resolve_provider_name(provider)
+    if name == "offline":
+        from .offline import OfflineCaller
+
+        return OfflineCaller()
+    if name == "replay":
+        from .replay import ReplayCaller
+
+        script = options.get("script") or os.environ.get("CLEVERAGENTS_REPLAY_SCRIPT")
+        if not script:
+            raise ProviderConfigError(
+                "the replay provider needs a script: pass --script FILE or set "
+                "CLEVERAGENTS_REPLAY_SCRIPT"
+            )
+        return ReplayCaller.from_file(script)
+    passthrough = {
+        k: v for k, v in options.items() if k in ("base_url", "max_retries", "timeout", "max_tokens")
+        and v is not None
+    }
+    if name == "anthropic":
+        from .anthropic import AnthropicCaller
+
+        if model:
+            passthrough["model"] = model
+        return AnthropicCaller(**passthrough)
+    from .openai import OpenAICaller
+
+    passthrough.pop("max_tokens", None)
+    if not model:
+        model = os.environ.get("OPENAI_MODEL")
+    if not model:
+        raise ProviderConfigError(
+            "the openai provider needs a model name: pass --model (e.g. gpt-4o-mini, or "
+            "llama3.1 for Ollama) or set OPENAI_MODEL"
+        )
+    return OpenAICaller(model, **passthrough)
+
+
+__all__ = [
+    "DEFAULT_PROVIDER",
+    "PROVIDERS",
+    "ProviderConfigError",
+    "create_llm_caller",
+    "resolve_provider_name",
+]

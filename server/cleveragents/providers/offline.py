@@ -1,0 +1,268 @@
+"""The offline model: deterministic, no network, no key.
+
+It exercises the tools it is given with arguments synthesised from their schemas (and from
+what earlier calls returned), read-only tools first and mutating ones only where the run's
+automation profile may allow them, then answers with a summary of what it saw. Everything is
+derived from the conversation in the request, so one instance serves any number of runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from ..tool.llm import TextSink
+from ..tool.messages import (
+    AssistantMessage,
+    LLMRequest,
+    LLMResponse,
+    ToolCallRequest,
+    ToolResult,
+    ToolResultsMessage,
+    ToolSchema,
+    UserMessage,
+)
+from ..tool.records import Usage
+
+NOTICE = "[offline model: no LLM provider configured, so this run is deterministic and local]"
+REPORT_FILE = "cleveragents-offline-report.md"
+REPORT_TITLE = "# cleveragents offline report"
+
+_PATH_KEYS = ("path", "file_path", "file", "filename", "filepath")
+_DIR_KEYS = ("directory", "dir", "cwd")
+_CONTENT_KEYS = ("content", "contents", "text", "data")
+_OLD_KEYS = ("old_string", "old_text", "old", "search")
+_NEW_KEYS = ("new_string", "new_text", "new", "replacement", "replace")
+_PATTERN_KEYS = ("pattern", "regex", "query", "glob")
+_COMMAND_KEYS = ("command", "cmd")
+
+
+def _allowed(tool: ToolSchema, profile: str) -> bool:
+    if not tool.mutating:
+        return True
+    if profile == "read-only":
+        return False
+    # Commands only where nobody has to be asked; file edits go through approval.
+    return not tool.executes_code or profile == "full-auto"
+
+
+class _Observations:
+    """What earlier tool results revealed: file paths and words worth searching for."""
+
+    def __init__(self, prompt: str, results: Iterable[ToolResult]) -> None:
+        self.files: list[str] = []
+        self.prompt = prompt
+        for result in results:
+            if not result.is_error:
+                self._collect(result.content, depth=0)
+
+    def _collect(self, value: Any, depth: int) -> None:
+        if depth > 4 or len(self.files) >= 50:
+            return
+        if isinstance(value, dict):
+            kind = value.get("type") or value.get("kind")
+            path = value.get("path") or value.get("name")
+            if isinstance(path, str) and kind in ("file", None) and _looks_like_file(path):
+                self._add(path)
+            for item in value.values():
+                self._collect(item, depth + 1)
+        elif isinstance(value, list):
+            for item in value:
+                self._collect(item, depth + 1)
+        elif isinstance(value, str) and _looks_like_file(value) and "\n" not in value:
+            self._add(value)
+
+    def _add(self, path: str) -> None:
+        path = path.split(":", 1)[0] if re.match(r"^[^:]+:\d+:", path) else path
+        if path not in self.files and not path.endswith(REPORT_FILE):
+            self.files.append(path)
+
+    def best_file(self) -> str | None:
+        # Prefer a README or a source file over anything else: it tells the most.
+        ranked = sorted(
+            self.files,
+            key=lambda p: (not re.search(r"readme", p, re.I), not p.endswith(".py"), len(p), p),
+        )
+        return ranked[0] if ranked else None
+
+    def search_word(self) -> str:
+        words = re.findall(r"[A-Za-z_][A-Za-z0-9_]{3,}", self.prompt)
+        return max(words, key=len) if words else "TODO"
+
+
+def _looks_like_file(text: str) -> bool:
+    return bool(re.fullmatch(r"[\w./-]{1,200}\.\w{1,8}", text)) and ".." not in text
+
+
+def _first_key(properties: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        if key in properties:
+            return key
+    return None
+
+
+def synthesise(schema: dict[str, Any], name: str = "") -> Any:
+    """A value that satisfies a JSON Schema fragment: its default, first enum, or a minimum."""
+    if "default" in schema:
+        return schema["default"]
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        if schema.get(key):
+            return synthesise(schema[key][0], name)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "string":
+        text = "example"
+        return text.ljust(int(schema.get("minLength", 0)), "x")
+    if kind == "integer":
+        return int(schema.get("minimum", 1))
+    if kind == "number":
+        return float(schema.get("minimum", 1))
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        count = int(schema.get("minItems", 0))
+        return [synthesise(schema.get("items", {}), name) for _ in range(count)]
+    if kind == "object" or "properties" in schema:
+        properties = schema.get("properties", {})
+        return {
+            key: synthesise(properties.get(key, {}), key) for key in schema.get("required", [])
+        }
+    if kind == "null":
+        return None
+    return "example"
+
+
+class OfflineCaller:
+    """Deterministic model: a tool at a time where order matters, then a summary."""
+
+    async def complete(self, request: LLMRequest, on_text: TextSink | None = None) -> LLMResponse:
+        prompt, calls, results = _conversation(request)
+        seen = _Observations(prompt, results.values())
+        called = {c.tool_name for c in calls}
+        response = self._next_calls(request, seen, called)
+        if response is None:
+            response = LLMResponse(text=_summary(prompt, calls, results), stop_reason="end_turn")
+        if on_text is not None and response.text:
+            for piece in re.findall(r"\S+\s*|\s+", response.text):
+                on_text(piece)
+        response.usage = Usage()
+        return response
+
+    def _next_calls(
+        self, request: LLMRequest, seen: _Observations, called: set[str]
+    ) -> LLMResponse | None:
+        waiting = [t for t in request.tools if t.name not in called]
+        allowed = [t for t in waiting if _allowed(t, request.automation_profile)]
+        read_only = [t for t in allowed if not t.mutating]
+        # Discovery first (tools that need no file name), then readers fed by what was found.
+        ready = [t for t in read_only if not _needs_file(t)]
+        if not ready:
+            ready = [t for t in read_only if seen.best_file() is not None]
+        if not ready and read_only:
+            ready = read_only
+        if ready:
+            calls = [self._call(t, seen, request.iteration, i) for i, t in enumerate(ready)]
+            names = ", ".join(t.name for t in ready)
+            return LLMResponse(f"Looking at the workspace with {names}.", calls, "tool_use")
+        mutating = [t for t in allowed if t.mutating]
+        if mutating:
+            # One at a time: an edit must see the file an earlier write created.
+            tool = mutating[0]
+            call = self._call(tool, seen, request.iteration, 0)
+            return LLMResponse(f"Next, {tool.name}.", [call], "tool_use")
+        return None
+
+    def _call(
+        self, tool: ToolSchema, seen: _Observations, iteration: int, index: int
+    ) -> ToolCallRequest:
+        schema = tool.input_schema
+        properties: dict[str, Any] = schema.get("properties", {})
+        required = set(schema.get("required", []))
+        arguments: dict[str, Any] = {}
+        for key in required:
+            arguments[key] = synthesise(properties.get(key, {}), key)
+        path_key = _first_key(properties, _PATH_KEYS)
+        if path_key and path_key in required:
+            if tool.mutating:
+                arguments[path_key] = REPORT_FILE
+            else:
+                arguments[path_key] = seen.best_file() or "."
+        pattern_key = _first_key(properties, _PATTERN_KEYS)
+        if pattern_key and pattern_key in required:
+            is_glob = "glob" in tool.name or pattern_key == "glob"
+            arguments[pattern_key] = "**/*" if is_glob else seen.search_word()
+        content_key = _first_key(properties, _CONTENT_KEYS)
+        if content_key and content_key in required and tool.mutating:
+            arguments[content_key] = _report(seen)
+        old_key = _first_key(properties, _OLD_KEYS)
+        new_key = _first_key(properties, _NEW_KEYS)
+        if old_key in required and new_key in required and old_key and new_key:
+            arguments[old_key] = REPORT_TITLE
+            arguments[new_key] = REPORT_TITLE + " (checked)"
+        command_key = _first_key(properties, _COMMAND_KEYS)
+        if command_key and command_key in required:
+            arguments[command_key] = "ls"
+        for key in _DIR_KEYS:
+            if key in required:
+                arguments[key] = "."
+        return ToolCallRequest(f"offline_{iteration}_{index}", tool.name, arguments)
+
+
+def _needs_file(tool: ToolSchema) -> bool:
+    required = set(tool.input_schema.get("required", []))
+    return any(k in required for k in _PATH_KEYS)
+
+
+def _conversation(
+    request: LLMRequest,
+) -> tuple[str, list[ToolCallRequest], dict[str, ToolResult]]:
+    """The latest prompt, and the calls and results made since it."""
+    prompt = ""
+    calls: list[ToolCallRequest] = []
+    results: dict[str, ToolResult] = {}
+    for message in request.messages:
+        if isinstance(message, UserMessage):
+            prompt, calls, results = message.text, [], {}
+        elif isinstance(message, AssistantMessage):
+            calls.extend(message.tool_calls)
+        elif isinstance(message, ToolResultsMessage):
+            results.update({r.call_id: r for r in message.results})
+    return prompt, calls, results
+
+
+def _report(seen: _Observations) -> str:
+    lines = [REPORT_TITLE, "", f"Prompt: {seen.prompt}", "", "Files seen:"]
+    lines += [f"- {path}" for path in seen.files[:20]] or ["- (none)"]
+    return "\n".join(lines) + "\n"
+
+
+def _brief(content: dict[str, Any], limit: int = 160) -> str:
+    text = json.dumps(content, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _summary(prompt: str, calls: list[ToolCallRequest], results: dict[str, ToolResult]) -> str:
+    if not calls:
+        return f"{NOTICE}\nNo tools were available, so there was nothing to do for: {prompt}"
+    ok = sum(1 for c in calls if c.call_id in results and not results[c.call_id].is_error)
+    lines = [
+        NOTICE,
+        f"I made {len(calls)} tool call(s) for the prompt {prompt!r}: "
+        f"{ok} succeeded, {len(calls) - ok} failed.",
+    ]
+    for call in calls:
+        result = results.get(call.call_id)
+        if result is None:
+            lines.append(f"- {call.tool_name}: no result")
+        elif result.is_error:
+            lines.append(f"- {call.tool_name} failed: {result.content.get('error')}")
+        else:
+            lines.append(f"- {call.tool_name}: {_brief(result.content)}")
+    return "\n".join(lines)
