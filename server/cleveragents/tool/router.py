@@ -101,7 +101,9 @@ class ToolCallRouter:
                 out.append({"role": "user", "content": message.text})
             elif isinstance(message, AssistantMessage):
                 blocks: list[dict[str, Any]] = []
-                if message.text:
+                # The API rejects whitespace-only text blocks and empty messages anywhere but
+                # last; a dropped assistant turn just merges the user turns around it.
+                if message.text.strip():
                     blocks.append({"type": "text", "text": message.text})
                 for call in message.tool_calls:
                     arguments = call.arguments if isinstance(call.arguments, dict) else {}
@@ -109,7 +111,8 @@ class ToolCallRouter:
                         {"type": "tool_use", "id": call.call_id, "name": call.tool_name,
                          "input": arguments}
                     )
-                out.append({"role": "assistant", "content": blocks or ""})
+                if blocks:
+                    out.append({"role": "assistant", "content": blocks})
             else:
                 out.append(
                     {"role": "user",

@@ -71,36 +71,31 @@ _SPHINX_PARAM = re.compile(r"^\s*:param\s+(?:\w+\s+)?(\w+)\s*:\s*(.*)$")
 def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     """Split a docstring into its description and per-parameter descriptions.
 
-    Understands Google style (`Args:` sections) and Sphinx style (`:param x:`).
+    Understands Google style (`Args:` sections) and Sphinx style (`:param x:`). Other
+    sections (Returns:, Raises:, Examples:) are left out of both.
     """
     if not doc:
         return "", {}
-    lines = inspect.cleandoc(doc).splitlines()
     description: list[str] = []
     params: dict[str, str] = {}
-    in_args = False
+    state = "description"
     current: str | None = None
     args_indent = 0
-    for line in lines:
+    for line in inspect.cleandoc(doc).splitlines():
+        indent = len(line) - len(line.lstrip())
         sphinx = _SPHINX_PARAM.match(line)
         if sphinx:
-            current = sphinx.group(1)
+            state, current = "sphinx", sphinx.group(1)
             params[current] = sphinx.group(2).strip()
-            in_args = False
-            continue
-        if line.lstrip().startswith(":"):
-            current = None
-            continue
-        if _ARGS_HEADER.match(line):
-            in_args, current = True, None
-            continue
-        if in_args:
-            if not line.strip():
-                continue
-            indent = len(line) - len(line.lstrip())
-            if _SECTION_HEADER.match(line) and indent == 0:
-                in_args, current = False, None
-                continue
+        elif line.lstrip().startswith(":"):
+            state, current = "other", None
+        elif _ARGS_HEADER.match(line):
+            state, current = "args", None
+        elif indent == 0 and _SECTION_HEADER.match(line):
+            state, current = "other", None
+        elif state == "description":
+            description.append(line)
+        elif state == "args" and line.strip():
             match = _ARG_LINE.match(line)
             if match and (current is None or indent <= args_indent):
                 current = match.group(1).lstrip("*")
@@ -108,25 +103,18 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
                 params[current] = match.group(3).strip()
             elif current is not None:
                 params[current] = (params[current] + " " + line.strip()).strip()
-            continue
-        if current is not None and line.strip():
+        elif state == "sphinx" and current is not None and line.strip():
             params[current] = (params[current] + " " + line.strip()).strip()
-            continue
-        if _SECTION_HEADER.match(line):
-            # Returns:, Raises: and friends end the description.
-            in_args = False
-            current = None
-            description.append("\0")
-            continue
-        description.append(line)
-    text = "\n".join(description).split("\0")[0].strip()
-    return text, params
+    return "\n".join(description).strip(), params
 
 
 def schema_from_function(function: Callable[..., Any]) -> tuple[dict[str, Any], str, frozenset[str]]:
     """Build (input schema, description, reserved params it accepts) from a function."""
     signature = inspect.signature(function)
-    hints = typing.get_type_hints(function, include_extras=True)
+    try:
+        hints = typing.get_type_hints(function, include_extras=True)
+    except NameError as exc:
+        raise TypeError(f"tool {function.__name__}: cannot resolve its type hints: {exc}") from None
     description, param_docs = parse_docstring(inspect.getdoc(function))
     properties: dict[str, Any] = {}
     required: list[str] = []

@@ -1,0 +1,181 @@
+"""The `cleveragents` command: run a loop in the terminal, list tools, serve the daemon."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from typing import Any
+
+from . import __version__
+from .tool.policy import AUTOMATION_PROFILES
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_LIMIT = 3
+EXIT_CANCELLED = 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cleveragents", description="A tool-calling agent runtime you drive from your editor."
+    )
+    parser.add_argument("--version", action="version", version=f"cleveragents {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run a tool loop on a prompt, showing each tool call")
+    run.add_argument("prompt", help="what the agent should do")
+    run.add_argument("--sandbox", required=True, metavar="DIR",
+                     help="the project folder the tools may touch (nothing outside it)")
+    run.add_argument("--provider", choices=("offline", "replay", "anthropic", "openai"),
+                     help="LLM provider (default: $CLEVERAGENTS_PROVIDER, else offline)")
+    run.add_argument("--model", help="model name for the provider")
+    run.add_argument("--base-url", help="provider base URL (OpenAI-compatible servers, proxies)")
+    run.add_argument("--script", metavar="FILE", help="replay provider: the JSON script to play")
+    run.add_argument("--max-iterations", type=int, default=25, metavar="N",
+                     help="stop after N model calls (default 25)")
+    run.add_argument("--profile", choices=AUTOMATION_PROFILES, default="ask",
+                     help="what may run without asking (default: ask)")
+    run.add_argument("--tools", action="append", default=[], metavar="MODULE",
+                     help="a Python module whose @tool functions to add (repeatable)")
+    run.add_argument("--no-builtins", action="store_true", help="do not offer the built-in tools")
+    run.add_argument("--json", action="store_true",
+                     help="print the whole result, with the tool call history, as JSON")
+
+    tools = commands.add_parser("tools", help="list every tool with its source and schema")
+    tools.add_argument("--sandbox", metavar="DIR", help="also list MCP tools of this folder")
+    tools.add_argument("--tools", action="append", default=[], metavar="MODULE")
+    tools.add_argument("--json", action="store_true", help="print the list as JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return _run(args)
+        if args.command == "tools":
+            return _tools(args)
+    except KeyboardInterrupt:
+        return EXIT_CANCELLED
+    return EXIT_USAGE
+
+
+def _fail(message: str, code: int = EXIT_ERROR) -> int:
+    print(f"cleveragents: {message}", file=sys.stderr)
+    return code
+
+
+def _tools(args: argparse.Namespace) -> int:
+    from .assembly import tool_rows
+    from .toolsets import ToolLoadError, build_registry
+
+    try:
+        registry = build_registry(args.tools)
+    except ToolLoadError as exc:
+        return _fail(str(exc))
+    rows = list(tool_rows(registry))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("tool", "source", "effect", "parameters", "description")
+    for row in rows:
+        effect = "runs code" if row["executes_code"] else "writes" if row["mutating"] else "reads"
+        params = ", ".join(
+            f"{name}{'' if name in row['input_schema'].get('required', []) else '?'}"
+            for name in row["input_schema"].get("properties", {})
+        )
+        table.add_row(row["name"], row["source"], effect, params, row["description"].split("\n")[0])
+    Console().print(table)
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from .assembly import build_runtime
+    from .display import RunDisplay, TerminalApprover
+    from .providers import ProviderConfigError, create_llm_caller, resolve_provider_name
+    from .tool import ToolActorContext
+    from .tool.runtime import CancelToken
+    from .toolsets import ToolLoadError, build_registry
+
+    sandbox = os.path.realpath(args.sandbox)
+    if not os.path.isdir(sandbox):
+        return _fail(f"sandbox {args.sandbox!r} is not a folder", EXIT_USAGE)
+    if args.max_iterations < 1:
+        return _fail("--max-iterations must be at least 1", EXIT_USAGE)
+    if not args.prompt.strip():
+        return _fail("the prompt is empty", EXIT_USAGE)
+    # With --json, stdout carries only the result; the live view goes to stderr.
+    console = Console(stderr=args.json)
+    try:
+        provider = resolve_provider_name(args.provider)
+        llm = create_llm_caller(provider, args.model, base_url=args.base_url, script=args.script)
+        registry = build_registry(args.tools, builtins=not args.no_builtins)
+    except (ProviderConfigError, ToolLoadError, ValueError, RuntimeError) as exc:
+        return _fail(str(exc))
+    if provider == "offline" and not args.json:
+        console.print(
+            "[yellow]No LLM provider configured: using the offline model (deterministic, no "
+            "network).[/] Use --provider anthropic (with ANTHROPIC_API_KEY) or --provider openai."
+        )
+    display = RunDisplay(console)
+    interactive = sys.stdin.isatty() and console.is_terminal
+    runtime = build_runtime(
+        llm,
+        registry,
+        max_iterations=args.max_iterations,
+        observers=[display],
+        # Without a terminal nobody can answer, so calls that need approval are denied.
+        approver=TerminalApprover(display) if interactive else None,
+    )
+    context = ToolActorContext(sandbox_root=sandbox, automation_profile=args.profile)
+    cancel = CancelToken()
+
+    async def go() -> Any:
+        loop = asyncio.get_running_loop()
+        # First Ctrl-C stops the run gracefully (partial result kept); a second one kills.
+        loop.add_signal_handler(signal.SIGINT, _second_interrupt_kills, loop, cancel)
+        try:
+            return await runtime.arun_tool_loop(args.prompt, context, cancel=cancel)
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+
+    try:
+        result = asyncio.run(go())
+    except Exception as exc:  # the provider gave up, or a misconfigured model
+        display.stop()
+        return _fail(f"the run failed: {type(exc).__name__}: {exc}")
+    finally:
+        display.stop()
+        runtime.runner.shutdown()
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str))
+    else:
+        display.show_result(
+            result.content, result.stop_reason, result.iterations, len(result.tool_call_history)
+        )
+    if result.stop_reason == "cancelled":
+        return EXIT_CANCELLED
+    return EXIT_LIMIT if result.terminated_by_limit else EXIT_OK
+
+
+def _second_interrupt_kills(loop: asyncio.AbstractEventLoop, cancel: Any) -> None:
+    if cancel.cancelled:
+        loop.remove_signal_handler(signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        return
+    print("\ncleveragents: stopping the run (Ctrl-C again to kill)", file=sys.stderr)
+    cancel.cancel()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

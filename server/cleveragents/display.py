@@ -1,0 +1,116 @@
+"""The terminal's live view of a run: a row per tool call as it starts and as it settles."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.status import Status
+
+from .tool.events import (
+    IterationStarted,
+    ResponseReceived,
+    RunEvent,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from .tool.policy import ApprovalDecision, ApprovalRequest
+
+
+def _short(value: Any, limit: int = 100) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class RunDisplay:
+    """A run observer that draws on a rich console (stderr when stdout carries JSON)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.status: Status | None = None
+        self.running: dict[str, str] = {}
+
+    def _spin(self, message: str) -> None:
+        if self.status is None:
+            self.status = self.console.status(message, spinner="dots")
+            self.status.start()
+        else:
+            self.status.update(message)
+
+    def stop(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
+
+    def __call__(self, event: RunEvent) -> None:
+        if isinstance(event, RunStarted):
+            where = event.sandbox_root or "(no sandbox)"
+            self.console.print(
+                f"[bold]run[/] {event.run_id}  sandbox {escape(where)}  "
+                f"profile {event.automation_profile}  limit {event.max_iterations}"
+            )
+        elif isinstance(event, IterationStarted):
+            self._spin(f"iteration {event.iteration}: waiting for the model…")
+        elif isinstance(event, ResponseReceived):
+            if event.message.text and event.message.tool_calls:
+                self.console.print(f"[dim]{escape(event.message.text)}[/]")
+        elif isinstance(event, ToolCallStarted):
+            self.running[event.call_id] = event.tool_name
+            self._spin(f"running {', '.join(self.running.values())}…")
+        elif isinstance(event, ToolCallFinished):
+            record = event.record
+            self.running.pop(record.call_id, None)
+            if record.success:
+                mark, detail = "[green]✓[/]", _short(record.output)
+            else:
+                mark, detail = "[red]✗[/]", f"[red]{record.error_kind}[/]: {record.error}"
+            self.console.print(
+                f"{mark} [bold]{escape(record.tool_name)}[/] {escape(_short(record.inputs, 80))} "
+                f"[dim]{record.duration_ms:.1f} ms[/]\n    {escape(detail) if record.success else detail}"
+            )
+            if self.running:
+                self._spin(f"running {', '.join(self.running.values())}…")
+        elif isinstance(event, RunFinished):
+            self.stop()
+        elif isinstance(event, RunFailed):
+            self.stop()
+
+    def show_result(self, content: str, reason: str, iterations: int, calls: int) -> None:
+        title = {
+            "final_answer": "answer",
+            "max_iterations": "stopped at the iteration limit",
+            "cancelled": "cancelled",
+        }.get(reason, reason)
+        self.console.print(Panel(escape(content or "(no text)"), title=title, expand=False))
+        self.console.print(f"[dim]{iterations} iteration(s), {calls} tool call(s)[/]")
+
+
+class TerminalApprover:
+    """Asks at the terminal: allow, deny, or allow this tool for the rest of the run."""
+
+    def __init__(self, display: RunDisplay) -> None:
+        self.display = display
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        import asyncio
+
+        self.display.stop()
+        console = self.display.console
+        console.print(
+            f"[yellow]?[/] [bold]{escape(request.tool_name)}[/] wants to run with "
+            f"{escape(_short(request.inputs, 300))}"
+        )
+        while True:
+            answer = await asyncio.to_thread(
+                console.input, "  allow? [bold]y[/]es / [bold]n[/]o / [bold]a[/]lways this run: "
+            )
+            choice = answer.strip().lower()[:1]
+            if choice in ("y", "n", "a"):
+                break
+        return {"y": "allow", "n": "deny", "a": "allow_for_run"}[choice]  # type: ignore[return-value]

@@ -1,0 +1,91 @@
+"""Where a registry's tools come from: built-ins, user modules and installed entry points."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Iterable
+from importlib.metadata import entry_points
+
+from .tool.registry import ToolRegistry, ToolSpec, spec_of
+
+ENTRY_POINT_GROUP = "cleveragents.tools"
+
+
+class ToolLoadError(RuntimeError):
+    """A user tool module or entry point could not be loaded; the message says which."""
+
+
+def tools_in_module(module_name: str) -> list[ToolSpec]:
+    """Every `@tool`-decorated function (or ToolSpec) defined at the top of a module."""
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise ToolLoadError(
+            f"cannot import tool module {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+    specs: list[ToolSpec] = []
+    for _, value in inspect.getmembers(module):
+        spec = value if isinstance(value, ToolSpec) else spec_of(value)
+        if spec is not None and spec not in specs:
+            specs.append(spec if spec.source != "python" else _with_source(spec, module_name))
+    if not specs:
+        raise ToolLoadError(f"module {module_name!r} defines no @tool functions")
+    return specs
+
+
+def _with_source(spec: ToolSpec, source: str) -> ToolSpec:
+    from dataclasses import replace
+
+    return replace(spec, source=source)
+
+
+def tools_from_entry_points() -> list[ToolSpec]:
+    """Tools that installed packages advertise in the `cleveragents.tools` group.
+
+    An entry point names a module (all its @tool functions), a @tool function, or a ToolSpec.
+    """
+    specs: list[ToolSpec] = []
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            target = point.load()
+        except Exception as exc:
+            raise ToolLoadError(
+                f"entry point {point.name!r} ({point.value}) failed to load: {exc}"
+            ) from exc
+        if inspect.ismodule(target):
+            specs.extend(tools_in_module(target.__name__))
+            continue
+        spec = target if isinstance(target, ToolSpec) else spec_of(target)
+        if spec is None:
+            raise ToolLoadError(
+                f"entry point {point.name!r} ({point.value}) is not a @tool function, "
+                "a ToolSpec or a module"
+            )
+        specs.append(_with_source(spec, f"entry-point:{point.name}"))
+    return specs
+
+
+def build_registry(
+    tool_modules: Iterable[str] = (),
+    *,
+    builtins: bool = True,
+    plugins: bool = True,
+) -> ToolRegistry:
+    """The registry a CLI run or the daemon offers: built-ins, then plugins, then modules."""
+    registry = ToolRegistry()
+    if builtins:
+        from .workspace.builtins import register_builtin_tools
+
+        register_builtin_tools(registry)
+    extra: list[ToolSpec] = tools_from_entry_points() if plugins else []
+    for module_name in tool_modules:
+        extra.extend(tools_in_module(module_name))
+    for spec in extra:
+        if spec.name in registry:
+            raise ToolLoadError(
+                f"tool {spec.name!r} from {spec.source} clashes with one already registered "
+                f"(from {registry.get(spec.name).source})"  # type: ignore[union-attr]
+            )
+        registry.add_spec(spec)
+    return registry

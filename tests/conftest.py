@@ -1,0 +1,10 @@
+"""Shared helpers for tests: scripted models are functions of the request (no mocks of ours)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))

@@ -1,0 +1,141 @@
+"""Bad input from a model or a tool: a clear failed record every time, never a crash."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+from cleveragents.tool import ToolCallRequest, ToolError, ToolRegistry, ToolRunner
+from cleveragents.tool.router import ToolCallRouter
+
+
+def registry_with_echo() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    return registry
+
+
+async def run(
+    registry: ToolRegistry, name: str, arguments: Any, parse_error: str | None = None
+) -> Any:
+    return await ToolRunner(registry).run(ToolCallRequest("c1", name, arguments, parse_error))
+
+
+async def test_arguments_that_are_not_an_object() -> None:
+    registry = registry_with_echo()
+    for arguments in (["text"], "text", 7, True):
+        record = await run(registry, "echo", arguments)
+        assert record.success is False and record.error_kind == "invalid_arguments"
+        assert "must be a JSON object" in (record.error or "")
+        assert record.inputs == {"_raw": arguments}
+
+
+async def test_arguments_that_are_not_valid_json() -> None:
+    request = ToolCallRouter.from_openai_tool_call(
+        {"id": "c9", "function": {"name": "echo", "arguments": '{"text": "unterminated'}}
+    )
+    assert request.parse_error is not None
+    record = await ToolRunner(registry_with_echo()).run(request)
+    assert record.error_kind == "invalid_arguments"
+    assert "not valid JSON" in (record.error or "")
+    assert record.call_id == "c9"
+
+
+async def test_missing_arguments_mean_an_empty_object() -> None:
+    record = await run(registry_with_echo(), "echo", None)
+    assert record.error_kind == "validation_error"
+    assert "missing required argument 'text'" in (record.error or "")
+
+
+async def test_output_that_is_not_json_serialisable() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def weird() -> Any:
+        """Returns an object JSON cannot hold."""
+        return {"when": object()}
+
+    @registry.tool
+    def nan() -> float:
+        """NaN is not JSON either."""
+        return float("nan")
+
+    for name in ("weird", "nan"):
+        record = await run(registry, name, {})
+        assert record.success is False and record.error_kind == "invalid_output"
+        assert "not JSON-serialisable" in (record.error or "")
+
+
+async def test_async_handler_that_hangs_past_its_timeout() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool(timeout_s=0.05)
+    async def hang() -> None:
+        """Never finishes."""
+        await asyncio.Event().wait()
+
+    record = await run(registry, "hang", {})
+    assert record.success is False and record.error_kind == "timeout"
+    assert "did not finish within 0.05 s" in (record.error or "")
+
+
+async def test_sync_handler_that_hangs_past_its_timeout() -> None:
+    registry = ToolRegistry()
+    release = threading.Event()
+
+    @registry.tool(timeout_s=0.05)
+    def block() -> None:
+        """Blocks its worker thread until released."""
+        release.wait(30)
+
+    record = await run(registry, "block", {})
+    release.set()
+    assert record.error_kind == "timeout"
+
+
+async def test_tool_error_kinds_pass_through() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def picky(name: str) -> None:
+        """Fails with a chosen kind."""
+        raise ToolError(f"no such thing: {name}", kind="sandbox_violation")
+
+    record = await run(registry, "picky", {"name": "x"})
+    assert record.error_kind == "sandbox_violation" and record.error == "no such thing: x"
+
+
+async def test_other_values_are_wrapped_and_none_is_empty() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def listing() -> list[int]:
+        """A list."""
+        return [1, 2]
+
+    @registry.tool
+    def nothing() -> None:
+        """Nothing."""
+
+    assert (await run(registry, "listing", {})).output == {"result": [1, 2]}
+    assert (await run(registry, "nothing", {})).output == {}
+
+
+async def test_duration_is_measured_around_the_call() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def nap() -> None:
+        """Sleeps 20 ms."""
+        time.sleep(0.02)
+
+    record = await run(registry, "nap", {})
+    # Behaviour, not speed: the measured duration covers the handler's own sleep.
+    assert record.duration_ms >= 20.0
