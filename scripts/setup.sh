@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Set up everything the project needs on a fresh machine: a virtualenv with the package and
+# its test tools, and the system packages the tests use. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+
+# bubblewrap confines run_command; without it commands run unconfined (and say so).
+if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null \
+    || echo "setup: could not install bubblewrap; run_command will run unconfined" >&2
+fi
