@@ -9,6 +9,7 @@ decoding and the retries (429, 5xx, connection errors); this module translates r
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -55,8 +56,10 @@ class _ToolCallParts:
 
     def to_request(self) -> ToolCallRequest:
         return ToolCallRouter.from_openai_tool_call(
-            {"id": self.call_id, "function": {"name": self.name,
-                                              "arguments": "".join(self.arguments)}}
+            {
+                "id": self.call_id,
+                "function": {"name": self.name, "arguments": "".join(self.arguments)},
+            }
         )
 
 
@@ -130,16 +133,30 @@ def _is_local(base_url: str) -> bool:
     return host in ("localhost", "127.0.0.1", "::1", "0.0.0.0") or host.endswith(".local")
 
 
+def _root_cause(exc: BaseException) -> str:
+    """The innermost reason under the SDK's generic "Connection error."."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    deepest = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return "connection refused"
+        if str(current):
+            deepest = current
+        current = current.__cause__ or current.__context__
+    return str(deepest) or type(deepest).__name__
+
+
 def _server_message(exc: Any) -> str:
     """The server's own words from an SDK status error (OpenAI, vLLM and Ollama shapes)."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         message = body.get("message") or body.get("detail")
-        if message:
-            return str(message)
+        return str(message) if message else json.dumps(body, default=str)[:500]
     if isinstance(body, str) and body.strip():
         return body.strip()[:500]
-    return str(getattr(exc, "message", "") or exc)
+    return "no details in the response"
 
 
 class OpenAICaller:
@@ -208,20 +225,27 @@ class OpenAICaller:
     async def complete(self, request: LLMRequest, on_text: TextSink | None = None) -> LLMResponse:
         openai = _import_sdk()
         assembler = _StreamAssembler(on_text)
+        streaming = False  # the SDK retries until the stream opens, never after
         try:
             stream = await self.client.chat.completions.create(**self.request_params(request))
+            streaming = True
             async with stream:
                 async for chunk in stream:
                     assembler.add(chunk)
         except openai.APIStatusError as exc:
             raise ProviderError(self._describe_status_error(exc)) from exc
-        except openai.APITimeoutError as exc:
-            raise ProviderError(
-                f"the request to {self.base_url} timed out (timeout {self.timeout}s, "
-                f"{self._attempts()}); raise the timeout or check that the server is not "
-                "overloaded"
-            ) from exc
-        except openai.APIConnectionError as exc:
+        except openai.APIConnectionError as exc:  # includes APITimeoutError
+            if streaming:
+                raise ProviderError(
+                    f"the response from {self.base_url} broke off while streaming "
+                    f"({_root_cause(exc)}); try again"
+                ) from exc
+            if isinstance(exc, openai.APITimeoutError):
+                raise ProviderError(
+                    f"the request to {self.base_url} timed out (timeout {self.timeout}s, "
+                    f"{self._attempts()}): raise the timeout, or check that the server is "
+                    "not overloaded"
+                ) from exc
             raise ProviderError(self._describe_connection_error(exc)) from exc
         except openai.APIError as exc:  # an error event in the middle of the stream
             raise ProviderError(
@@ -235,9 +259,9 @@ class OpenAICaller:
         return f"{attempts} attempt" + ("s" if attempts != 1 else "")
 
     def _describe_connection_error(self, exc: Exception) -> str:
-        cause = exc.__cause__ or exc.__context__
-        detail = f" ({cause})" if cause is not None and str(cause) else ""
-        where = f"could not connect to {self.base_url}{detail} after {self._attempts()}"
+        where = (
+            f"could not connect to {self.base_url} ({_root_cause(exc)}) after {self._attempts()}"
+        )
         if urlsplit(self.base_url).port == _OLLAMA_PORT:
             return f"{where}: is Ollama running at {self.base_url}? Start it with `ollama serve`."
         if _is_local(self.base_url):

@@ -1,0 +1,289 @@
+"""A fake OpenAI Chat Completions server on 127.0.0.1 for tests.
+
+It speaks the real wire format: `POST /v1/chat/completions` answered with a
+`text/event-stream` of `data: {chat.completion.chunk}` events ending in `data: [DONE]`
+(HTTP/1.1 chunked, as OpenAI sends it), or an error status with OpenAI's error JSON.
+Replies come from a scripted queue; every request's headers and JSON body are recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+CHAT_PATH = "/v1/chat/completions"
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class StreamReply:
+    """An SSE stream: each chunk is one `data:` event; `drop_after` cuts the connection."""
+
+    chunks: list[dict[str, Any]]
+    headers: dict[str, str] = field(default_factory=dict)
+    done: bool = True
+    drop_after: int | None = None
+
+
+@dataclass
+class ErrorReply:
+    status: int
+    body: dict[str, Any] | str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class DropConnection:
+    """Read the request, then close the socket without answering."""
+
+
+@dataclass
+class Stall:
+    """Read the request and answer nothing until the server stops (for client timeouts)."""
+
+
+Reply = StreamReply | ErrorReply | DropConnection | Stall
+
+
+def openai_error(
+    status: int,
+    message: str,
+    *,
+    error_type: str = "invalid_request_error",
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> ErrorReply:
+    """An error in OpenAI's shape: `{"error": {"message", "type", "param", "code"}}`."""
+    body = {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+    return ErrorReply(status, body, dict(headers or {}))
+
+
+class ChunkScript:
+    """Builds the `chat.completion.chunk` objects of one streamed response, in order."""
+
+    def __init__(self, model: str = "fake-model", completion_id: str = "chatcmpl-fake") -> None:
+        self.model = model
+        self.completion_id = completion_id
+        self.chunks: list[dict[str, Any]] = []
+        self._chunk(choices=[self._choice({"role": "assistant", "content": ""})])
+
+    def _chunk(self, *, choices: list[dict[str, Any]], usage: Any = None) -> None:
+        self.chunks.append(
+            {
+                "id": self.completion_id,
+                "object": "chat.completion.chunk",
+                "created": 1_700_000_000,
+                "model": self.model,
+                "system_fingerprint": "fp_fake",
+                "choices": choices,
+                "usage": usage,
+            }
+        )
+
+    @staticmethod
+    def _choice(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+
+    def text(self, *pieces: str) -> ChunkScript:
+        for piece in pieces:
+            self._chunk(choices=[self._choice({"content": piece})])
+        return self
+
+    def tool_call_start(
+        self, index: int, call_id: str, name: str, arguments: str = ""
+    ) -> ChunkScript:
+        fragment = {
+            "index": index,
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
+        self._chunk(choices=[self._choice({"tool_calls": [fragment]})])
+        return self
+
+    def tool_arguments(self, index: int, *pieces: str) -> ChunkScript:
+        for piece in pieces:
+            fragment = {"index": index, "function": {"arguments": piece}}
+            self._chunk(choices=[self._choice({"tool_calls": [fragment]})])
+        return self
+
+    def finish(self, reason: str) -> ChunkScript:
+        self._chunk(choices=[self._choice({}, finish_reason=reason)])
+        return self
+
+    def usage(self, prompt_tokens: int, completion_tokens: int) -> ChunkScript:
+        """The extra last chunk `stream_options.include_usage` asks for: no choices."""
+        self._chunk(
+            choices=[],
+            usage={
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        )
+        return self
+
+    def reply(self, **kwargs: Any) -> StreamReply:
+        return StreamReply(list(self.chunks), **kwargs)
+
+
+def text_reply(text: str, *, prompt_tokens: int = 10, completion_tokens: int = 5) -> StreamReply:
+    return ChunkScript().text(text).finish("stop").usage(prompt_tokens, completion_tokens).reply()
+
+
+def tool_call_reply(call_id: str, name: str, arguments: str) -> StreamReply:
+    script = ChunkScript().tool_call_start(0, call_id, name).tool_arguments(0, arguments)
+    return script.finish("tool_calls").usage(10, 5).reply()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        reply = self.server.fake.record_and_next(
+            RecordedRequest(
+                "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body
+            )
+        )
+        if self.path != CHAT_PATH:
+            reply = openai_error(404, f"Invalid URL (POST {self.path})")
+        if isinstance(reply, DropConnection):
+            self.close_connection = True
+            return
+        if isinstance(reply, Stall):
+            self.server.fake.stopping.wait()
+            self.close_connection = True
+            return
+        if isinstance(reply, ErrorReply):
+            self._send_error(reply)
+            return
+        self._send_stream(reply)
+
+    def _send_error(self, reply: ErrorReply) -> None:
+        data = (reply.body if isinstance(reply.body, str) else json.dumps(reply.body)).encode()
+        self.send_response(reply.status)
+        content_type = "text/plain" if isinstance(reply.body, str) else "application/json"
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_stream(self, reply: StreamReply) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache")
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        events = [f"data: {json.dumps(chunk)}\n\n" for chunk in reply.chunks]
+        if reply.done:
+            events.append("data: [DONE]\n\n")
+        for number, event in enumerate(events):
+            if reply.drop_after is not None and number >= reply.drop_after:
+                # Cut mid-stream: no terminating zero-length chunk, so the client sees an
+                # incomplete body.
+                self.close_connection = True
+                self.wfile.flush()
+                return
+            self._write_chunk(event.encode())
+        self._write_chunk(b"")
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    fake: FakeOpenAIServer
+
+
+class FakeOpenAIServer:
+    """Start with `with FakeOpenAIServer() as server:`; point the SDK at `server.base_url`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._replies: deque[Reply] = deque()
+        self.requests: list[RecordedRequest] = []
+        self.stopping = threading.Event()
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.fake = self
+        # A short poll interval so `stop` does not wait half a second per test.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.01,), daemon=True, name="fake-openai"
+        )
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> FakeOpenAIServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def enqueue(self, *replies: Reply) -> None:
+        with self._lock:
+            self._replies.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._replies)
+
+    def record_and_next(self, request: RecordedRequest) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            if self._replies:
+                return self._replies.popleft()
+        return openai_error(
+            500,
+            "fake server: no scripted reply left",
+            error_type="server_error",
+            headers={"x-should-retry": "false"},
+        )
+
+    @property
+    def bodies(self) -> list[Any]:
+        with self._lock:
+            return [r.body for r in self.requests]

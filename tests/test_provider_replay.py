@@ -1,0 +1,86 @@
+"""The replay provider: scripted responses from a JSON file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cleveragents.providers import create_llm_caller
+from cleveragents.providers.replay import ReplayCaller, ReplayScriptError
+from cleveragents.tool import (
+    RunEvent,
+    TextDelta,
+    ToolCallingRuntime,
+    ToolRegistry,
+    ToolRunner,
+)
+
+
+def write(tmp_path: Path, data: Any) -> Path:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(data) if not isinstance(data, str) else data)
+    return path
+
+
+def test_plays_the_script_through_a_loop(tmp_path: Path) -> None:
+    script = write(tmp_path, {"responses": [
+        {"text": "Let me add.", "tool_calls": [
+            {"name": "add", "arguments": {"a": 1, "b": 2}},
+            {"name": "add", "arguments": "{not json"},
+        ]},
+        {"text": "It is 3."},
+    ]})
+    registry = ToolRegistry()
+
+    @registry.tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    events: list[RunEvent] = []
+    runtime = ToolCallingRuntime(registry, ToolRunner(registry), create_llm_caller("replay", script=str(script)))
+    result = runtime.run_tool_loop("add", observers=[events.append])
+    first, second = result.tool_call_history
+    assert first.output == {"result": 3} and first.call_id == "response_1_call_1"
+    assert second.error_kind == "invalid_arguments"
+    assert result.content == "It is 3." and result.iterations == 2
+    deltas = [e.text for e in events if isinstance(e, TextDelta)]
+    assert deltas == ["Let ", "me ", "add.", "It ", "is ", "3."]
+
+
+def test_one_caller_serves_many_runs(tmp_path: Path) -> None:
+    caller = ReplayCaller.from_file(write(tmp_path, [{"text": "same"}]))
+    registry = ToolRegistry()
+    runtime = ToolCallingRuntime(registry, ToolRunner(registry), caller)
+    assert [runtime.run_tool_loop("x").content for _ in range(3)] == ["same"] * 3
+
+
+def test_running_past_the_script_is_a_clear_error(tmp_path: Path) -> None:
+    caller = ReplayCaller.from_file(write(tmp_path, [{"tool_calls": [{"name": "nope"}]}]))
+    registry = ToolRegistry()
+    runtime = ToolCallingRuntime(registry, ToolRunner(registry), caller)
+    with pytest.raises(ReplayScriptError, match="has 1 responses; iteration 2"):
+        runtime.run_tool_loop("x")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{oops", "not valid JSON"),
+        ({"responses": []}, "non-empty 'responses'"),
+        ([{"text": 3}], "'text' must be a string"),
+        ([{"tool_calls": [{"arguments": {}}]}], "needs a string 'name'"),
+        ([{"delay_ms": -1}], "non-negative"),
+    ],
+)
+def test_bad_scripts_are_clear_errors(tmp_path: Path, content: Any, message: str) -> None:
+    with pytest.raises(ReplayScriptError, match=message):
+        ReplayCaller.from_file(write(tmp_path, content))
+
+
+def test_missing_script_file(tmp_path: Path) -> None:
+    with pytest.raises(ReplayScriptError, match="not found"):
+        ReplayCaller.from_file(tmp_path / "absent.json")
