@@ -1,0 +1,657 @@
+"""Durable run history: every run, model response and tool call, stored as it happens.
+
+`RunHistory` is a run observer (pass it in `observers=`): each event it stores is written in
+its own committed SQLite transaction, so a crash loses nothing that had finished. Clients list
+and reopen past runs, and `conversation()` rebuilds a run's conversation so a follow-up prompt
+can continue it:
+
+    history = RunHistory(default_history_path())
+    history.mark_interrupted()                      # at daemon start
+    ...
+    messages = history.conversation(previous_id)    # KeyError for an unknown run
+    history.mark_continuation(new_id, previous_id)
+    await runtime.arun_tool_loop(prompt, history=messages, run_id=new_id,
+                                 observers=[history])
+
+Writes are synchronous: the observer runs on the caller's thread (the event loop, in the
+daemon). Each write is one small transaction and, with `synchronous=NORMAL` in WAL mode, a
+commit is an append to the WAL file without an fsync.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import sqlite3
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from .tool.events import (
+    IterationStarted,
+    ResponseReceived,
+    RunEvent,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    ToolCallFinished,
+)
+from .tool.messages import (
+    AssistantMessage,
+    Message,
+    ToolResult,
+    ToolResultsMessage,
+    UserMessage,
+    message_from_dict,
+    message_to_dict,
+)
+from .tool.records import ERROR_KINDS, ErrorKind, ToolCallRecord, ToolCallRunResult, Usage
+from .tool.router import result_from_record
+from .tool.runtime import close_dangling_calls
+
+log = logging.getLogger(__name__)
+
+RunStatus = Literal["running", "finished", "cancelled", "limit", "failed", "interrupted"]
+
+HISTORY_FILE_NAME = "history.sqlite3"
+# How long a write waits for another process (a second daemon) holding the write lock.
+BUSY_TIMEOUT_S = 5.0
+INTERRUPTED_ERROR = "the process running this run ended before the run finished"
+
+# Tells this process apart from an earlier one that had the same pid (containers restart
+# daemons with the same pid), so `mark_interrupted` can recognise that earlier one as dead.
+_PROCESS_TOKEN = uuid.uuid4().hex
+
+# Migration i takes the database from user_version i to i + 1. Append, never edit: a
+# database already at version n has run the first n entries. Statements run one by one in a
+# single transaction (`executescript` would commit half way).
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """
+        CREATE TABLE runs (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL UNIQUE,
+            prompt TEXT NOT NULL,
+            plan_id TEXT NOT NULL,
+            sandbox_root TEXT,
+            automation_profile TEXT NOT NULL,
+            max_iterations INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            started_at REAL NOT NULL,
+            finished_at REAL,
+            iterations INTEGER NOT NULL DEFAULT 0,
+            content TEXT,
+            stop_reason TEXT,
+            error TEXT,
+            error_type TEXT,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            continued_from TEXT REFERENCES runs (run_id) ON DELETE SET NULL,
+            owner_host TEXT NOT NULL,
+            owner_pid INTEGER NOT NULL,
+            owner_token TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX runs_by_status ON runs (status)",
+        """
+        CREATE TABLE assistant_messages (
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            iteration INTEGER NOT NULL,
+            message TEXT NOT NULL,
+            received_at REAL NOT NULL,
+            PRIMARY KEY (run_id, iteration)
+        )
+        """,
+        """
+        CREATE TABLE tool_calls (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            iteration INTEGER NOT NULL,
+            call_id TEXT NOT NULL,
+            tool_name TEXT NOT NULL,
+            inputs TEXT NOT NULL,
+            output TEXT NOT NULL,
+            duration_ms REAL NOT NULL,
+            success INTEGER NOT NULL,
+            error TEXT,
+            error_kind TEXT,
+            recorded_at REAL NOT NULL
+        )
+        """,
+        "CREATE INDEX tool_calls_by_run ON tool_calls (run_id, seq)",
+    ),
+)
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+
+def default_history_path() -> Path:
+    """The history database in the user's data folder.
+
+    `$XDG_DATA_HOME` when set (absolute, as the XDG spec requires), else the platform's
+    data folder: `~/.local/share` on Linux, `~/Library/Application Support` on macOS,
+    `%LOCALAPPDATA%` on Windows.
+    """
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        base = Path(xdg)
+    elif sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        base = Path(os.environ["LOCALAPPDATA"])
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = Path.home() / ".local" / "share"
+    return base / "cleveragents" / HISTORY_FILE_NAME
+
+
+@dataclass(slots=True, frozen=True)
+class RunSummary:
+    """One row of the run list. Times are Unix epoch seconds."""
+
+    run_id: str
+    prompt: str
+    status: RunStatus
+    started_at: float
+    finished_at: float | None
+    iterations: int
+    tool_call_count: int
+    sandbox_root: str | None
+    plan_id: str
+    automation_profile: str
+    continued_from: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "prompt": self.prompt,
+            "status": self.status,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "iterations": self.iterations,
+            "tool_call_count": self.tool_call_count,
+            "sandbox_root": self.sandbox_root,
+            "plan_id": self.plan_id,
+            "automation_profile": self.automation_profile,
+            "continued_from": self.continued_from,
+        }
+
+
+@dataclass(slots=True, frozen=True)
+class StoredRun(RunSummary):
+    """A whole stored run.
+
+    `records` are in request order (as in `ToolCallRunResult.tool_call_history`), and
+    `messages` is this run's own conversation: its prompt onwards, without the runs it
+    continued (`RunHistory.conversation` has those too).
+    """
+
+    max_iterations: int
+    content: str | None
+    stop_reason: str | None
+    error: str | None
+    error_type: str | None
+    usage: Usage
+    records: list[ToolCallRecord] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = RunSummary.to_dict(self)
+        data.update(
+            {
+                "max_iterations": self.max_iterations,
+                "content": self.content,
+                "stop_reason": self.stop_reason,
+                "error": self.error,
+                "error_type": self.error_type,
+                "usage": self.usage.to_dict(),
+                "records": [r.to_dict() for r in self.records],
+                "messages": [message_to_dict(m) for m in self.messages],
+            }
+        )
+        return data
+
+
+class RunHistory:
+    """A run observer that stores runs in SQLite, and reads them back.
+
+    Thread-safe: one connection shared under a lock. Several processes (one daemon per
+    editor window) may use the same file; WAL lets readers run alongside the writer.
+    Writes are synchronous; see the module docstring.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        # Continuations announced before their run's RunStarted arrives.
+        self._pending_continuations: dict[str, str] = {}
+        # Runs whose RunStarted this instance stored: events of any other run are skipped, so
+        # a reused run id (its RunStarted insert fails) cannot add records to the old run.
+        self._active_runs: set[str] = set()
+        self._conn = sqlite3.connect(
+            self.path,
+            timeout=BUSY_TIMEOUT_S,
+            isolation_level=None,  # we issue BEGIN/COMMIT ourselves
+            check_same_thread=False,  # guarded by self._lock
+        )
+        try:
+            self._configure()
+            self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- setup -----------------------------------------------------------------------------
+    def _configure(self) -> None:
+        mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            log.warning("run history %s: WAL unavailable, journal mode is %s", self.path, mode)
+        # In WAL mode, NORMAL syncs at checkpoints rather than at every commit: a committed
+        # transaction is in the WAL file and survives the process crashing (the OS keeps
+        # the written pages); only an OS crash or power loss can lose the last commits.
+        # That is the durability a run history needs, without an fsync per tool call.
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA foreign_keys=ON")
+
+    def _migrate(self) -> None:
+        with self._transaction(immediate=True) as conn:
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"run history {self.path} has schema version {version}; this "
+                    f"cleveragents knows up to {SCHEMA_VERSION}. Upgrade cleveragents."
+                )
+            for target, statements in enumerate(_MIGRATIONS[version:], start=version + 1):
+                for statement in statements:
+                    conn.execute(statement)
+                # PRAGMA takes no parameters; `target` is an int we computed.
+                conn.execute(f"PRAGMA user_version = {int(target)}")
+
+    @contextmanager
+    def _transaction(self, *, immediate: bool) -> Iterator[sqlite3.Connection]:
+        """One transaction under the lock; IMMEDIATE takes the write lock up front."""
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> RunHistory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing: the observer -------------------------------------------------------------
+    def __call__(self, event: RunEvent) -> None:
+        """Store one run event; events not listed here (text deltas, call starts) are skipped."""
+        if isinstance(event, RunStarted):
+            self._run_started(event)
+            return
+        with self._lock:
+            active = event.run_id in self._active_runs
+            if isinstance(event, RunFinished | RunFailed):
+                self._active_runs.discard(event.run_id)
+        if not active:
+            log.debug(
+                "run history: skipping %s of unstored run %s", type(event).__name__, event.run_id
+            )
+        elif isinstance(event, IterationStarted):
+            self._execute(
+                "UPDATE runs SET iterations = ? WHERE run_id = ?", (event.iteration, event.run_id)
+            )
+        elif isinstance(event, ResponseReceived):
+            self._execute(
+                "INSERT INTO assistant_messages (run_id, iteration, message, received_at) "
+                "VALUES (?, ?, ?, ?)",
+                (
+                    event.run_id,
+                    event.iteration,
+                    _dumps(message_to_dict(event.message)),
+                    time.time(),
+                ),
+            )
+        elif isinstance(event, ToolCallFinished):
+            self._tool_call_finished(event)
+        elif isinstance(event, RunFinished):
+            self._run_finished(event.run_id, event.result)
+        elif isinstance(event, RunFailed):
+            self._execute(
+                "UPDATE runs SET status = 'failed', error = ?, error_type = ?, finished_at = ? "
+                "WHERE run_id = ?",
+                (event.error, event.error_type, time.time(), event.run_id),
+            )
+
+    def _execute(self, sql: str, parameters: Sequence[Any]) -> None:
+        with self._transaction(immediate=True) as conn:
+            conn.execute(sql, parameters)
+
+    def _run_started(self, event: RunStarted) -> None:
+        with self._lock:
+            continued_from = self._pending_continuations.pop(event.run_id, None)
+        self._execute(
+            "INSERT INTO runs (run_id, prompt, plan_id, sandbox_root, automation_profile, "
+            "max_iterations, status, started_at, continued_from, owner_host, owner_pid, "
+            "owner_token) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+            (
+                event.run_id,
+                event.prompt,
+                event.plan_id,
+                event.sandbox_root,
+                event.automation_profile,
+                event.max_iterations,
+                time.time(),
+                continued_from,
+                socket.gethostname(),
+                os.getpid(),
+                _PROCESS_TOKEN,
+            ),
+        )
+        with self._lock:
+            self._active_runs.add(event.run_id)
+
+    def _tool_call_finished(self, event: ToolCallFinished) -> None:
+        record = event.record
+        self._execute(
+            "INSERT INTO tool_calls (run_id, iteration, call_id, tool_name, inputs, output, "
+            "duration_ms, success, error, error_kind, recorded_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                event.run_id,
+                record.iteration,
+                record.call_id,
+                record.tool_name,
+                _dumps(record.inputs),
+                _dumps(record.output),
+                record.duration_ms,
+                record.success,
+                record.error,
+                record.error_kind,
+                time.time(),
+            ),
+        )
+
+    def _run_finished(self, run_id: str, result: ToolCallRunResult) -> None:
+        status: RunStatus
+        if result.terminated_by_limit:
+            status = "limit"
+        elif result.stop_reason == "cancelled":
+            status = "cancelled"
+        else:
+            status = "finished"
+        self._execute(
+            "UPDATE runs SET status = ?, content = ?, stop_reason = ?, iterations = ?, "
+            "input_tokens = ?, output_tokens = ?, finished_at = ? WHERE run_id = ?",
+            (
+                status,
+                result.content,
+                result.stop_reason,
+                result.iterations,
+                result.usage.input_tokens,
+                result.usage.output_tokens,
+                time.time(),
+                run_id,
+            ),
+        )
+
+    # -- continuation and restart ----------------------------------------------------------
+    def mark_continuation(self, run_id: str, continued_from: str) -> None:
+        """Record that run `run_id` continues run `continued_from`.
+
+        Call it before starting the run (on the instance that observes it) or after it has
+        started. KeyError when `continued_from` is not stored; ValueError for a cycle.
+        """
+        if run_id == continued_from:
+            raise ValueError(f"run {run_id!r} cannot continue itself")
+        with self._transaction(immediate=True) as conn:
+            if not _run_exists(conn, continued_from):
+                raise KeyError(continued_from)
+            if not _run_exists(conn, run_id):
+                self._pending_continuations[run_id] = continued_from
+                return
+            if run_id in _chain(conn, continued_from):
+                raise ValueError(f"run {run_id!r} is already an ancestor of {continued_from!r}")
+            conn.execute(
+                "UPDATE runs SET continued_from = ? WHERE run_id = ?", (continued_from, run_id)
+            )
+
+    def mark_interrupted(self) -> list[str]:
+        """Mark runs whose process has died as "interrupted"; returns their ids, oldest first.
+
+        Call at daemon start. Runs of live processes (another editor window's daemon, or
+        this process) are left running. A run counts as dead when it was started on this
+        host by a pid that no longer exists, or by an earlier process that had our pid.
+        """
+        with self._transaction(immediate=True) as conn:
+            rows = conn.execute(
+                "SELECT run_id, owner_host, owner_pid, owner_token FROM runs "
+                "WHERE status = 'running' ORDER BY seq"
+            ).fetchall()
+            dead = [run_id for run_id, *owner in rows if _owner_is_dead(*owner)]
+            now = time.time()
+            conn.executemany(
+                "UPDATE runs SET status = 'interrupted', error = ?, finished_at = ? "
+                "WHERE run_id = ?",
+                [(INTERRUPTED_ERROR, now, run_id) for run_id in dead],
+            )
+        return dead
+
+    # -- reading ---------------------------------------------------------------------------
+    def list_runs(self, limit: int = 50, offset: int = 0) -> list[RunSummary]:
+        """Runs, newest first."""
+        if limit < 0 or offset < 0:
+            raise ValueError(f"limit and offset must not be negative, got {limit}, {offset}")
+        with self._transaction(immediate=False) as conn:
+            rows = conn.execute(
+                f"SELECT {_SUMMARY_COLUMNS} FROM runs ORDER BY seq DESC LIMIT ? OFFSET ?",
+                (limit, offset),
+            ).fetchall()
+        return [RunSummary(*row) for row in rows]
+
+    def get_run(self, run_id: str) -> StoredRun | None:
+        with self._transaction(immediate=False) as conn:
+            row = conn.execute(
+                f"SELECT {_SUMMARY_COLUMNS}, max_iterations, content, stop_reason, error, "
+                "error_type, input_tokens, output_tokens FROM runs WHERE run_id = ?",
+                (run_id,),
+            ).fetchone()
+            if row is None:
+                return None
+            stored = _load_own_run(conn, run_id, row[1])
+        summary_width = len(fields(RunSummary))
+        (max_iterations, content, stop_reason, error, error_type, input_tokens, output_tokens) = (
+            row[summary_width:]
+        )
+        summary = RunSummary(*row[:summary_width])
+        return StoredRun(
+            **{f.name: getattr(summary, f.name) for f in fields(RunSummary)},
+            max_iterations=max_iterations,
+            content=content,
+            stop_reason=stop_reason,
+            error=error,
+            error_type=error_type,
+            usage=Usage(input_tokens, output_tokens),
+            records=stored.records,
+            messages=stored.messages,
+        )
+
+    def conversation(self, run_id: str) -> list[Message]:
+        """The run's provider-neutral conversation, with the runs it continued first.
+
+        Earlier runs' parts go through `close_dangling_calls`, as the runtime did when it
+        continued them; this run's own calls that never got a record stay dangling, for
+        `close_dangling_calls` to fix up when continuing. KeyError for an unknown run.
+        """
+        with self._transaction(immediate=False) as conn:
+            if not _run_exists(conn, run_id):
+                raise KeyError(run_id)
+            chain = _chain(conn, run_id)
+            parts = []
+            for chained_id in reversed(chain):  # oldest first
+                (prompt,) = conn.execute(
+                    "SELECT prompt FROM runs WHERE run_id = ?", (chained_id,)
+                ).fetchone()
+                parts.append(_load_own_run(conn, chained_id, prompt).messages)
+        earlier = [message for part in parts[:-1] for message in part]
+        return [*close_dangling_calls(earlier), *parts[-1]] if earlier else parts[-1]
+
+
+# -- helpers -------------------------------------------------------------------------------
+_SUMMARY_COLUMNS = (
+    "run_id, prompt, status, started_at, finished_at, iterations, "
+    "(SELECT COUNT(*) FROM tool_calls WHERE tool_calls.run_id = runs.run_id), "
+    "sandbox_root, plan_id, automation_profile, continued_from"
+)
+
+
+def _dumps(value: Any) -> str:
+    # default=str: a value JSON cannot hold is stored as its text rather than losing the row.
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _run_exists(conn: sqlite3.Connection, run_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
+
+
+def _chain(conn: sqlite3.Connection, run_id: str) -> list[str]:
+    """`run_id`, the run it continued, that run's predecessor, and so on."""
+    chain = [run_id]
+    while True:
+        row = conn.execute(
+            "SELECT continued_from FROM runs WHERE run_id = ?", (chain[-1],)
+        ).fetchone()
+        if row is None or row[0] is None or row[0] in chain:
+            return chain
+        chain.append(row[0])
+
+
+@dataclass(slots=True)
+class _OwnRun:
+    records: list[ToolCallRecord]
+    messages: list[Message]
+
+
+def _load_own_run(conn: sqlite3.Connection, run_id: str, prompt: str) -> _OwnRun:
+    """Records in request order and the conversation of this one run."""
+    responses: dict[int, AssistantMessage] = {}
+    for iteration, text in conn.execute(
+        "SELECT iteration, message FROM assistant_messages WHERE run_id = ? ORDER BY iteration",
+        (run_id,),
+    ):
+        message = message_from_dict(json.loads(text))
+        if not isinstance(message, AssistantMessage):
+            raise ValueError(f"run {run_id}: stored response {iteration} is not an assistant's")
+        responses[iteration] = message
+    arrived = [
+        ToolCallRecord(
+            tool_name=tool_name,
+            inputs=json.loads(inputs),
+            output=json.loads(output),
+            duration_ms=duration_ms,
+            success=bool(success),
+            error=error,
+            iteration=iteration,
+            call_id=call_id,
+            error_kind=cast(ErrorKind, error_kind) if error_kind in ERROR_KINDS else None,
+        )
+        for (
+            tool_name,
+            inputs,
+            output,
+            duration_ms,
+            success,
+            error,
+            iteration,
+            call_id,
+            error_kind,
+        ) in conn.execute(
+            "SELECT tool_name, inputs, output, duration_ms, success, error, iteration, "
+            "call_id, error_kind FROM tool_calls WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        )
+    ]
+    records = _request_order(arrived, responses)
+    messages: list[Message] = [UserMessage(prompt)]
+    by_iteration: dict[int, list[ToolCallRecord]] = {}
+    for record in records:
+        by_iteration.setdefault(record.iteration, []).append(record)
+    for iteration, response in responses.items():
+        messages.append(response)
+        results: list[ToolResult] = [result_from_record(r) for r in by_iteration.get(iteration, [])]
+        if results:
+            messages.append(ToolResultsMessage(tuple(results)))
+    return _OwnRun(records, messages)
+
+
+def _request_order(
+    arrived: list[ToolCallRecord], responses: dict[int, AssistantMessage]
+) -> list[ToolCallRecord]:
+    """Sort records (stored as they completed) into the order the model asked for them."""
+    keys: list[tuple[int, int, int]] = []
+    taken: set[tuple[int, int]] = set()
+    for arrival, record in enumerate(arrived):
+        calls = responses[record.iteration].tool_calls if record.iteration in responses else ()
+        position = next(
+            (
+                index
+                for index, call in enumerate(calls)
+                if call.call_id == record.call_id and (record.iteration, index) not in taken
+            ),
+            len(calls),  # a record its response does not name goes after the named ones
+        )
+        taken.add((record.iteration, position))
+        keys.append((record.iteration, position, arrival))
+    order = sorted(range(len(arrived)), key=keys.__getitem__)
+    return [arrived[i] for i in order]
+
+
+def _owner_is_dead(host: str, pid: int, token: str) -> bool:
+    """Whether the process that started a run is gone; runs of other hosts are left alone."""
+    if host != socket.gethostname():
+        return False
+    if pid == os.getpid():
+        return token != _PROCESS_TOKEN  # an earlier process that had our pid
+    return not _process_alive(pid)
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether a process with this pid exists on this host (True when unsure)."""
+    if sys.platform == "win32":
+        import ctypes
+
+        # os.kill(pid, 0) on Windows would terminate the process, so ask the kernel.
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+        process_query_limited_information, still_active, access_denied = 0x1000, 259, 5
+        handle = kernel32.OpenProcess(process_query_limited_information, False, pid)
+        if not handle:
+            return bool(ctypes.get_last_error() == access_denied)
+        try:
+            code = ctypes.c_ulong()
+            if not kernel32.GetExitCodeProcess(handle, ctypes.byref(code)):
+                return True
+            return bool(code.value == still_active)
+        finally:
+            kernel32.CloseHandle(handle)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
