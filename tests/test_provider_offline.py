@@ -21,8 +21,12 @@ def workspace_tools() -> ToolRegistry:
     def list_dir(sandbox_root: str, path: str = ".") -> dict[str, Any]:
         """List a folder."""
         base = Path(sandbox_root, path)
-        return {"entries": [{"name": p.name, "type": "file" if p.is_file() else "dir"}
-                            for p in sorted(base.iterdir())]}
+        return {
+            "entries": [
+                {"name": p.name, "type": "file" if p.is_file() else "dir"}
+                for p in sorted(base.iterdir())
+            ]
+        }
 
     @registry.tool
     def read_file(sandbox_root: str, path: str) -> dict[str, Any]:
@@ -71,7 +75,10 @@ def test_full_auto_reads_first_then_writes_then_answers(project: Path) -> None:
     result = run(project, "full-auto")
     calls = [(r.tool_name, r.success) for r in result.tool_call_history]
     assert calls == [
-        ("list_dir", True), ("read_file", True), ("write_file", True), ("edit_file", True),
+        ("list_dir", True),
+        ("read_file", True),
+        ("write_file", True),
+        ("edit_file", True),
         ("run_command", True),
     ]
     # The reader was fed a file the lister found, README first.
@@ -126,8 +133,11 @@ def test_synthesised_values_satisfy_their_schemas() -> None:
         {"type": "boolean"},
         {"enum": ["a", "b"]},
         {"type": "array", "items": {"type": "integer"}, "minItems": 2},
-        {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "integer"}},
-         "required": ["x"]},
+        {
+            "type": "object",
+            "properties": {"x": {"type": "string"}, "y": {"type": "integer"}},
+            "required": ["x"],
+        },
         {"anyOf": [{"type": "string"}, {"type": "null"}]},
         {"type": ["null", "integer"]},
     ]

@@ -26,13 +26,21 @@ def write(tmp_path: Path, data: Any) -> Path:
 
 
 def test_plays_the_script_through_a_loop(tmp_path: Path) -> None:
-    script = write(tmp_path, {"responses": [
-        {"text": "Let me add.", "tool_calls": [
-            {"name": "add", "arguments": {"a": 1, "b": 2}},
-            {"name": "add", "arguments": "{not json"},
-        ]},
-        {"text": "It is 3."},
-    ]})
+    script = write(
+        tmp_path,
+        {
+            "responses": [
+                {
+                    "text": "Let me add.",
+                    "tool_calls": [
+                        {"name": "add", "arguments": {"a": 1, "b": 2}},
+                        {"name": "add", "arguments": "{not json"},
+                    ],
+                },
+                {"text": "It is 3."},
+            ]
+        },
+    )
     registry = ToolRegistry()
 
     @registry.tool
@@ -41,7 +49,9 @@ def test_plays_the_script_through_a_loop(tmp_path: Path) -> None:
         return a + b
 
     events: list[RunEvent] = []
-    runtime = ToolCallingRuntime(registry, ToolRunner(registry), create_llm_caller("replay", script=str(script)))
+    runtime = ToolCallingRuntime(
+        registry, ToolRunner(registry), create_llm_caller("replay", script=str(script))
+    )
     result = runtime.run_tool_loop("add", observers=[events.append])
     first, second = result.tool_call_history
     assert first.output == {"result": 3} and first.call_id == "response_1_call_1"

@@ -21,7 +21,7 @@ def test_readme_python_example_runs_as_printed() -> None:
 
 
 def test_readme_example_contains_the_contract_example_word_for_word() -> None:
-    spec = (ROOT.parent / "shared" / "spec" / "tool-calling-loop.md")
+    spec = ROOT.parent / "shared" / "spec" / "tool-calling-loop.md"
     if not spec.exists():  # CI lays shared/ beside the clone; a stray checkout may not have it
         spec = ROOT / "docs" / "spec" / "tool-calling-loop.md"
     contract = re.findall(r"```python\n(.*?)```", spec.read_text(encoding="utf-8"), re.S)[0]

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import sys
+import uuid
 from typing import Any
 
 from . import __version__
@@ -29,22 +30,72 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run a tool loop on a prompt, showing each tool call")
     run.add_argument("prompt", help="what the agent should do")
-    run.add_argument("--sandbox", required=True, metavar="DIR",
-                     help="the project folder the tools may touch (nothing outside it)")
-    run.add_argument("--provider", choices=("offline", "replay", "anthropic", "openai"),
-                     help="LLM provider (default: $CLEVERAGENTS_PROVIDER, else offline)")
+    run.add_argument(
+        "--sandbox",
+        required=True,
+        metavar="DIR",
+        help="the project folder the tools may touch (nothing outside it)",
+    )
+    run.add_argument(
+        "--provider",
+        choices=("offline", "replay", "anthropic", "openai"),
+        help="LLM provider (default: $CLEVERAGENTS_PROVIDER, else offline)",
+    )
     run.add_argument("--model", help="model name for the provider")
     run.add_argument("--base-url", help="provider base URL (OpenAI-compatible servers, proxies)")
     run.add_argument("--script", metavar="FILE", help="replay provider: the JSON script to play")
-    run.add_argument("--max-iterations", type=int, default=25, metavar="N",
-                     help="stop after N model calls (default 25)")
-    run.add_argument("--profile", choices=AUTOMATION_PROFILES, default="ask",
-                     help="what may run without asking (default: ask)")
-    run.add_argument("--tools", action="append", default=[], metavar="MODULE",
-                     help="a Python module whose @tool functions to add (repeatable)")
+    run.add_argument(
+        "--max-iterations",
+        type=int,
+        default=25,
+        metavar="N",
+        help="stop after N model calls (default 25)",
+    )
+    run.add_argument(
+        "--profile",
+        choices=AUTOMATION_PROFILES,
+        default="ask",
+        help="what may run without asking (default: ask)",
+    )
+    run.add_argument(
+        "--tools",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="a Python module whose @tool functions to add (repeatable)",
+    )
     run.add_argument("--no-builtins", action="store_true", help="do not offer the built-in tools")
-    run.add_argument("--json", action="store_true",
-                     help="print the whole result, with the tool call history, as JSON")
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print the whole result, with the tool call history, as JSON",
+    )
+    run.add_argument(
+        "--history", metavar="PATH", help="run history database (default: in the user data folder)"
+    )
+    run.add_argument("--no-history", action="store_true", help="do not store this run")
+    run.add_argument(
+        "--continue",
+        dest="continue_from",
+        metavar="RUN_ID",
+        help="continue the conversation of an earlier run",
+    )
+
+    runs = commands.add_parser("runs", help="list past runs, or show one with its tool calls")
+    runs.add_argument("action", nargs="?", choices=("list", "show"), default="list")
+    runs.add_argument("run_id", nargs="?", help="the run to show")
+    runs.add_argument("--history", metavar="PATH", help="run history database")
+    runs.add_argument("--limit", type=int, default=20, help="how many runs to list (default 20)")
+    runs.add_argument("--json", action="store_true", help="print as JSON")
+
+    serve = commands.add_parser(
+        "serve", help="serve the JSON-RPC daemon (stdio or TCP) for editors and other clients"
+    )
+    serve.add_argument(
+        "daemon_args",
+        nargs=argparse.REMAINDER,
+        help="--stdio | --tcp HOST:PORT, --history PATH, --log-level LEVEL",
+    )
 
     tools = commands.add_parser("tools", help="list every tool with its source and schema")
     tools.add_argument("--sandbox", metavar="DIR", help="also list MCP tools of this folder")
@@ -60,6 +111,12 @@ def main(argv: list[str] | None = None) -> int:
             return _run(args)
         if args.command == "tools":
             return _tools(args)
+        if args.command == "runs":
+            return _runs(args)
+        if args.command == "serve":
+            from .daemon.server import main as serve_main
+
+            return int(serve_main(list(args.daemon_args)))
     except KeyboardInterrupt:
         return EXIT_CANCELLED
     return EXIT_USAGE
@@ -97,6 +154,59 @@ def _tools(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _open_history(path: str | None) -> Any:
+    from .history import RunHistory, default_history_path
+
+    return RunHistory(path or default_history_path())
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from datetime import datetime
+
+    from rich.console import Console
+    from rich.table import Table
+
+    try:
+        history = _open_history(args.history)
+    except Exception as exc:
+        return _fail(f"cannot open the run history: {exc}")
+    with history:
+        if args.action == "show":
+            if not args.run_id:
+                return _fail("runs show needs a RUN_ID", EXIT_USAGE)
+            run = history.get_run(args.run_id)
+            if run is None:
+                return _fail(f"no run {args.run_id!r} in {history.path}")
+            if args.json:
+                print(json.dumps(run.to_dict(), indent=2, ensure_ascii=False, default=str))
+                return EXIT_OK
+            from .display import RunDisplay
+            from .tool.events import ToolCallFinished
+
+            console = Console()
+            console.print(f"[bold]{run.run_id}[/] {run.status}  {run.sandbox_root}\n{run.prompt}")
+            display = RunDisplay(console)
+            for record in run.records:
+                display(ToolCallFinished(run.run_id, record))
+            display.show_result(
+                run.content or run.error or "",
+                run.stop_reason or run.status,
+                run.iterations,
+                len(run.records),
+            )
+            return EXIT_OK
+        rows = history.list_runs(limit=args.limit)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
+        return EXIT_OK
+    table = Table("run", "started", "status", "calls", "prompt")
+    for row in rows:
+        started = datetime.fromtimestamp(row.started_at).strftime("%Y-%m-%d %H:%M")
+        table.add_row(row.run_id, started, row.status, str(row.tool_call_count), row.prompt[:60])
+    Console().print(table)
+    return EXIT_OK
+
+
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -128,12 +238,27 @@ def _run(args: argparse.Namespace) -> int:
             "network).[/] Use --provider anthropic (with ANTHROPIC_API_KEY) or --provider openai."
         )
     display = RunDisplay(console)
+    observers: list[Any] = [display]
+    history_messages: list[Any] = []
+    history = None
+    if not args.no_history:
+        try:
+            history = _open_history(args.history)
+            if args.continue_from:
+                history_messages = history.conversation(args.continue_from)
+        except KeyError:
+            return _fail(f"no run {args.continue_from!r} to continue")
+        except Exception as exc:
+            return _fail(f"cannot open the run history: {exc}")
+        observers.append(history)
+    elif args.continue_from:
+        return _fail("--continue needs the run history", EXIT_USAGE)
     interactive = sys.stdin.isatty() and console.is_terminal
     runtime = build_runtime(
         llm,
         registry,
         max_iterations=args.max_iterations,
-        observers=[display],
+        observers=observers,
         # Without a terminal nobody can answer, so calls that need approval are denied.
         approver=TerminalApprover(display) if interactive else None,
     )
@@ -145,7 +270,12 @@ def _run(args: argparse.Namespace) -> int:
         # First Ctrl-C stops the run gracefully (partial result kept); a second one kills.
         loop.add_signal_handler(signal.SIGINT, _second_interrupt_kills, loop, cancel)
         try:
-            return await runtime.arun_tool_loop(args.prompt, context, cancel=cancel)
+            run_id = f"run_{uuid.uuid4().hex[:16]}"
+            if history is not None and args.continue_from:
+                history.mark_continuation(run_id, args.continue_from)
+            return await runtime.arun_tool_loop(
+                args.prompt, context, cancel=cancel, history=history_messages, run_id=run_id
+            )
         finally:
             loop.remove_signal_handler(signal.SIGINT)
 
@@ -157,6 +287,8 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         display.stop()
         runtime.runner.shutdown()
+        if history is not None:
+            history.close()
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str))
     else:

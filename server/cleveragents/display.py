@@ -67,12 +67,13 @@ class RunDisplay:
             record = event.record
             self.running.pop(record.call_id, None)
             if record.success:
-                mark, detail = "[green]✓[/]", _short(record.output)
+                mark, detail = "[green]✓[/]", escape(_short(record.output))
             else:
-                mark, detail = "[red]✗[/]", f"[red]{record.error_kind}[/]: {record.error}"
+                mark = "[red]✗[/]"
+                detail = f"[red]{record.error_kind}[/]: {escape(record.error or '')}"
             self.console.print(
                 f"{mark} [bold]{escape(record.tool_name)}[/] {escape(_short(record.inputs, 80))} "
-                f"[dim]{record.duration_ms:.1f} ms[/]\n    {escape(detail) if record.success else detail}"
+                f"[dim]{record.duration_ms:.1f} ms[/]\n    {detail}"
             )
             if self.running:
                 self._spin(f"running {', '.join(self.running.values())}…")

@@ -25,7 +25,9 @@ def resolve_provider_name(provider: str | None) -> str:
     return name
 
 
-def create_llm_caller(provider: str | None = None, model: str | None = None, **options: Any) -> LLMCaller:
+def create_llm_caller(
+    provider: str | None = None, model: str | None = None, **options: Any
+) -> LLMCaller:
     """Build the named provider's `LLMCaller`.
 
     Options: `script` (replay: path to the JSON script), `base_url` (anthropic, openai),
@@ -47,8 +49,9 @@ def create_llm_caller(provider: str | None = None, model: str | None = None, **o
             )
         return ReplayCaller.from_file(script)
     passthrough = {
-        k: v for k, v in options.items() if k in ("base_url", "max_retries", "timeout", "max_tokens")
-        and v is not None
+        k: v
+        for k, v in options.items()
+        if k in ("base_url", "max_retries", "timeout", "max_tokens") and v is not None
     }
     if name == "anthropic":
         from .anthropic import AnthropicCaller

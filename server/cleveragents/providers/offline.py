@@ -131,9 +131,7 @@ def synthesise(schema: dict[str, Any], name: str = "") -> Any:
         return [synthesise(schema.get("items", {}), name) for _ in range(count)]
     if kind == "object" or "properties" in schema:
         properties = schema.get("properties", {})
-        return {
-            key: synthesise(properties.get(key, {}), key) for key in schema.get("required", [])
-        }
+        return {key: synthesise(properties.get(key, {}), key) for key in schema.get("required", [])}
     if kind == "null":
         return None
     return "example"

@@ -1,6 +1,6 @@
 """The tool-calling runtime: registry, runner, router, LLM protocol and the loop.
 
-    from cleveragents.tool import ToolCallingRuntime, ToolRegistry, ToolRunner, ToolActorContext
+from cleveragents.tool import ToolCallingRuntime, ToolRegistry, ToolRunner, ToolActorContext
 """
 
 from .context import ToolActorContext

@@ -79,7 +79,13 @@ class RunFailed:
 
 
 RunEvent = (
-    RunStarted | IterationStarted | TextDelta | ResponseReceived | ToolCallStarted | ToolCallFinished | RunFinished
+    RunStarted
+    | IterationStarted
+    | TextDelta
+    | ResponseReceived
+    | ToolCallStarted
+    | ToolCallFinished
+    | RunFinished
     | RunFailed
 )
 RunObserver = Callable[[RunEvent], None]

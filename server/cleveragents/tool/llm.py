@@ -20,8 +20,9 @@ class LLMCaller(Protocol):
     transport failures (after their own retries); the runtime lets such errors propagate.
     """
 
-    async def complete(self, request: LLMRequest, on_text: TextSink | None = None) -> LLMResponse:
-        ...
+    async def complete(
+        self, request: LLMRequest, on_text: TextSink | None = None
+    ) -> LLMResponse: ...
 
 
 LLMFunction = Callable[[LLMRequest], LLMResponse | Awaitable[LLMResponse]]
@@ -54,7 +55,5 @@ def as_llm_caller(caller: object) -> LLMCaller:
     if isinstance(caller, LLMCaller):
         return caller
     if callable(caller):
-        return FunctionLLMCaller(caller)  # type: ignore[arg-type]
-    raise TypeError(
-        f"llm_caller must be an LLMCaller or a callable, not {type(caller).__name__}"
-    )
+        return FunctionLLMCaller(caller)
+    raise TypeError(f"llm_caller must be an LLMCaller or a callable, not {type(caller).__name__}")

@@ -34,9 +34,8 @@ Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
 
 def check_profile(profile: str) -> str:
     if profile not in AUTOMATION_PROFILES:
-        raise ValueError(
-            f"unknown automation profile {profile!r}; choose one of {', '.join(AUTOMATION_PROFILES)}"
-        )
+        choices = ", ".join(AUTOMATION_PROFILES)
+        raise ValueError(f"unknown automation profile {profile!r}; choose one of {choices}")
     return profile
 
 

@@ -45,9 +45,7 @@ class ToolSpec:
 
 def _check_name(name: str) -> None:
     if not isinstance(name, str) or not _TOOL_NAME.match(name):
-        raise ValueError(
-            f"invalid tool name {name!r}: use 1 to 64 letters, digits, '_' or '-'"
-        )
+        raise ValueError(f"invalid tool name {name!r}: use 1 to 64 letters, digits, '_' or '-'")
 
 
 def _accepted_reserved(handler: Callable[..., Any]) -> frozenset[str]:
@@ -74,7 +72,7 @@ def make_spec(
     """Build a spec from a function; the schema comes from its type hints unless given."""
     if not callable(handler):
         raise TypeError(f"tool handler must be callable, not {type(handler).__name__}")
-    tool_name = name or getattr(handler, "__name__", "")
+    tool_name: str = name or str(getattr(handler, "__name__", ""))
     _check_name(tool_name)
     if timeout_s <= 0:
         raise ValueError(f"tool {tool_name}: timeout_s must be positive, got {timeout_s}")
@@ -201,6 +199,7 @@ class ToolRegistry:
     @overload
     def tool(
         self,
+        /,
         *,
         name: str | None = None,
         description: str | None = None,

@@ -101,19 +101,28 @@ class ToolCallRouter:
                 out.append({"role": "user", "content": message.text})
             elif isinstance(message, AssistantMessage):
                 blocks: list[dict[str, Any]] = []
-                if message.text:
+                # The API rejects whitespace-only text blocks and empty messages anywhere but
+                # last; a dropped assistant turn just merges the user turns around it.
+                if message.text.strip():
                     blocks.append({"type": "text", "text": message.text})
                 for call in message.tool_calls:
                     arguments = call.arguments if isinstance(call.arguments, dict) else {}
                     blocks.append(
-                        {"type": "tool_use", "id": call.call_id, "name": call.tool_name,
-                         "input": arguments}
+                        {
+                            "type": "tool_use",
+                            "id": call.call_id,
+                            "name": call.tool_name,
+                            "input": arguments,
+                        }
                     )
-                out.append({"role": "assistant", "content": blocks or ""})
+                if blocks:
+                    out.append({"role": "assistant", "content": blocks})
             else:
                 out.append(
-                    {"role": "user",
-                     "content": [cls.to_anthropic_tool_result(r) for r in message.results]}
+                    {
+                        "role": "user",
+                        "content": [cls.to_anthropic_tool_result(r) for r in message.results],
+                    }
                 )
         return out
 
@@ -169,16 +178,22 @@ class ToolCallRouter:
             if isinstance(message, UserMessage):
                 out.append({"role": "user", "content": message.text})
             elif isinstance(message, AssistantMessage):
-                entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+                # null content only beside tool calls: Ollama rejects it otherwise.
+                content = message.text or (None if message.tool_calls else "")
+                entry: dict[str, Any] = {"role": "assistant", "content": content}
                 if message.tool_calls:
+                    # Arguments that were not a JSON object go back as "{}": Ollama rejects
+                    # the whole request otherwise ("invalid tool call arguments"), and the
+                    # tool result already tells the model what was wrong with them.
                     entry["tool_calls"] = [
                         {
                             "id": c.call_id,
                             "type": "function",
                             "function": {
                                 "name": c.tool_name,
-                                "arguments": c.arguments if isinstance(c.arguments, str)
-                                and c.parse_error else json.dumps(c.arguments),
+                                "arguments": json.dumps(
+                                    c.arguments if isinstance(c.arguments, dict) else {}
+                                ),
                             },
                         }
                         for c in message.tool_calls

@@ -49,7 +49,7 @@ def format_validation_error(error: Any) -> str:
         return "unexpected argument " + ", ".join(f"'{e}'" for e in extras)
     if field:
         return f"argument '{field}': {error.message}"
-    return error.message
+    return str(error.message)
 
 
 class ToolRunner:
@@ -101,7 +101,9 @@ class ToolRunner:
                 f"arguments for {spec.name} must be a JSON object, got {type(arguments).__name__}",
             )
         # The model may never choose these: drop whatever it sent, then supply the context's.
-        inputs = {k: v for k, v in arguments.items() if k not in ("sandbox_root", "resource_bindings")}
+        inputs = {
+            k: v for k, v in arguments.items() if k not in ("sandbox_root", "resource_bindings")
+        }
         errors = sorted(
             self._validator(spec).iter_errors(inputs), key=lambda e: list(map(str, e.path))
         )

@@ -190,8 +190,11 @@ class _Run:
 
         async def one(index: int, call: ToolCallRequest) -> None:
             started = time.perf_counter()
-            self.emit(ToolCallStarted(self.run_id, iteration, call.call_id, call.tool_name,
-                                      call.arguments))
+            self.emit(
+                ToolCallStarted(
+                    self.run_id, iteration, call.call_id, call.tool_name, call.arguments
+                )
+            )
             if repeats[index]:
                 record = ToolRunner.record(call, None, started, iteration)
                 record.success = False
@@ -263,7 +266,9 @@ class _Run:
             response = await runtime.llm_caller.complete(request, on_text)
             self.usage.add(response.usage)
             calls = [
-                c if c.call_id else ToolCallRequest(
+                c
+                if c.call_id
+                else ToolCallRequest(
                     f"call_{uuid.uuid4().hex[:12]}", c.tool_name, c.arguments, c.parse_error
                 )
                 for c in response.tool_calls
@@ -347,15 +352,21 @@ class ToolCallingRuntime:
         )
         run = _Run(self, run_id, context, (*self.observers, *observers), authorizer)
         run.messages.extend(close_dangling_calls(history))
-        run.emit(RunStarted(run_id, prompt, context.plan_id, context.sandbox_root,
-                            authorizer.profile, self.max_iterations))
+        run.emit(
+            RunStarted(
+                run_id,
+                prompt,
+                context.plan_id,
+                context.sandbox_root,
+                authorizer.profile,
+                self.max_iterations,
+            )
+        )
         body = asyncio.ensure_future(run.loop(prompt))
         waiter = cancel.wait_future() if cancel is not None else None
+        pending: list[asyncio.Future[Any]] = [body] if waiter is None else [body, waiter]
         try:
-            if waiter is None:
-                await asyncio.wait([body])
-            else:
-                await asyncio.wait([body, waiter], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             await _stop(body)
             run.emit(RunFinished(run_id, run.result(run.partial_content(), "cancelled")))
@@ -413,5 +424,5 @@ async def _stop(task: asyncio.Future[Any]) -> None:
     task.cancel()
     try:
         await task
-    except BaseException:  # noqa: BLE001 - the task's own outcome no longer matters
+    except BaseException:
         pass

@@ -31,11 +31,11 @@ def type_to_schema(annotation: Any) -> dict[str, Any]:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Annotated:
-        schema = type_to_schema(args[0])
+        described = type_to_schema(args[0])
         for extra in args[1:]:
             if isinstance(extra, str):
-                schema["description"] = extra
-        return schema
+                described["description"] = extra
+        return described
     if origin in (typing.Union, types.UnionType):
         non_null = [a for a in args if a is not type(None)]
         if len(non_null) == 1 and len(args) == 2:
@@ -108,7 +108,9 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     return "\n".join(description).strip(), params
 
 
-def schema_from_function(function: Callable[..., Any]) -> tuple[dict[str, Any], str, frozenset[str]]:
+def schema_from_function(
+    function: Callable[..., Any],
+) -> tuple[dict[str, Any], str, frozenset[str]]:
     """Build (input schema, description, reserved params it accepts) from a function."""
     signature = inspect.signature(function)
     try:
