@@ -23,6 +23,11 @@ from .tool.events import (
 from .tool.policy import ApprovalDecision, ApprovalRequest
 
 
+def _model_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
+    # The sandbox root is the same on every call; showing it only hides what the model chose.
+    return {k: v for k, v in inputs.items() if k not in ("sandbox_root", "resource_bindings")}
+
+
 def _short(value: Any, limit: int = 100) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -72,7 +77,7 @@ class RunDisplay:
                 mark = "[red]✗[/]"
                 detail = f"[red]{record.error_kind}[/]: {escape(record.error or '')}"
             self.console.print(
-                f"{mark} [bold]{escape(record.tool_name)}[/] {escape(_short(record.inputs, 80))} "
+                f"{mark} [bold]{escape(record.tool_name)}[/] {escape(_short(_model_inputs(record.inputs), 80))} "
                 f"[dim]{record.duration_ms:.1f} ms[/]\n    {detail}"
             )
             if self.running:

@@ -53,6 +53,7 @@ class _Observations:
 
     def __init__(self, prompt: str, results: Iterable[ToolResult]) -> None:
         self.files: list[str] = []
+        self.matches: list[str] = []
         self.prompt = prompt
         for result in results:
             if not result.is_error:
@@ -71,25 +72,47 @@ class _Observations:
         elif isinstance(value, list):
             for item in value:
                 self._collect(item, depth + 1)
-        elif isinstance(value, str) and _looks_like_file(value) and "\n" not in value:
-            self._add(value)
+        elif isinstance(value, str) and "\n" not in value:
+            match = _MATCH_LINE.match(value)
+            if match:  # a search hit, "path:line:text"
+                self._add(match.group(1))
+                if len(self.matches) < 20 and value not in self.matches:
+                    self.matches.append(value)
+            elif _looks_like_file(value):
+                self._add(value)
 
     def _add(self, path: str) -> None:
-        path = path.split(":", 1)[0] if re.match(r"^[^:]+:\d+:", path) else path
         if path not in self.files and not path.endswith(REPORT_FILE):
             self.files.append(path)
 
     def best_file(self) -> str | None:
-        # Prefer a README or a source file over anything else: it tells the most.
+        # A file a search hit first, else a README, else source: whatever tells the most.
+        hit = {m.split(":", 1)[0] for m in self.matches}
         ranked = sorted(
             self.files,
-            key=lambda p: (not re.search(r"readme", p, re.I), not p.endswith(".py"), len(p), p),
+            key=lambda p: (
+                p not in hit,
+                not re.search(r"readme", p, re.I),
+                not p.endswith(".py"),
+                len(p),
+                p,
+            ),
         )
         return ranked[0] if ranked else None
 
-    def search_word(self) -> str:
+    def search_pattern(self) -> str:
+        """A regex for the prompt's most telling word: a marker like TODO, else the longest."""
+        markers = re.findall(r"\b([A-Z]{3,})s?\b", self.prompt)
+        if markers:
+            return markers[0]
         words = re.findall(r"[A-Za-z_][A-Za-z0-9_]{3,}", self.prompt)
-        return max(words, key=len) if words else "TODO"
+        if not words:
+            return "TODO"
+        word = max(words, key=len)
+        return "(?i)" + (word[:-1] + "s?" if word.endswith("s") else word)
+
+
+_MATCH_LINE = re.compile(r"^([\w./-]+\.\w{1,8}):\d+:")
 
 
 def _looks_like_file(text: str) -> bool:
@@ -195,7 +218,7 @@ class OfflineCaller:
         pattern_key = _first_key(properties, _PATTERN_KEYS)
         if pattern_key and pattern_key in required:
             is_glob = "glob" in tool.name or pattern_key == "glob"
-            arguments[pattern_key] = "**/*" if is_glob else seen.search_word()
+            arguments[pattern_key] = "**/*" if is_glob else seen.search_pattern()
         content_key = _first_key(properties, _CONTENT_KEYS)
         if content_key and content_key in required and tool.mutating:
             arguments[content_key] = _report(seen)
@@ -238,6 +261,8 @@ def _conversation(
 def _report(seen: _Observations) -> str:
     lines = [REPORT_TITLE, "", f"Prompt: {seen.prompt}", "", "Files seen:"]
     lines += [f"- {path}" for path in seen.files[:20]] or ["- (none)"]
+    if seen.matches:
+        lines += ["", "Search hits:"] + [f"- {m.strip()}" for m in seen.matches]
     return "\n".join(lines) + "\n"
 
 

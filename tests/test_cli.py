@@ -1,0 +1,289 @@
+"""The `cleveragents` command, run for real in subprocesses on temporary workspaces."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+
+CLI = [sys.executable, "-m", "cleveragents.cli"]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    target = tmp_path / "workspace"
+    shutil.copytree(ROOT / "examples" / "workspace", target)
+    return target
+
+
+def cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "CLEVERAGENTS_PROVIDER": "", **(env or {})}
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=timeout, env=full_env, check=False
+    )
+
+
+def replay_script(tmp_path: Path, responses: list[dict[str, Any]]) -> str:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"responses": responses}))
+    return str(path)
+
+
+def test_offline_run_json_writes_the_report_inside_the_sandbox(
+    workspace: Path, tmp_path: Path
+) -> None:
+    done = cli(
+        "run",
+        "Find the open TODOs and write a short report",
+        "--sandbox",
+        str(workspace),
+        "--profile",
+        "auto-edit",
+        "--json",
+        "--history",
+        str(tmp_path / "h.sqlite3"),
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    names = [r["tool_name"] for r in result["tool_call_history"]]
+    assert names[:3] == ["list_dir", "glob", "grep"] and "write_file" in names
+    assert all(r["success"] for r in result["tool_call_history"])
+    assert result["stop_reason"] == "final_answer" and result["terminated_by_limit"] is False
+    report = (workspace / "cleveragents-offline-report.md").read_text()
+    assert "src/inventory.py:12:" in report and "TODO" in report
+    assert set(result["tool_call_history"][0]) >= {
+        "tool_name",
+        "inputs",
+        "output",
+        "duration_ms",
+        "success",
+        "error",
+        "iteration",
+        "call_id",
+        "error_kind",
+    }
+
+
+def test_human_output_says_offline_and_shows_each_call(workspace: Path) -> None:
+    done = cli("run", "Look around", "--sandbox", str(workspace), "--no-history")
+    assert done.returncode == 0, done.stderr
+    assert "offline model" in done.stdout
+    assert "✓ list_dir" in done.stdout and "answer" in done.stdout
+    # No terminal, profile `ask`: the writes were denied, not run.
+    assert "✗ write_file" in done.stdout and "denied" in done.stdout
+    assert not (workspace / "cleveragents-offline-report.md").exists()
+
+
+def test_iteration_limit_exits_3(workspace: Path, tmp_path: Path) -> None:
+    script = replay_script(
+        tmp_path,
+        [
+            {
+                "text": f"step {n}",
+                "tool_calls": [{"name": "list_dir", "arguments": {"path": "src"}}],
+            }
+            for n in range(1, 4)
+        ],
+    )
+    done = cli(
+        "run",
+        "loop",
+        "--sandbox",
+        str(workspace),
+        "--provider",
+        "replay",
+        "--script",
+        script,
+        "--max-iterations",
+        "2",
+        "--json",
+        "--no-history",
+    )
+    assert done.returncode == 3, done.stderr
+    result = json.loads(done.stdout)
+    assert result["terminated_by_limit"] is True and result["iterations"] == 2
+    assert len(result["tool_call_history"]) == 2
+
+
+def test_usage_and_configuration_errors(workspace: Path, tmp_path: Path) -> None:
+    done = cli("run", "x", "--sandbox", str(tmp_path / "absent"))
+    assert done.returncode == 2 and "is not a folder" in done.stderr
+    done = cli("run", "x", "--sandbox", str(workspace), "--provider", "nope")
+    assert done.returncode == 2 and "invalid choice" in done.stderr
+    done = cli("run", "  ", "--sandbox", str(workspace))
+    assert done.returncode == 2 and "prompt is empty" in done.stderr
+    env = {"ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": ""}
+    done = cli(
+        "run", "x", "--sandbox", str(workspace), "--provider", "anthropic", "--no-history", env=env
+    )
+    assert done.returncode == 1 and "ANTHROPIC_API_KEY" in done.stderr
+    done = cli("run", "x", "--sandbox", str(workspace), "--provider", "replay", "--no-history")
+    assert done.returncode == 1 and "needs a script" in done.stderr
+
+
+def test_a_provider_failure_mid_run_exits_1_with_the_reason(
+    workspace: Path, tmp_path: Path
+) -> None:
+    script = replay_script(tmp_path, [{"tool_calls": [{"name": "list_dir"}]}])
+    done = cli(
+        "run",
+        "x",
+        "--sandbox",
+        str(workspace),
+        "--provider",
+        "replay",
+        "--script",
+        script,
+        "--no-history",
+    )
+    assert done.returncode == 1
+    assert "the run failed" in done.stderr and "iteration 2 asked for another" in done.stderr
+
+
+def test_runs_are_stored_listed_shown_and_continued(workspace: Path, tmp_path: Path) -> None:
+    history = str(tmp_path / "history.sqlite3")
+    first = cli(
+        "run",
+        "First look",
+        "--sandbox",
+        str(workspace),
+        "--profile",
+        "read-only",
+        "--json",
+        "--history",
+        history,
+    )
+    assert first.returncode == 0, first.stderr
+    run_id = json.loads(first.stdout)["run_id"]
+    second = cli(
+        "run",
+        "Now again",
+        "--sandbox",
+        str(workspace),
+        "--profile",
+        "read-only",
+        "--json",
+        "--history",
+        history,
+        "--continue",
+        run_id,
+    )
+    assert second.returncode == 0, second.stderr
+    continued = json.loads(second.stdout)
+    # The follow-up conversation starts with the whole first run.
+    assert continued["messages"][0] == {"role": "user", "text": "First look"}
+
+    listed = cli("runs", "--json", "--history", history)
+    rows = json.loads(listed.stdout)
+    assert [r["run_id"] for r in rows] == [continued["run_id"], run_id]
+    assert rows[0]["continued_from"] == run_id and rows[1]["status"] == "finished"
+
+    shown = cli("runs", "show", run_id, "--json", "--history", history)
+    stored = json.loads(shown.stdout)
+    assert [r["call_id"] for r in stored["records"]] == [
+        r["call_id"] for r in json.loads(first.stdout)["tool_call_history"]
+    ]
+    table = cli("runs", "--history", history)
+    assert run_id in table.stdout
+    missing = cli("runs", "show", "run_nope", "--history", history)
+    assert missing.returncode == 1 and "no run 'run_nope'" in missing.stderr
+    bad = cli("run", "x", "--sandbox", str(workspace), "--history", history, "--continue", "run_x")
+    assert bad.returncode == 1 and "no run 'run_x' to continue" in bad.stderr
+
+
+def test_user_tool_modules(workspace: Path, tmp_path: Path) -> None:
+    package = tmp_path / "mytools"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "from cleveragents.tool import tool\n\n"
+        "@tool\n"
+        "def shout(text: str) -> str:\n"
+        '    """Upper-case the text."""\n'
+        "    return text.upper()\n"
+    )
+    env = {"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    listed = cli("tools", "--tools", "mytools", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert rows["shout"]["source"] == "mytools"
+    assert rows["read_file"]["source"] == "builtin" and rows["run_command"]["executes_code"]
+    script = replay_script(
+        tmp_path,
+        [
+            {"tool_calls": [{"name": "shout", "arguments": {"text": "hi"}}]},
+            {"text": "done"},
+        ],
+    )
+    done = cli(
+        "run",
+        "x",
+        "--sandbox",
+        str(workspace),
+        "--provider",
+        "replay",
+        "--script",
+        script,
+        "--tools",
+        "mytools",
+        "--json",
+        "--no-history",
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["tool_call_history"][0]["output"] == {"result": "HI"}
+    broken = cli("tools", "--tools", "no_such_module_here")
+    assert broken.returncode == 1 and "cannot import tool module" in broken.stderr
+
+
+def test_ctrl_c_stops_the_run_and_keeps_what_finished(workspace: Path, tmp_path: Path) -> None:
+    script = replay_script(
+        tmp_path,
+        [
+            {"tool_calls": [{"name": "list_dir", "arguments": {}}]},
+            {"text": "thinking for a long time", "delay_ms": 60000},
+        ],
+    )
+    process = subprocess.Popen(
+        [
+            *CLI,
+            "run",
+            "x",
+            "--sandbox",
+            str(workspace),
+            "--provider",
+            "replay",
+            "--script",
+            script,
+            "--json",
+            "--no-history",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    # Wait for the first record to be done: the live view on stderr shows it.
+    assert process.stderr is not None
+    seen = ""
+    deadline = time.monotonic() + 30
+    while "list_dir" not in seen and time.monotonic() < deadline:
+        seen += process.stderr.readline()
+    assert "list_dir" in seen
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    result = json.loads(out)
+    assert result["stop_reason"] == "cancelled"
+    assert [r["tool_name"] for r in result["tool_call_history"]] == ["list_dir"]
