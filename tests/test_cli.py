@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tests.conftest import ROOT
 
 CLI = [sys.executable, "-m", "cleveragents.cli"]

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import sys
-import uuid
 from typing import Any
 
 from . import __version__
@@ -214,7 +213,7 @@ def _run(args: argparse.Namespace) -> int:
     from .display import RunDisplay, TerminalApprover
     from .providers import ProviderConfigError, create_llm_caller, resolve_provider_name
     from .tool import ToolActorContext
-    from .tool.runtime import CancelToken
+    from .tool.runtime import CancelToken, new_run_id
     from .toolsets import ToolLoadError, build_registry
 
     sandbox = os.path.realpath(args.sandbox)
@@ -270,7 +269,7 @@ def _run(args: argparse.Namespace) -> int:
         # First Ctrl-C stops the run gracefully (partial result kept); a second one kills.
         loop.add_signal_handler(signal.SIGINT, _second_interrupt_kills, loop, cancel)
         try:
-            run_id = f"run_{uuid.uuid4().hex[:16]}"
+            run_id = new_run_id()
             if history is not None and args.continue_from:
                 history.mark_continuation(run_id, args.continue_from)
             return await runtime.arun_tool_loop(

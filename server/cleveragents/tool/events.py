@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .messages import AssistantMessage
 from .records import ToolCallRecord, ToolCallRunResult
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True, frozen=True)
@@ -97,4 +94,9 @@ def publish(observers: Sequence[RunObserver], event: RunEvent) -> None:
         try:
             observer(event)
         except Exception:
-            log.exception("run observer %r failed on %s", observer, type(event).__name__)
+            # logging costs milliseconds to import; only a failing observer pays for it.
+            import logging
+
+            logging.getLogger(__name__).exception(
+                "run observer %r failed on %s", observer, type(event).__name__
+            )

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 import time
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,6 +46,11 @@ from .runner import ToolRunner
 
 DEFAULT_MAX_ITERATIONS = 25
 DEFAULT_MAX_REPEATED_CALLS = 3
+
+
+def new_run_id() -> str:
+    # os.urandom rather than uuid: uuid's import (platform, ...) shows in start-up time.
+    return f"run_{os.urandom(8).hex()}"
 
 
 class CancelToken:
@@ -269,7 +274,7 @@ class _Run:
                 c
                 if c.call_id
                 else ToolCallRequest(
-                    f"call_{uuid.uuid4().hex[:12]}", c.tool_name, c.arguments, c.parse_error
+                    f"call_{os.urandom(6).hex()}", c.tool_name, c.arguments, c.parse_error
                 )
                 for c in response.tool_calls
             ]
@@ -344,7 +349,7 @@ class ToolCallingRuntime:
         context = context if context is not None else ToolActorContext()
         if not isinstance(context, ToolActorContext):
             raise TypeError(f"context must be a ToolActorContext, not {type(context).__name__}")
-        run_id = run_id or f"run_{uuid.uuid4().hex[:16]}"
+        run_id = run_id or new_run_id()
         authorizer = Authorizer(
             check_profile(context.automation_profile),
             approver if approver is not None else self.approver,
