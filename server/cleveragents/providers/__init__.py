@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from ..tool.llm import LLMCaller
+from .errors import ProviderError
 
 PROVIDERS = ("offline", "replay", "anthropic", "openai")
 DEFAULT_PROVIDER = "offline"
@@ -76,6 +77,7 @@ __all__ = [
     "DEFAULT_PROVIDER",
     "PROVIDERS",
     "ProviderConfigError",
+    "ProviderError",
     "create_llm_caller",
     "resolve_provider_name",
 ]

@@ -102,10 +102,10 @@ class _Observations:
 
     def search_pattern(self) -> str:
         """A regex for the prompt's most telling word: a marker like TODO, else the longest."""
-        markers = re.findall(r"\b([A-Z]{3,})s?\b", self.prompt)
+        markers: list[str] = re.findall(r"\b([A-Z]{3,})s?\b", self.prompt)
         if markers:
             return markers[0]
-        words = re.findall(r"[A-Za-z_][A-Za-z0-9_]{3,}", self.prompt)
+        words: list[str] = re.findall(r"[A-Za-z_][A-Za-z0-9_]{3,}", self.prompt)
         if not words:
             return "TODO"
         word = max(words, key=len)

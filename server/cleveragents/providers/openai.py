@@ -19,6 +19,7 @@ from ..tool.llm import TextSink
 from ..tool.messages import LLMRequest, LLMResponse, ToolCallRequest
 from ..tool.records import Usage
 from ..tool.router import ToolCallRouter
+from .errors import ProviderError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -30,10 +31,6 @@ LOCAL_SERVER_API_KEY = "not-needed"
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_RETRIES = 2
 _OLLAMA_PORT = 11434
-
-
-class ProviderError(RuntimeError):
-    """A model call failed for good (after the SDK's retries), with what to do about it."""
 
 
 def _import_sdk() -> Any:
