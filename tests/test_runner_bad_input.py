@@ -139,3 +139,16 @@ async def test_duration_is_measured_around_the_call() -> None:
     record = await run(registry, "nap", {})
     # Behaviour, not speed: the measured duration covers the handler's own sleep.
     assert record.duration_ms >= 20.0
+
+
+async def test_a_tools_own_timeout_error_is_not_reported_as_ours() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def connect() -> None:
+        """Fails like a socket that timed out."""
+        raise TimeoutError("connect timed out")
+
+    record = await run(registry, "connect", {})
+    assert record.error_kind == "execution_error"
+    assert record.error == "connect raised TimeoutError: connect timed out"

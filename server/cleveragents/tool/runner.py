@@ -132,16 +132,21 @@ class ToolRunner:
 
     # -- stage 3 ---------------------------------------------------------------------------
     async def execute(self, spec: ToolSpec, inputs: dict[str, Any]) -> dict[str, Any]:
+        # asyncio.timeout, not wait_for: on 3.11 wait_for wraps the call in one more task.
+        deadline = asyncio.timeout(spec.timeout_s)
         try:
-            if spec.is_async:
-                value = await asyncio.wait_for(spec.handler(**inputs), spec.timeout_s)
-            else:
-                loop = asyncio.get_running_loop()
-                call = functools.partial(spec.handler, **inputs)
-                value = await asyncio.wait_for(
-                    loop.run_in_executor(self._executor, call), spec.timeout_s
-                )
-        except TimeoutError:
+            async with deadline:
+                if spec.is_async:
+                    value = await spec.handler(**inputs)
+                else:
+                    loop = asyncio.get_running_loop()
+                    call = functools.partial(spec.handler, **inputs)
+                    value = await loop.run_in_executor(self._executor, call)
+        except TimeoutError as exc:
+            if not deadline.expired():  # the tool's own timeout (a socket, say), not ours
+                raise ToolFailure(
+                    "execution_error", f"{spec.name} raised TimeoutError: {exc}"
+                ) from None
             raise ToolFailure(
                 "timeout", f"{spec.name} did not finish within {spec.timeout_s:g} s"
             ) from None
@@ -206,6 +211,9 @@ class ToolRunner:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
+_OUTPUT_ENCODER = json.JSONEncoder(allow_nan=False)
+
+
 def normalise_output(tool_name: str, value: Any) -> dict[str, Any]:
     """Tool output as a JSON object: dicts as they are, anything else under `result`."""
     output: dict[str, Any]
@@ -216,7 +224,7 @@ def normalise_output(tool_name: str, value: Any) -> dict[str, Any]:
     else:
         output = {"result": value}
     try:
-        json.dumps(output, allow_nan=False)
+        _OUTPUT_ENCODER.encode(output)
     except (TypeError, ValueError) as exc:
         raise ToolFailure(
             "invalid_output", f"{tool_name} returned a value that is not JSON-serialisable: {exc}"

@@ -125,9 +125,13 @@ def _cancelled_result(call: ToolCallRequest) -> ToolResult:
     )
 
 
+# One encoder for every call: json.dumps with options builds a new one each time.
+_CALL_KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=repr)
+
+
 def _call_key(call: ToolCallRequest) -> str:
     try:
-        arguments = json.dumps(call.arguments, sort_keys=True, default=repr)
+        arguments = _CALL_KEY_ENCODER.encode(call.arguments)
     except (TypeError, ValueError):
         arguments = repr(call.arguments)
     return f"{call.tool_name}\0{arguments}"
@@ -224,6 +228,13 @@ class _Run:
             slots[index] = record
             self.finish(record)
 
+        if len(calls) == 1:
+            # The common case: no task and no gather, which cost a few event-loop turns.
+            try:
+                await one(0, calls[0])
+            finally:
+                self._append_results(slots)
+            return
         tasks = [asyncio.ensure_future(one(i, c)) for i, c in enumerate(calls)]
         try:
             await asyncio.gather(*tasks)

@@ -1,0 +1,492 @@
+"""Per-iteration overhead of the tool-calling loop, beside a hand-written floor.
+
+An in-process fake LLM asks for one trivial tool call per iteration (arguments `{"n": i}`, so
+the runtime's repeated-identical-call guard never fires) and answers text at iteration N.
+The same work is timed three ways in one process, round-robin so load drift hits all alike:
+
+- the runtime: `await ToolCallingRuntime(..., max_iterations=N).arun_tool_loop(prompt)`;
+- a minimal hand-written loop ("floor") that per iteration asks the same fake LLM, validates
+  the arguments with the validator class the runner uses (compiled once), calls the tool,
+  times it with perf_counter, builds a ToolCallRecord, appends it and feeds the result back;
+- the fake LLM alone, so a reader can see how much of every row is the model stand-in.
+
+Per-iteration time is the wall time of one whole run divided by N (run set-up included).
+
+    python bench/loop_overhead.py            # table and PASS/MISS lines
+    python bench/loop_overhead.py --json     # machine-readable results
+    python bench/loop_overhead.py --profile sync   # cProfile of the runtime at the large N
+
+A bench reports; it never fails the build: the exit status is 0 unless something crashes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import functools
+import gc
+import io
+import json
+import os
+import platform
+import pstats
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import cleveragents
+from cleveragents.tool import (
+    AssistantMessage,
+    LLMRequest,
+    LLMResponse,
+    Message,
+    TextSink,
+    ToolCallingRuntime,
+    ToolCallRecord,
+    ToolCallRequest,
+    ToolRegistry,
+    ToolResult,
+    ToolResultsMessage,
+    ToolRunner,
+    ToolSchema,
+    UserMessage,
+)
+
+PROMPT = "count with the tool"
+RATIO_TARGET = 4.0
+GROWTH_TARGET = 1.3
+
+ToolKind = Literal["sync", "async"]
+FloorMode = Literal["direct", "thread_hop", "async"]
+
+
+def echo_sync(n: int) -> dict[str, int]:
+    """Return the number it was given."""
+    return {"n": n}
+
+
+async def echo_async(n: int) -> dict[str, int]:
+    """Return the number it was given."""
+    return {"n": n}
+
+
+TOOLS: dict[ToolKind, Callable[..., Any]] = {"sync": echo_sync, "async": echo_async}
+
+
+class OneToolCallLLM:
+    """An `LLMCaller` that asks for one tool call per iteration and answers text at the last."""
+
+    def __init__(self, tool_name: str, answer_at: int) -> None:
+        self.tool_name = tool_name
+        self.answer_at = answer_at
+
+    async def complete(self, request: LLMRequest, on_text: TextSink | None = None) -> LLMResponse:
+        iteration = request.iteration
+        if iteration >= self.answer_at:
+            if on_text is not None:
+                on_text("done")
+            return LLMResponse(text="done", stop_reason="end_turn")
+        call = ToolCallRequest(f"call_{iteration}", self.tool_name, {"n": iteration})
+        return LLMResponse(tool_calls=[call], stop_reason="tool_use")
+
+
+# -- the three things being timed ------------------------------------------------------------
+
+
+def build_runtime(kind: ToolKind, n: int) -> ToolCallingRuntime:
+    registry = ToolRegistry()
+    spec = registry.add(TOOLS[kind])
+    return ToolCallingRuntime(
+        registry, ToolRunner(registry), OneToolCallLLM(spec.name, n), max_iterations=n
+    )
+
+
+async def run_runtime(runtime: ToolCallingRuntime, n: int) -> None:
+    result = await runtime.arun_tool_loop(PROMPT)
+    # A fast loop that does the wrong thing measures nothing: check it did the work.
+    calls = result.tool_call_history
+    if (
+        result.iterations != n
+        or result.stop_reason != "final_answer"
+        or len(calls) != n - 1
+        or not all(r.success and r.output == {"n": r.iteration} for r in calls)
+    ):
+        wrong = next((r for r in calls if not r.success or r.output != {"n": r.iteration}), None)
+        raise RuntimeError(
+            f"runtime run did not do the expected work: {result.iterations} iterations, "
+            f"stop_reason {result.stop_reason}, {len(calls)} calls, first wrong call {wrong!r}"
+        )
+
+
+class HandWrittenLoop:
+    """The floor: the least a correct loop does per iteration, written out by hand."""
+
+    def __init__(self, mode: FloorMode, n: int, executor: ThreadPoolExecutor) -> None:
+        from jsonschema import validators
+
+        self.mode = mode
+        self.n = n
+        self.executor = executor
+        kind: ToolKind = "async" if mode == "async" else "sync"
+        self.tool = TOOLS[kind]
+        registry = ToolRegistry()
+        spec = registry.add(self.tool)
+        self.tool_name = spec.name
+        self.tools = [spec.to_schema()]
+        # The same validator class the runner picks, compiled once as the runner caches it.
+        self.validator: Any = validators.validator_for(spec.input_schema)(spec.input_schema)
+        self.llm = OneToolCallLLM(spec.name, n)
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        records: list[ToolCallRecord] = []
+        messages: list[Message] = [UserMessage(PROMPT)]
+        for iteration in range(1, self.n + 1):
+            request = LLMRequest(messages=messages, tools=self.tools, iteration=iteration)
+            response = await self.llm.complete(request)
+            messages.append(AssistantMessage(response.text, tuple(response.tool_calls)))
+            if not response.tool_calls:
+                break
+            results: list[ToolResult] = []
+            for call in response.tool_calls:
+                started = time.perf_counter()
+                arguments = call.arguments
+                error = next(self.validator.iter_errors(arguments), None)
+                output: dict[str, Any]
+                if error is not None:
+                    output = {"error": error.message}
+                elif self.mode == "direct":
+                    output = self.tool(**arguments)
+                elif self.mode == "thread_hop":
+                    output = await loop.run_in_executor(
+                        self.executor, functools.partial(self.tool, **arguments)
+                    )
+                else:
+                    output = await self.tool(**arguments)
+                record = ToolCallRecord(
+                    tool_name=call.tool_name,
+                    inputs=arguments,
+                    output=output,
+                    duration_ms=(time.perf_counter() - started) * 1000.0,
+                    success=error is None,
+                    error=None if error is None else error.message,
+                    iteration=iteration,
+                    call_id=call.call_id,
+                )
+                records.append(record)
+                results.append(ToolResult(call.call_id, call.tool_name, output, error is not None))
+            messages.append(ToolResultsMessage(tuple(results)))
+        if len(records) != self.n - 1 or not all(r.success for r in records):
+            raise RuntimeError(
+                f"hand-written loop did not do the expected work: {len(records)} calls "
+                f"for N={self.n}, {sum(not r.success for r in records)} failed"
+            )
+
+
+async def run_llm_alone(llm: OneToolCallLLM, tools: list[ToolSchema], n: int) -> None:
+    messages: list[Message] = [UserMessage(PROMPT)]
+    for iteration in range(1, n + 1):
+        await llm.complete(LLMRequest(messages=messages, tools=tools, iteration=iteration))
+
+
+# -- measurement -----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Row:
+    """One variant at one N: per-iteration samples in microseconds and their summary."""
+
+    variant: str
+    n: int
+    by_round: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def samples_us(self) -> list[float]:
+        return list(self.by_round.values())
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples_us)
+
+    def quantile(self, q: int) -> float:
+        if len(self.samples_us) < 2:
+            return self.samples_us[0]
+        return statistics.quantiles(self.samples_us, n=10, method="inclusive")[q // 10 - 1]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "variant": self.variant,
+            "n": self.n,
+            "reps": len(self.samples_us),
+            "median_us": self.median,
+            "p10_us": self.quantile(10),
+            "p90_us": self.quantile(90),
+            "min_us": min(self.samples_us),
+            "max_us": max(self.samples_us),
+        }
+
+
+RUNTIME_SYNC = "runtime, sync tool"
+RUNTIME_ASYNC = "runtime, async tool"
+FLOOR_DIRECT = "floor, sync tool, direct call"
+FLOOR_HOP = "floor, sync tool, thread hop"
+FLOOR_ASYNC = "floor, async tool"
+LLM_ALONE = "fake LLM alone"
+VARIANTS = (LLM_ALONE, FLOOR_DIRECT, FLOOR_HOP, FLOOR_ASYNC, RUNTIME_SYNC, RUNTIME_ASYNC)
+
+# (measured, floor, is a target): the thread-hop comparison only shows where the cost goes.
+COMPARISONS = (
+    (RUNTIME_ASYNC, FLOOR_ASYNC, True),
+    (RUNTIME_SYNC, FLOOR_DIRECT, True),
+    (RUNTIME_SYNC, FLOOR_HOP, False),
+)
+
+
+@dataclass(slots=True)
+class Plan:
+    small_n: int
+    large_n: int
+    small_reps: int
+    large_reps: int  # at most small_reps: the large-N rounds are spread among the small ones
+    warmup: int
+
+
+# Runs are short, so many repetitions are cheap and steady the medians on a noisy machine.
+FULL = Plan(small_n=25, large_n=200, small_reps=100, large_reps=30, warmup=5)
+QUICK = Plan(small_n=4, large_n=8, small_reps=3, large_reps=3, warmup=1)
+
+Job = Callable[[], Awaitable[None]]
+
+
+def size_jobs(
+    n: int, executor: ThreadPoolExecutor, runtimes: list[ToolCallingRuntime]
+) -> dict[str, Job]:
+    """Every variant at one N; the runtimes built are added to `runtimes` for shutdown."""
+    sync_runtime, async_runtime = build_runtime("sync", n), build_runtime("async", n)
+    runtimes.extend((sync_runtime, async_runtime))
+    direct = HandWrittenLoop("direct", n, executor)
+    hop = HandWrittenLoop("thread_hop", n, executor)
+    on_loop = HandWrittenLoop("async", n, executor)
+    llm_only = OneToolCallLLM(direct.tool_name, n)
+    return {
+        LLM_ALONE: lambda: run_llm_alone(llm_only, direct.tools, n),
+        FLOOR_DIRECT: direct.run,
+        FLOOR_HOP: hop.run,
+        FLOOR_ASYNC: on_loop.run,
+        RUNTIME_SYNC: lambda: run_runtime(sync_runtime, n),
+        RUNTIME_ASYNC: lambda: run_runtime(async_runtime, n),
+    }
+
+
+def schedule(plan: Plan) -> list[tuple[bool, list[int]]]:
+    """Rounds as (counted, sizes to run): warm-up rounds first, then the counted rounds.
+
+    The large-N runs are spread evenly among the small-N rounds, so a drift in machine load
+    touches both sizes alike and cannot pass for growth.
+    """
+    rounds = [(False, [plan.small_n, plan.large_n]) for _ in range(plan.warmup)]
+    for index in range(plan.small_reps):
+        large_runs_before = index * plan.large_reps // plan.small_reps
+        large_runs_after = (index + 1) * plan.large_reps // plan.small_reps
+        sizes = [plan.small_n]
+        if large_runs_after > large_runs_before:
+            sizes.append(plan.large_n)
+        rounds.append((True, sizes))
+    return rounds
+
+
+async def measure(plan: Plan) -> dict[int, dict[str, Row]]:
+    if plan.large_reps > plan.small_reps:
+        raise ValueError("large_reps must not exceed small_reps")
+    executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="bench-floor")
+    runtimes: list[ToolCallingRuntime] = []
+    jobs = {n: size_jobs(n, executor, runtimes) for n in (plan.small_n, plan.large_n)}
+    rows = {n: {name: Row(name, n) for name in VARIANTS} for n in jobs}
+    # No collection between runs: a full collection evicts the caches and would add its
+    # cold start (about 100 us here) to the first iteration of whichever run follows it.
+    # Freezing what exists keeps the collections that do happen as cheap as in a live daemon.
+    gc.collect()
+    gc.freeze()
+    try:
+        for round_index, (counted, sizes) in enumerate(schedule(plan)):
+            # Rotate the order so no variant always follows the same neighbour.
+            shift = round_index % len(VARIANTS)
+            for name in VARIANTS[shift:] + VARIANTS[:shift]:
+                for n in sizes:
+                    started = time.perf_counter_ns()
+                    await jobs[n][name]()
+                    elapsed_us = (time.perf_counter_ns() - started) / 1000.0
+                    if counted:
+                        rows[n][name].by_round[round_index] = elapsed_us / n
+    finally:
+        gc.unfreeze()
+        for runtime in runtimes:
+            runtime.runner.shutdown()
+        executor.shutdown(wait=False)
+    return rows
+
+
+@dataclass(slots=True)
+class Verdict:
+    target: bool
+    label: str
+    value: float
+    limit: float
+
+    @property
+    def met(self) -> bool:
+        return self.value <= self.limit
+
+    def line(self) -> str:
+        tag = ("PASS" if self.met else "MISS") if self.target else "INFO"
+        return f"{tag}  {self.label}: {self.value:.2f}x (target <= {self.limit:g}x)"
+
+
+def paired_ratio(numerator: Row, denominator: Row) -> float:
+    """Median over the rounds both ran in of numerator / denominator.
+
+    This machine's speed drifts by up to 2x between phases lasting seconds; a ratio taken
+    within one round, a few milliseconds apart, cancels that drift where a ratio of two
+    medians (each possibly from a different phase) would not.
+    """
+    shared = numerator.by_round.keys() & denominator.by_round.keys()
+    if not shared:
+        raise ValueError(f"{numerator.variant} and {denominator.variant} share no round")
+    return statistics.median(
+        numerator.by_round[index] / denominator.by_round[index] for index in shared
+    )
+
+
+def verdicts(results: dict[int, dict[str, Row]], plan: Plan) -> list[Verdict]:
+    found: list[Verdict] = []
+    for n in (plan.small_n, plan.large_n):
+        rows = results[n]
+        for measured, floor, is_target in COMPARISONS:
+            ratio = paired_ratio(rows[measured], rows[floor])
+            found.append(Verdict(is_target, f"N={n} {measured} vs {floor}", ratio, RATIO_TARGET))
+    for variant in (RUNTIME_SYNC, RUNTIME_ASYNC):
+        growth = paired_ratio(results[plan.large_n][variant], results[plan.small_n][variant])
+        label = f"growth {variant}, per-iteration N={plan.large_n} / N={plan.small_n}"
+        found.append(Verdict(True, label, growth, GROWTH_TARGET))
+    return found
+
+
+def environment() -> dict[str, Any]:
+    return {
+        "cleveragents": cleveragents.__version__,
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "cpus": os.cpu_count(),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }
+
+
+def render_table(results: dict[int, dict[str, Row]], plan: Plan) -> str:
+    env = environment()
+    load = env["load_average"]
+    lines = [
+        f"Tool-loop overhead: cleveragents {env['cleveragents']}, "
+        f"{env['implementation']} {env['python']}, {env['cpus']} CPUs"
+        + (f", load {load[0]:.2f}" if load else "")
+        + f", {env['date']}",
+        'Fake LLM: one trivial tool call per iteration ({"n": i}), text at iteration N,',
+        "so N-1 tool calls per run. One runtime per (tool, N), reused across repetitions.",
+        f"Per-iteration = whole run / N; {plan.warmup} warm-up round(s), variants interleaved.",
+        "Floor for the sync tool: a direct call; the thread-hop floor makes the same call",
+        "through loop.run_in_executor, to show where the cost goes. Ratios and growth are",
+        "medians of per-round ratios (runs of the same round are milliseconds apart).",
+        "",
+        f"{'variant':<31} {'N':>4} {'reps':>4} {'median':>9} {'p10-p90':>17} {'min':>8}"
+        f" {'x floor':>8}",
+        f"{'':<31} {'':>4} {'':>4} {'us/iter':>9} {'us/iter':>17} {'us/iter':>8}",
+    ]
+    floors = {measured: floor for measured, floor, is_target in COMPARISONS if is_target}
+    for n, rows in results.items():
+        for name in VARIANTS:
+            row = rows[name]
+            floor = floors.get(name)
+            ratio = f"{paired_ratio(row, rows[floor]):.2f}" if floor else ""
+            spread = f"{row.quantile(10):.1f}-{row.quantile(90):.1f}"
+            lines.append(
+                f"{name:<31} {n:>4} {len(row.samples_us):>4} {row.median:>9.1f} {spread:>17}"
+                f" {min(row.samples_us):>8.1f} {ratio:>8}"
+            )
+        lines.append("")
+    lines.extend(v.line() for v in verdicts(results, plan))
+    return "\n".join(lines)
+
+
+def render_json(results: dict[int, dict[str, Row]], plan: Plan) -> str:
+    return json.dumps(
+        {
+            "environment": environment(),
+            "plan": {
+                "small_n": plan.small_n,
+                "large_n": plan.large_n,
+                "small_reps": plan.small_reps,
+                "large_reps": plan.large_reps,
+                "warmup": plan.warmup,
+            },
+            "rows": [row.summary() for rows in results.values() for row in rows.values()],
+            "verdicts": [
+                {
+                    "label": v.label,
+                    "value": v.value,
+                    "limit": v.limit,
+                    "target": v.target,
+                    "met": v.met,
+                }
+                for v in verdicts(results, plan)
+            ],
+        },
+        indent=2,
+    )
+
+
+async def profile_runtime(kind: ToolKind, n: int, runs: int, top: int) -> str:
+    runtime = build_runtime(kind, n)
+    try:
+        await run_runtime(runtime, n)  # warm-up: validator compiled, pool thread started
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(runs):
+            await run_runtime(runtime, n)
+        profiler.disable()
+    finally:
+        runtime.runner.shutdown()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.strip_dirs().sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+    header = f"cProfile: runtime, {kind} tool, N={n}, {runs} runs (event-loop thread only)\n"
+    return header + out.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="tiny N and few runs (smoke test)")
+    parser.add_argument("--json", action="store_true", help="print machine-readable results")
+    parser.add_argument(
+        "--profile",
+        choices=("sync", "async"),
+        help="instead of the table, cProfile the runtime with that tool kind at the large N",
+    )
+    args = parser.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    if args.profile:
+        runs = 2 if args.quick else 20
+        print(asyncio.run(profile_runtime(args.profile, plan.large_n, runs, top=30)))
+        return 0
+    results = asyncio.run(measure(plan))
+    print(render_json(results, plan) if args.json else render_table(results, plan))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""The bench scripts run end to end in quick mode and print their tables (no timing asserts)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+
+LOOP_VARIANTS = (
+    "fake LLM alone",
+    "floor, sync tool, direct call",
+    "floor, sync tool, thread hop",
+    "floor, async tool",
+    "runtime, sync tool",
+    "runtime, async tool",
+)
+
+
+def run_bench(script: str, *args: str) -> str:
+    completed = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+    return completed.stdout
+
+
+def verdict_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith(("PASS ", "MISS ", "INFO "))]
+
+
+def test_loop_overhead_prints_every_variant_and_a_verdict_per_target() -> None:
+    output = run_bench("loop_overhead.py", "--quick")
+    assert "median" in output and "p10-p90" in output
+    for variant in LOOP_VARIANTS:
+        for n in (4, 8):
+            assert any(
+                line.startswith(variant) and line[31:].split()[0] == str(n)
+                for line in output.splitlines()
+            ), f"no row for {variant} at N={n}"
+    verdicts = verdict_lines(output)
+    # Per N: two targets and one informational ratio; then growth for both runtime variants.
+    assert len(verdicts) == 8, verdicts
+    assert sum("growth" in line for line in verdicts) == 2
+    assert sum(line.startswith("INFO ") for line in verdicts) == 2
+
+
+def test_loop_overhead_json_holds_one_summary_per_variant_and_size() -> None:
+    result: dict[str, Any] = json.loads(run_bench("loop_overhead.py", "--quick", "--json"))
+    rows = result["rows"]
+    assert {(row["variant"], row["n"]) for row in rows} == {
+        (variant, n) for variant in LOOP_VARIANTS for n in (4, 8)
+    }
+    for row in rows:
+        assert row["reps"] == 3
+        assert 0 < row["min_us"] <= row["median_us"] <= row["max_us"]
+        assert row["min_us"] <= row["p10_us"] <= row["p90_us"] <= row["max_us"]
+    for verdict in result["verdicts"]:
+        assert verdict["met"] == (verdict["value"] <= verdict["limit"])
+
+
+def test_loop_overhead_profile_names_the_runtime_functions() -> None:
+    output = run_bench("loop_overhead.py", "--quick", "--profile", "async")
+    assert output.startswith("cProfile: runtime, async tool, N=8")
+    assert "runtime.py" in output and "runner.py" in output
+
+
+def test_import_time_prints_both_commands_and_its_verdicts() -> None:
+    output = run_bench("import_time.py", "--quick")
+    assert 'python -c "import cleveragents.tool"' in output
+    assert 'python -c "pass"' in output
+    assert "import share" in output
+    for package in ("anthropic", "openai", "jsonschema", "rich"):
+        assert f"  {package} " in output
+    assert len(verdict_lines(output)) == 2
+
+
+def test_import_time_json_shows_no_provider_sdk_is_imported() -> None:
+    result: dict[str, Any] = json.loads(run_bench("import_time.py", "--quick", "--json"))
+    assert result["import"]["runs"] == result["baseline"]["runs"] == 3
+    assert set(result["loaded"]) == {"anthropic", "openai", "jsonschema", "rich"}
+    # The editor daemon and CLI start through this import: the SDKs load only with a provider.
+    assert result["loaded"]["anthropic"] is False
+    assert result["loaded"]["openai"] is False
+    packages = [package for package, _ms in result["self_ms_by_package"]]
+    assert "cleveragents" in packages, "no -X importtime lines were parsed"
