@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -504,6 +505,43 @@ async def test_thinking_before_a_tool_call_goes_back_unchanged(
         {"type": "text", "text": "Counting."},
         {"type": "tool_use", "id": "toolu_count", "name": "count_words", "input": {"text": "a b"}},
     ]
+
+
+async def test_thinking_survives_the_history_store_into_a_continued_run(
+    fake: FakeAnthropic, make_caller: MakeCaller, tmp_path: Path
+) -> None:
+    # A run interrupted mid-tool-cycle and continued later by a new process: the signed
+    # thinking must come back from the stored conversation, not from any in-memory cache.
+    from cleveragents.history import RunHistory
+    from cleveragents.tool.runtime import close_dangling_calls
+
+    fake.push(
+        StreamReply(
+            [
+                Thinking(["plan"], signature="sig-x"),
+                ToolUse("toolu_a", "read_file", ['{"path": "a"}']),
+            ],
+            stop_reason="tool_use",
+        ),
+    )
+    first = await make_caller().complete(ask(tools=[READ_FILE]))
+    assert first.provider_data is not None
+    history = RunHistory(tmp_path / "h.sqlite3")
+    from cleveragents.tool.events import ResponseReceived, RunStarted
+
+    history(RunStarted("run_a", "hello", "", None, "full-auto", 5))
+    history(
+        ResponseReceived(
+            "run_a", 1, AssistantMessage(first.text, tuple(first.tool_calls), first.provider_data)
+        )
+    )
+    history.close()
+    stored = close_dangling_calls(RunHistory(tmp_path / "h.sqlite3").conversation("run_a"))
+    fake.push(StreamReply([Text(["fine"])]))
+    second = await make_caller().complete(LLMRequest([*stored, UserMessage("go on")], [READ_FILE]))
+    assert second.text == "fine"
+    sent = fake.requests[-1].body["messages"][1]["content"]
+    assert sent[0] == {"type": "thinking", "thinking": "plan", "signature": "sig-x"}
 
 
 async def test_the_fake_refuses_a_tool_turn_whose_thinking_was_dropped(

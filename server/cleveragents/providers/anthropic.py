@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..tool.llm import TextSink
 from ..tool.messages import LLMRequest, LLMResponse, ToolCallRequest
 from ..tool.records import Usage
-from ..tool.router import ToolCallRouter
+from ..tool.router import ANTHROPIC_CONTENT, ToolCallRouter
 from .errors import ProviderError
 
 if TYPE_CHECKING:
@@ -28,7 +27,6 @@ DEFAULT_MAX_TOKENS = 16000
 # Thinking blocks in the latest assistant turn must go back byte for byte, and our
 # provider-neutral history does not carry them; so we keep the turns we received, keyed by
 # their tool_use ids, for as many turns as a few concurrent runs need.
-_REMEMBERED_TURNS = 256
 _THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
 
 _HINTS = {
@@ -72,7 +70,6 @@ class AnthropicCaller:
         self.max_tokens = max_tokens
         self.max_retries = max_retries
         self.timeout = timeout
-        self._turns: OrderedDict[tuple[str, ...], list[dict[str, Any]]] = OrderedDict()
         if client is None:
             from anthropic import AsyncAnthropic
 
@@ -115,7 +112,9 @@ class AnthropicCaller:
             )
         response = turn.response()
         if response.tool_calls and any(b["type"] in _THINKING_TYPES for b in turn.blocks):
-            self._remember(turn.echo_blocks(response.tool_calls))
+            # The runtime keeps this with the assistant message (and the history stores it),
+            # so the next request, even from a continued run, sends the turn back unchanged.
+            response.provider_data = {ANTHROPIC_CONTENT: turn.echo_blocks(response.tool_calls)}
         return response
 
     async def aclose(self) -> None:
@@ -125,28 +124,13 @@ class AnthropicCaller:
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
-            "messages": self._messages(request),
+            "messages": ToolCallRouter.to_anthropic_messages(request.messages),
         }
         if request.system:
             params["system"] = request.system
         if request.tools:
             params["tools"] = ToolCallRouter.to_anthropic_tools(request.tools)
         return params
-
-    def _messages(self, request: LLMRequest) -> list[dict[str, Any]]:
-        messages = ToolCallRouter.to_anthropic_messages(request.messages)
-        for message in messages:
-            if message["role"] == "assistant":
-                ids = _tool_use_ids(message["content"])
-                received = self._turns.get(ids) if ids else None
-                if received is not None:
-                    message["content"] = list(received)
-        return messages
-
-    def _remember(self, blocks: list[dict[str, Any]]) -> None:
-        self._turns[_tool_use_ids(blocks)] = blocks
-        while len(self._turns) > _REMEMBERED_TURNS:
-            self._turns.popitem(last=False)
 
     def _error(self, exc: APIError) -> ProviderError:
         from anthropic import APIConnectionError, APIStatusError, APITimeoutError
@@ -291,12 +275,6 @@ class _TurnAssembler:
                     }
                 )
         return echo
-
-
-def _tool_use_ids(content: Any) -> tuple[str, ...]:
-    if not isinstance(content, list):
-        return ()
-    return tuple(str(b["id"]) for b in content if b.get("type") == "tool_use")
 
 
 def _total_input(uncached: int | None, cache_write: int | None, cache_read: int | None) -> int:

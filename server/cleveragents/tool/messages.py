@@ -47,6 +47,9 @@ class UserMessage:
 class AssistantMessage:
     text: str
     tool_calls: tuple[ToolCallRequest, ...] = ()
+    # Opaque, JSON-serialisable data a provider needs back verbatim on later turns (Anthropic's
+    # signed thinking blocks); stored with the history so a continued run can send it.
+    provider_data: dict[str, Any] | None = None
     role: Literal["assistant"] = "assistant"
 
 
@@ -86,13 +89,14 @@ class LLMResponse:
     tool_calls: list[ToolCallRequest] = field(default_factory=list)
     stop_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
+    provider_data: dict[str, Any] | None = None
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
     if isinstance(message, UserMessage):
         return {"role": "user", "text": message.text}
     if isinstance(message, AssistantMessage):
-        return {
+        data: dict[str, Any] = {
             "role": "assistant",
             "text": message.text,
             "tool_calls": [
@@ -105,6 +109,9 @@ def message_to_dict(message: Message) -> dict[str, Any]:
                 for c in message.tool_calls
             ],
         }
+        if message.provider_data is not None:
+            data["provider_data"] = message.provider_data
+        return data
     return {
         "role": "tool",
         "results": [
@@ -134,7 +141,12 @@ def message_from_dict(data: dict[str, Any]) -> Message:
             )
             for c in data.get("tool_calls", [])
         )
-        return AssistantMessage(text=str(data.get("text", "")), tool_calls=calls)
+        provider_data = data.get("provider_data")
+        return AssistantMessage(
+            text=str(data.get("text", "")),
+            tool_calls=calls,
+            provider_data=provider_data if isinstance(provider_data, dict) else None,
+        )
     if role == "tool":
         results = tuple(
             ToolResult(

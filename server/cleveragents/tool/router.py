@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from .policy import Authorizer
 
 
+ANTHROPIC_CONTENT = "anthropic_content"
+"""Key in `provider_data` for an assistant turn's content blocks as the API sent them."""
+
+
 def _field(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, dict):
         return obj.get(name, default)
@@ -100,6 +104,11 @@ class ToolCallRouter:
             if isinstance(message, UserMessage):
                 out.append({"role": "user", "content": message.text})
             elif isinstance(message, AssistantMessage):
+                received = (message.provider_data or {}).get(ANTHROPIC_CONTENT)
+                if isinstance(received, list) and received:
+                    # Signed thinking blocks must go back exactly as they came.
+                    out.append({"role": "assistant", "content": list(received)})
+                    continue
                 blocks: list[dict[str, Any]] = []
                 # The API rejects whitespace-only text blocks and empty messages anywhere but
                 # last; a dropped assistant turn just merges the user turns around it.

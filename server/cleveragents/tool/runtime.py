@@ -290,7 +290,7 @@ class _Run:
                 for c in response.tool_calls
             ]
             self.texts.append(response.text)
-            message = AssistantMessage(response.text, tuple(calls))
+            message = AssistantMessage(response.text, tuple(calls), response.provider_data)
             self.messages.append(message)
             self.emit(ResponseReceived(self.run_id, iteration, message))
             if not calls:
