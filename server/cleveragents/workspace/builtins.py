@@ -1,0 +1,74 @@
+"""The built-in workspace tools as ToolSpecs, ready for a ToolRegistry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cleveragents.tool.registry import ToolRegistry, ToolSpec, make_spec
+from cleveragents.tool.schema import schema_from_function
+
+from .command import MAX_COMMAND_TIMEOUT_S, run_command
+from .files import edit_file, list_dir, read_file, write_file
+from .search import MAX_GREP_RESULTS, glob, grep
+
+# The runner's own deadline sits past the longest timeout a model may ask for, so the
+# command's timeout (which reports the output so far) always fires first.
+RUN_COMMAND_SPEC_TIMEOUT_S = MAX_COMMAND_TIMEOUT_S + 30.0
+FILE_TOOL_TIMEOUT_S = 120.0
+
+
+def _spec(
+    handler: Callable[..., Any],
+    *,
+    constraints: dict[str, dict[str, Any]] | None = None,
+    mutating: bool = False,
+    executes_code: bool = False,
+    timeout_s: float = FILE_TOOL_TIMEOUT_S,
+) -> ToolSpec:
+    """A spec whose schema comes from the type hints, plus bounds the hints cannot say."""
+    schema, description, _ = schema_from_function(handler)
+    for name, extra in (constraints or {}).items():
+        schema["properties"][name].update(extra)
+    return make_spec(
+        handler,
+        description=description,
+        input_schema=schema,
+        mutating=mutating,
+        executes_code=executes_code,
+        timeout_s=timeout_s,
+        source="builtin",
+    )
+
+
+def builtin_tools() -> list[ToolSpec]:
+    """read_file, write_file, edit_file, list_dir, glob, grep and run_command."""
+    return [
+        _spec(read_file, constraints={"offset": {"minimum": 1}, "limit": {"minimum": 1}}),
+        _spec(write_file, mutating=True),
+        _spec(edit_file, constraints={"old_text": {"minLength": 1}}, mutating=True),
+        _spec(list_dir),
+        _spec(glob, constraints={"pattern": {"minLength": 1}}),
+        _spec(
+            grep,
+            constraints={
+                "pattern": {"minLength": 1},
+                "max_results": {"minimum": 1, "maximum": MAX_GREP_RESULTS},
+            },
+        ),
+        _spec(
+            run_command,
+            constraints={
+                "command": {"minLength": 1},
+                "timeout_s": {"exclusiveMinimum": 0, "maximum": MAX_COMMAND_TIMEOUT_S},
+            },
+            mutating=True,
+            executes_code=True,
+            timeout_s=RUN_COMMAND_SPEC_TIMEOUT_S,
+        ),
+    ]
+
+
+def register_builtin_tools(registry: ToolRegistry, *, replace: bool = False) -> list[ToolSpec]:
+    """Add every built-in tool to `registry`; returns the specs added."""
+    return [registry.add_spec(spec, replace=replace) for spec in builtin_tools()]

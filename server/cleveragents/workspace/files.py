@@ -1,0 +1,223 @@
+"""File tools: read_file, write_file, edit_file and list_dir, all confined to the sandbox."""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import Any
+
+from cleveragents.tool.errors import ToolError
+
+from .limits import MAX_OUTPUT_BYTES, cut_utf8
+from .sandbox import closing_fd, require_sandbox
+
+DEFAULT_READ_LIMIT = 2000
+MAX_LIST_ENTRIES = 2000
+_READ_CHUNK = 64 * 1024
+_BINARY_SNIFF_BYTES = 8192
+
+
+def read_file(
+    path: str,
+    offset: int = 1,
+    limit: int = DEFAULT_READ_LIMIT,
+    sandbox_root: str | None = None,
+) -> dict[str, Any]:
+    """Read a UTF-8 text file from the workspace, a window of lines at a time.
+
+    Returns {path, content, start_line, end_line, total_lines, truncated, next_offset}:
+    `content` is the exact text of lines start_line..end_line (1-based, line endings kept);
+    `truncated` is true when the file goes on past what was returned (more lines, or the
+    1 MiB output cap was hit) and `next_offset` then says where to continue. Binary files
+    are refused.
+
+    Args:
+        path: File path, relative to the workspace root (or absolute inside it).
+        offset: First line to return, counting from 1.
+        limit: Most lines to return (2000 by default).
+    """
+    if offset < 1:
+        raise ToolError(f"offset must be 1 or more (lines count from 1), got {offset}")
+    if limit < 1:
+        raise ToolError(f"limit must be 1 or more, got {limit}")
+    sandbox = require_sandbox(sandbox_root)
+    target = sandbox.resolve(path)
+    with closing_fd(sandbox.open_regular_file(target)) as fd:
+        head = os.pread(fd, _BINARY_SNIFF_BYTES, 0)
+        if b"\0" in head:
+            size = os.fstat(fd).st_size
+            raise ToolError(
+                f"{path!r} looks like a binary file ({size} bytes); read_file returns text only"
+            )
+        with os.fdopen(os.dup(fd), "rb") as stream:
+            return _read_window(stream, target.relative, offset, limit)
+
+
+def _read_window(stream: Any, relative: str, offset: int, limit: int) -> dict[str, Any]:
+    last_wanted = offset + limit - 1
+    collected = bytearray()
+    cut_by_size = False
+    cut_at_line = 0
+    line_number = 0
+    last_included = offset - 1
+    at_line_start = True
+    while True:
+        # Bounded reads: a file that is one enormous line must not be loaded whole.
+        piece: bytes = stream.readline(_READ_CHUNK)
+        if not piece:
+            break
+        if at_line_start:
+            line_number += 1
+        at_line_start = piece.endswith(b"\n")
+        if cut_by_size or not offset <= line_number <= last_wanted:
+            continue
+        room = MAX_OUTPUT_BYTES - len(collected)
+        kept, cut = cut_utf8(piece, room)
+        collected += kept
+        if kept:
+            last_included = line_number
+        if cut:
+            cut_by_size = True
+            cut_at_line = line_number
+    total = line_number
+    if offset > 1 and offset > total:
+        raise ToolError(f"offset {offset} is past the end of {relative!r}, which has {total} lines")
+    more_lines = last_wanted < total
+    truncated = cut_by_size or more_lines
+    next_offset: int | None = None
+    if cut_by_size:
+        # Continue from the line the cap fell in (shown in part, or not at all).
+        next_offset = cut_at_line
+    elif more_lines:
+        next_offset = last_wanted + 1
+    return {
+        "path": relative,
+        "content": collected.decode("utf-8", errors="replace"),
+        "start_line": offset,
+        "end_line": max(last_included, offset - 1),
+        "total_lines": total,
+        "truncated": truncated,
+        "next_offset": next_offset,
+    }
+
+
+def write_file(
+    path: str,
+    content: str,
+    create_dirs: bool = True,
+    sandbox_root: str | None = None,
+) -> dict[str, Any]:
+    """Create or overwrite a file in the workspace with the given text (UTF-8).
+
+    The write is atomic: readers see the old file or the new one, never half of it. An
+    existing file keeps its permissions. Returns {path, bytes_written, created}.
+
+    Args:
+        path: File path, relative to the workspace root (or absolute inside it).
+        content: The complete new content of the file.
+        create_dirs: Create missing parent directories (default true).
+    """
+    sandbox = require_sandbox(sandbox_root)
+    target = sandbox.resolve(path)
+    if target.is_root:
+        raise ToolError(f"{path!r} is the workspace root directory, not a file")
+    data = content.encode("utf-8")
+    created = sandbox.write_bytes(target, data, create_dirs=create_dirs)
+    return {"path": target.relative, "bytes_written": len(data), "created": created}
+
+
+def edit_file(
+    path: str,
+    old_text: str,
+    new_text: str,
+    replace_all: bool = False,
+    sandbox_root: str | None = None,
+) -> dict[str, Any]:
+    """Replace an exact piece of text in an existing workspace file.
+
+    `old_text` must match the file exactly (whitespace and indentation included) and, unless
+    replace_all is true, occur exactly once: include enough surrounding lines to make it
+    unique. The call fails, changing nothing, when the text is missing or ambiguous.
+    Returns {path, replacements}.
+
+    Args:
+        path: File path, relative to the workspace root (or absolute inside it).
+        old_text: The exact text to find.
+        new_text: The text to put in its place.
+        replace_all: Replace every occurrence instead of requiring exactly one.
+    """
+    sandbox = require_sandbox(sandbox_root)
+    if not old_text:
+        raise ToolError("old_text is empty: give the exact text to replace")
+    if old_text == new_text:
+        raise ToolError("old_text and new_text are the same: there is nothing to change")
+    target = sandbox.resolve(path)
+    with closing_fd(sandbox.open_regular_file(target)) as fd:
+        chunks = []
+        while chunk := os.read(fd, _READ_CHUNK):
+            chunks.append(chunk)
+    raw = b"".join(chunks)
+    # surrogateescape keeps bytes that are not UTF-8 exactly as they were.
+    text = raw.decode("utf-8", errors="surrogateescape")
+    count = text.count(old_text)
+    if count == 0:
+        raise ToolError(
+            f"old_text was not found in {target.relative!r}; read the file and copy the "
+            "text exactly, including whitespace"
+        )
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"old_text occurs {count} times in {target.relative!r}; include more surrounding "
+            "text to make it unique, or set replace_all to replace every occurrence"
+        )
+    updated = (
+        text.replace(old_text, new_text) if replace_all else text.replace(old_text, new_text, 1)
+    )
+    sandbox.write_bytes(
+        target, updated.encode("utf-8", errors="surrogateescape"), create_dirs=False
+    )
+    return {"path": target.relative, "replacements": count if replace_all else 1}
+
+
+def list_dir(path: str = ".", sandbox_root: str | None = None) -> dict[str, Any]:
+    """List one workspace directory (not recursive), sorted by name.
+
+    Returns {path, entries, truncated}: each entry has `name` and `type` (file, dir, symlink
+    or other); files carry `size` in bytes, symbolic links their `target` text (links are
+    listed, never followed). At most 2000 entries are returned.
+
+    Args:
+        path: Directory path, relative to the workspace root (or absolute inside it).
+    """
+    sandbox = require_sandbox(sandbox_root)
+    target = sandbox.resolve(path)
+    with closing_fd(sandbox.open_directory(target)) as fd:
+        try:
+            with os.scandir(fd) as iterator:
+                found = sorted(iterator, key=lambda entry: entry.name)
+        except OSError as exc:
+            raise ToolError(f"{path!r}: cannot list: {exc.strerror}") from None
+        entries = [_describe_entry(fd, entry) for entry in found[:MAX_LIST_ENTRIES]]
+    return {
+        "path": target.relative,
+        "entries": entries,
+        "truncated": len(found) > MAX_LIST_ENTRIES,
+    }
+
+
+def _describe_entry(dir_fd: int, entry: os.DirEntry[str]) -> dict[str, Any]:
+    try:
+        info = entry.stat(follow_symlinks=False)
+    except OSError:
+        return {"name": entry.name, "type": "other"}
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            link_target = os.readlink(entry.name, dir_fd=dir_fd)
+        except OSError:
+            link_target = ""
+        return {"name": entry.name, "type": "symlink", "target": link_target}
+    if stat.S_ISDIR(info.st_mode):
+        return {"name": entry.name, "type": "dir"}
+    if stat.S_ISREG(info.st_mode):
+        return {"name": entry.name, "type": "file", "size": info.st_size}
+    return {"name": entry.name, "type": "other"}

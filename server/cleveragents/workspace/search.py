@@ -1,0 +1,285 @@
+"""Search tools: glob (find files by name pattern) and grep (find lines by regex).
+
+Both walk the tree through directory descriptors opened with `O_NOFOLLOW`: symbolic links are
+seen as names and never followed, so nothing a link points at (inside or out) is read by a walk.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from cleveragents.tool.errors import SandboxViolation, ToolError
+
+from .globbing import compile_glob, has_wildcard
+from .limits import MAX_OUTPUT_BYTES, shorten_line
+from .sandbox import DIR_OPEN_FLAGS, Sandbox, closing_fd, open_file_at, require_sandbox
+
+MAX_WALK_DEPTH = 64
+MAX_WALK_ENTRIES = 200_000
+MAX_GLOB_RESULTS = 1000
+DEFAULT_GREP_RESULTS = 200
+MAX_GREP_RESULTS = 5000
+# Version-control internals are noise for every search a model makes.
+SKIPPED_DIRECTORIES = frozenset({".git"})
+_GREP_LINE_BYTES = 1024 * 1024
+_BINARY_SNIFF_BYTES = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class TreeEntry:
+    """One name met by a walk; `dir_fd` is its directory, valid only until the walk moves on."""
+
+    dir_fd: int
+    name: str
+    relative: str  # `/`-joined, from where the walk started
+    kind: str  # "file", "dir", "symlink" or "other"
+
+
+class TreeWalk:
+    """A depth-first walk in name order that never follows a symbolic link."""
+
+    def __init__(self) -> None:
+        self.entries_seen = 0
+        self.cut_short = False
+
+    def walk(self, dir_fd: int, prefix: str = "", depth: int = 0) -> Iterator[TreeEntry]:
+        try:
+            with os.scandir(dir_fd) as iterator:
+                found = sorted(iterator, key=lambda entry: entry.name)
+        except OSError:
+            return
+        for entry in found:
+            self.entries_seen += 1
+            if self.entries_seen > MAX_WALK_ENTRIES:
+                self.cut_short = True
+                return
+            relative = f"{prefix}{entry.name}"
+            kind = _kind(entry)
+            yield TreeEntry(dir_fd, entry.name, relative, kind)
+            if kind != "dir" or entry.name in SKIPPED_DIRECTORIES:
+                continue
+            if depth + 1 >= MAX_WALK_DEPTH:
+                self.cut_short = True
+                continue
+            try:
+                child = os.open(entry.name, DIR_OPEN_FLAGS, dir_fd=dir_fd)
+            except OSError:
+                continue  # Gone, unreadable, or swapped for a link since scandir: skip it.
+            with closing_fd(child):
+                yield from self.walk(child, relative + "/", depth + 1)
+            if self.cut_short and self.entries_seen > MAX_WALK_ENTRIES:
+                return
+
+
+def _kind(entry: os.DirEntry[str]) -> str:
+    # DirEntry answers these from the directory listing itself, without a stat per name.
+    try:
+        if entry.is_symlink():
+            return "symlink"
+        if entry.is_dir(follow_symlinks=False):
+            return "dir"
+        if entry.is_file(follow_symlinks=False):
+            return "file"
+    except OSError:
+        pass
+    return "other"
+
+
+def _pattern_segments(sandbox: Sandbox, pattern: str, what: str) -> tuple[list[str], bool]:
+    """A glob split into segments, and whether it was absolute (anchored at the root)."""
+    if not pattern:
+        raise ToolError(f"{what} is empty")
+    if "\0" in pattern:
+        raise SandboxViolation(pattern, "contains a NUL byte")
+    anchored = os.path.isabs(pattern)
+    relative = pattern
+    if anchored:
+        inside = sandbox.relative_to_root(pattern)
+        if inside is None:
+            raise SandboxViolation(pattern, "is an absolute pattern outside the sandbox root")
+        relative = inside
+    segments = [segment for segment in relative.split("/") if segment not in ("", ".")]
+    if any(segment == ".." for segment in segments):
+        raise SandboxViolation(pattern, "contains '..': a pattern cannot leave the folder searched")
+    if segments and segments[0].startswith("~"):
+        raise SandboxViolation(pattern, "starts with '~': home directories are outside the sandbox")
+    if not segments:
+        raise ToolError(f"{what} {pattern!r} names no files")
+    return segments, anchored
+
+
+def _compile(segments: list[str], original: str) -> Callable[[str], bool]:
+    try:
+        return compile_glob(segments)
+    except re.error as exc:
+        raise ToolError(f"malformed glob pattern {original!r}: {exc}") from None
+
+
+def _descend_literal(dir_fd: int, names: list[str]) -> int | None:
+    """Open the plain (wildcard-free) leading directories of a pattern, never through links."""
+    fd = os.dup(dir_fd)
+    for name in names:
+        try:
+            child = os.open(name, DIR_OPEN_FLAGS, dir_fd=fd)
+        except OSError:
+            os.close(fd)
+            return None
+        os.close(fd)
+        fd = child
+    return fd
+
+
+def _join(*parts: str) -> str:
+    return "/".join(part for part in parts if part and part != ".") or "."
+
+
+def glob(pattern: str, path: str = ".", sandbox_root: str | None = None) -> dict[str, Any]:
+    """Find files in the workspace whose path matches a glob pattern.
+
+    The pattern is matched against the whole path relative to `path`: `*` and `?` stay within
+    one folder, `**` spans any number of folders, `[abc]` and `{py,pyi}` choose. So `*.py`
+    matches only directly in `path`; use `**/*.py` for every level. Files and symbolic links
+    match (links are not followed); folders named .git are not searched. Returns {matches,
+    count, truncated}: paths relative to the workspace root, sorted, at most 1000.
+
+    Args:
+        pattern: Glob pattern, e.g. "**/*.py" or "src/**/test_*.{py,pyi}".
+        path: Folder to search from, relative to the workspace root (default: the root).
+    """
+    sandbox = require_sandbox(sandbox_root)
+    segments, anchored = _pattern_segments(sandbox, pattern, "glob pattern")
+    base = sandbox.resolve("." if anchored else path)
+    literal: list[str] = []
+    while len(segments) > 1 and not has_wildcard(segments[0]) and segments[0] != "**":
+        literal.append(segments.pop(0))
+    matches_path = _compile(segments, pattern)
+    matches: list[str] = []
+    size = 0
+    truncated = False
+    with closing_fd(sandbox.open_directory(base)) as base_fd:
+        start = _descend_literal(base_fd, literal)
+        if start is None:
+            return {"matches": [], "count": 0, "truncated": False}
+        walk = TreeWalk()
+        with closing_fd(start):
+            for entry in walk.walk(start):
+                if entry.kind not in ("file", "symlink") or not matches_path(entry.relative):
+                    continue
+                found = _join(base.relative, *literal, entry.relative)
+                size += len(found.encode()) + 1
+                if len(matches) >= MAX_GLOB_RESULTS or size > MAX_OUTPUT_BYTES:
+                    truncated = True
+                    break
+                matches.append(found)
+        truncated = truncated or walk.cut_short
+    return {"matches": matches, "count": len(matches), "truncated": truncated}
+
+
+def grep(
+    pattern: str,
+    path: str = ".",
+    glob: str | None = None,
+    ignore_case: bool = False,
+    max_results: int = DEFAULT_GREP_RESULTS,
+    sandbox_root: str | None = None,
+) -> dict[str, Any]:
+    """Search workspace files for lines matching a regular expression (Python `re` syntax).
+
+    Searches one file, or every text file under a folder (binary files, symbolic links and
+    .git folders are skipped). Returns {matches, count, truncated, files_searched}: each match
+    is "path:line:text" with the path relative to the workspace root and the line numbered
+    from 1 (long lines are shortened). `truncated` is true when max_results or the 1 MiB cap
+    stopped the search early.
+
+    Args:
+        pattern: Regular expression to look for in each line.
+        path: File or folder to search, relative to the workspace root (default: the root).
+        glob: Only search files matching this glob: a pattern without "/" (e.g. "*.py") is
+            matched against file names, one with "/" against paths relative to `path`.
+        ignore_case: Match letters regardless of case.
+        max_results: Most matching lines to return (default 200, at most 5000).
+    """
+    sandbox = require_sandbox(sandbox_root)
+    if not 1 <= max_results <= MAX_GREP_RESULTS:
+        raise ToolError(f"max_results must be between 1 and {MAX_GREP_RESULTS}, got {max_results}")
+    try:
+        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    except re.error as exc:
+        raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
+    file_filter: Callable[[str], bool] | None = None
+    filter_by_name = False
+    if glob is not None:
+        segments, _ = _pattern_segments(sandbox, glob, "glob filter")
+        filter_by_name = "/" not in glob.strip("/")
+        file_filter = _compile(segments, glob)
+    target = sandbox.resolve(path)
+    search = _GrepSearch(regex, max_results)
+    fd, is_dir = sandbox.open_entry(target)
+    with closing_fd(fd):
+        if not is_dir:
+            search.search_file(fd, target.relative)
+        else:
+            walk = TreeWalk()
+            for entry in walk.walk(fd):
+                if search.stopped:
+                    break
+                if entry.kind != "file":
+                    continue
+                if file_filter is not None:
+                    subject = entry.name if filter_by_name else entry.relative
+                    if not file_filter(subject):
+                        continue
+                try:
+                    file_fd = open_file_at(entry.dir_fd, entry.name, target)
+                except ToolError:
+                    continue  # Vanished or replaced since the walk saw it.
+                with closing_fd(file_fd):
+                    search.search_file(file_fd, _join(target.relative, entry.relative))
+            search.truncated = search.truncated or walk.cut_short
+    return {
+        "matches": search.matches,
+        "count": len(search.matches),
+        "truncated": search.truncated,
+        "files_searched": search.files_searched,
+    }
+
+
+class _GrepSearch:
+    def __init__(self, regex: re.Pattern[str], max_results: int) -> None:
+        self.regex = regex
+        self.max_results = max_results
+        self.matches: list[str] = []
+        self.size = 0
+        self.files_searched = 0
+        self.truncated = False
+        self.stopped = False
+
+    def search_file(self, fd: int, shown_path: str) -> None:
+        if b"\0" in os.pread(fd, _BINARY_SNIFF_BYTES, 0):
+            return
+        self.files_searched += 1
+        line_number = 0
+        at_line_start = True
+        with os.fdopen(os.dup(fd), "rb") as stream:
+            while not self.stopped:
+                raw: bytes = stream.readline(_GREP_LINE_BYTES)
+                if not raw:
+                    return
+                if at_line_start:
+                    line_number += 1
+                at_line_start = raw.endswith(b"\n")
+                text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                if self.regex.search(text) is not None:
+                    self._add(f"{shown_path}:{line_number}:{shorten_line(text)}")
+
+    def _add(self, line: str) -> None:
+        self.size += len(line.encode("utf-8")) + 1
+        if len(self.matches) >= self.max_results or self.size > MAX_OUTPUT_BYTES:
+            self.truncated = True
+            self.stopped = True
+            return
+        self.matches.append(line)
