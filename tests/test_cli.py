@@ -286,3 +286,88 @@ def test_ctrl_c_stops_the_run_and_keeps_what_finished(workspace: Path, tmp_path:
     result = json.loads(out)
     assert result["stop_reason"] == "cancelled"
     assert [r["tool_name"] for r in result["tool_call_history"]] == ["list_dir"]
+
+
+def test_entry_point_plugins_add_tools(workspace: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "plugtools").mkdir(parents=True)
+    (site / "plugtools" / "__init__.py").write_text(
+        "from cleveragents.tool import tool\n\n"
+        "@tool\n"
+        "def plugged(n: int) -> int:\n"
+        '    """Double n."""\n'
+        "    return 2 * n\n"
+    )
+    dist = site / "plugtools-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: plugtools\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[cleveragents.tools]\nplugged = plugtools:plugged\n")
+    env = {"PYTHONPATH": f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    listed = cli("tools", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert rows["plugged"]["source"] == "entry-point:plugged"
+
+
+def test_terminal_approvals_allow_deny_and_allow_for_run(workspace: Path, tmp_path: Path) -> None:
+    import pty
+
+    def write(name: str) -> dict[str, Any]:
+        return {"name": "write_file", "arguments": {"path": name, "content": name}}
+
+    script = replay_script(
+        tmp_path,
+        [
+            {"tool_calls": [write("a.txt")]},
+            {"tool_calls": [write("b.txt")]},
+            {"tool_calls": [write("c.txt")]},
+            {"tool_calls": [write("d.txt")]},
+            {"text": "done"},
+        ],
+    )
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [
+            *CLI,
+            "run",
+            "x",
+            "--sandbox",
+            str(workspace),
+            "--provider",
+            "replay",
+            "--script",
+            script,
+            "--no-history",
+        ],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        close_fds=True,
+        env={**os.environ, "TERM": "dumb", "COLUMNS": "200"},
+    )
+    os.close(follower)
+    screen = b""
+    answers = iter([b"n\n", b"y\n", b"a\n"])  # deny a, allow b, allow c and the rest of the run
+    prompts = 0
+    deadline = time.monotonic() + 60
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        screen += chunk
+        if screen.count(b"always this run") > prompts:
+            prompts += 1
+            os.write(leader, next(answers))
+    process.wait(timeout=30)
+    os.close(leader)
+    text = screen.decode(errors="replace")
+    assert process.returncode == 0, text
+    assert prompts == 3  # d.txt ran without asking: "allow for this run"
+    assert not (workspace / "a.txt").exists()
+    assert [(workspace / n).read_text() for n in ("b.txt", "c.txt", "d.txt")] == [
+        "b.txt",
+        "c.txt",
+        "d.txt",
+    ]
+    assert "the user denied write_file" in text
