@@ -371,3 +371,42 @@ def test_terminal_approvals_allow_deny_and_allow_for_run(workspace: Path, tmp_pa
         "d.txt",
     ]
     assert "the user denied write_file" in text
+
+
+def test_mcp_servers_of_the_sandbox_are_listed_and_used(workspace: Path, tmp_path: Path) -> None:
+    server = str(ROOT / "tests" / "mcp_fixtures" / "demo_server.py")
+    (workspace / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"demo": {"command": sys.executable, "args": [server]}}})
+    )
+    listed = cli("tools", "--sandbox", str(workspace), "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert rows["demo__add"]["source"] == "mcp:demo"
+    assert rows["demo__add"]["input_schema"]["required"] == ["a", "b"]
+    script = replay_script(
+        tmp_path,
+        [
+            {"tool_calls": [{"name": "demo__add", "arguments": {"a": 2, "b": 40}}]},
+            {"text": "42"},
+        ],
+    )
+    done = cli(
+        "run",
+        "x",
+        "--sandbox",
+        str(workspace),
+        "--provider",
+        "replay",
+        "--script",
+        script,
+        "--profile",
+        "full-auto",
+        "--json",
+        "--no-history",
+    )
+    assert done.returncode == 0, done.stderr
+    (record,) = json.loads(done.stdout)["tool_call_history"]
+    assert record["success"] and "42" in json.dumps(record["output"])
+    (workspace / ".mcp.json").write_text('{"mcpServers": {"broken": {"command": "/nonexistent"}}}')
+    failed = cli("run", "x", "--sandbox", str(workspace), "--no-history")
+    assert failed.returncode == 1 and "broken" in failed.stderr

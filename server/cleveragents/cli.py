@@ -132,6 +132,11 @@ def _tools(args: argparse.Namespace) -> int:
 
     try:
         registry = build_registry(args.tools)
+        if args.sandbox:
+            sandbox = os.path.realpath(args.sandbox)
+            if not os.path.isdir(sandbox):
+                return _fail(f"sandbox {args.sandbox!r} is not a folder", EXIT_USAGE)
+            asyncio.run(_add_mcp_tools_once(registry, sandbox))
     except ToolLoadError as exc:
         return _fail(str(exc))
     rows = list(tool_rows(registry))
@@ -151,6 +156,14 @@ def _tools(args: argparse.Namespace) -> int:
         table.add_row(row["name"], row["source"], effect, params, row["description"].split("\n")[0])
     Console().print(table)
     return EXIT_OK
+
+
+async def _add_mcp_tools_once(registry: Any, sandbox: str) -> None:
+    """Start the sandbox's MCP servers just long enough to list their tools."""
+    from .mcp import McpToolset, add_mcp_tools
+
+    async with McpToolset(sandbox) as toolset:
+        add_mcp_tools(registry, toolset)
 
 
 def _open_history(path: str | None) -> Any:
@@ -211,6 +224,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from .assembly import build_runtime
     from .display import RunDisplay, TerminalApprover
+    from .mcp import McpToolset, add_mcp_tools
     from .providers import ProviderConfigError, create_llm_caller, resolve_provider_name
     from .tool import ToolActorContext
     from .tool.runtime import CancelToken, new_run_id
@@ -269,17 +283,25 @@ def _run(args: argparse.Namespace) -> int:
         # First Ctrl-C stops the run gracefully (partial result kept); a second one kills.
         loop.add_signal_handler(signal.SIGINT, _second_interrupt_kills, loop, cancel)
         try:
-            run_id = new_run_id()
-            if history is not None and args.continue_from:
-                history.mark_continuation(run_id, args.continue_from)
-            return await runtime.arun_tool_loop(
-                args.prompt, context, cancel=cancel, history=history_messages, run_id=run_id
-            )
+            # The sandbox's MCP servers run for this run only, and stop with it.
+            async with McpToolset(sandbox) as mcp_tools:
+                add_mcp_tools(registry, mcp_tools)
+                for name, reason in mcp_tools.skipped.items():
+                    console.print(f"[yellow]MCP server {name!r} not started: {reason}[/]")
+                run_id = new_run_id()
+                if history is not None and args.continue_from:
+                    history.mark_continuation(run_id, args.continue_from)
+                return await runtime.arun_tool_loop(
+                    args.prompt, context, cancel=cancel, history=history_messages, run_id=run_id
+                )
         finally:
             loop.remove_signal_handler(signal.SIGINT)
 
     try:
         result = asyncio.run(go())
+    except ToolLoadError as exc:  # an MCP server that did not start, a malformed .mcp.json
+        display.stop()
+        return _fail(str(exc))
     except Exception as exc:  # the provider gave up, or a misconfigured model
         display.stop()
         return _fail(f"the run failed: {type(exc).__name__}: {exc}")

@@ -1,0 +1,132 @@
+"""Reading a sandbox's `.mcp.json`: the stdio servers it lists, with `${VAR}` expanded.
+
+The format is the `mcpServers` one other agents use::
+
+    {"mcpServers": {"name": {"command": "...", "args": ["..."], "env": {"K": "V"}}}}
+
+`${VAR}` and `${VAR:-default}` are expanded in the command, the arguments and the env values
+from the environment cleveragents runs in. Entries for other transports (`"type": "http"`,
+`"sse"`, or a `url`) are skipped with a reason, since only stdio servers can be started here.
+This module does not import the MCP SDK: reading the file stays cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import McpConfigError
+
+CONFIG_FILE = ".mcp.json"
+DEFAULT_STARTUP_TIMEOUT_S = 20.0
+"""How long a server may take to start and answer the MCP handshake."""
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerConfig:
+    """One stdio server as `.mcp.json` describes it, variables already expanded."""
+
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    config_path: str = ""
+
+    def command_line(self) -> str:
+        return shlex.join([self.command, *self.args])
+
+
+@dataclass(frozen=True, slots=True)
+class McpConfig:
+    """Every server a sandbox's `.mcp.json` lists; `skipped` maps a name to why it is not run."""
+
+    path: str
+    servers: tuple[McpServerConfig, ...] = ()
+    skipped: Mapping[str, str] = field(default_factory=dict)
+
+
+def config_path(sandbox_root: str) -> str:
+    return os.path.join(sandbox_root, CONFIG_FILE)
+
+
+def read_mcp_config(sandbox_root: str, environ: Mapping[str, str] | None = None) -> McpConfig:
+    """The servers of `<sandbox_root>/.mcp.json`; none when the file does not exist."""
+    path = config_path(sandbox_root)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return McpConfig(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise McpConfigError(f"cannot read {path}: {exc}") from exc
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise McpConfigError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(document, dict):
+        raise McpConfigError(f"{path} must hold a JSON object with an 'mcpServers' object")
+    entries = document.get("mcpServers", {})
+    if not isinstance(entries, dict):
+        raise McpConfigError(f"{path}: 'mcpServers' must be an object mapping names to servers")
+    variables = os.environ if environ is None else environ
+    servers: list[McpServerConfig] = []
+    skipped: dict[str, str] = {}
+    for name, entry in entries.items():
+        where = f"{path}: MCP server {name!r}"
+        if not name.strip():
+            raise McpConfigError(f"{path}: an MCP server has an empty name")
+        if not isinstance(entry, dict):
+            raise McpConfigError(f"{where} must be an object with a 'command'")
+        if entry.get("disabled") is True:
+            skipped[name] = "disabled in the config"
+            continue
+        transport = entry.get("type", "stdio")
+        if transport != "stdio" or ("url" in entry and "command" not in entry):
+            kind = transport if transport != "stdio" else "url"
+            skipped[name] = f"transport {kind!r} is not supported (only stdio servers are)"
+            continue
+        servers.append(_server(name, entry, where, path, variables))
+    return McpConfig(path, tuple(servers), skipped)
+
+
+def _server(
+    name: str, entry: dict[str, Any], where: str, path: str, variables: Mapping[str, str]
+) -> McpServerConfig:
+    command = entry.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise McpConfigError(f"{where} needs a 'command' string")
+    args = entry.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise McpConfigError(f"{where}: 'args' must be a list of strings")
+    env = entry.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        raise McpConfigError(f"{where}: 'env' must map names to strings")
+    return McpServerConfig(
+        name=name,
+        command=_expand(command, where, variables),
+        args=tuple(_expand(a, where, variables) for a in args),
+        env={key: _expand(value, where, variables) for key, value in env.items()},
+        config_path=path,
+    )
+
+
+def _expand(text: str, where: str, variables: Mapping[str, str]) -> str:
+    def value(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        found = variables.get(name)
+        if found is not None:
+            return found
+        if default is not None:
+            return default
+        raise McpConfigError(
+            f"{where} uses ${{{name}}}, which is not set in the environment "
+            f"(set it, or write ${{{name}:-default}})"
+        )
+
+    return _VARIABLE.sub(value, text)
