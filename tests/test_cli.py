@@ -410,3 +410,10 @@ def test_mcp_servers_of_the_sandbox_are_listed_and_used(workspace: Path, tmp_pat
     (workspace / ".mcp.json").write_text('{"mcpServers": {"broken": {"command": "/nonexistent"}}}')
     failed = cli("run", "x", "--sandbox", str(workspace), "--no-history")
     assert failed.returncode == 1 and "broken" in failed.stderr
+
+
+def test_serve_hands_its_options_to_the_daemon() -> None:
+    done = cli("serve", "--stdio", "--tcp", "127.0.0.1:0")
+    assert done.returncode == 2 and "not allowed with argument" in done.stderr
+    shown = cli("serve", "--help")
+    assert shown.returncode == 0 and "--history PATH" in shown.stdout

@@ -87,13 +87,9 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument("--limit", type=int, default=20, help="how many runs to list (default 20)")
     runs.add_argument("--json", action="store_true", help="print as JSON")
 
-    serve = commands.add_parser(
+    # Listed for --help only: `main` hands `serve ...` to the daemon's own parser.
+    commands.add_parser(
         "serve", help="serve the JSON-RPC daemon (stdio or TCP) for editors and other clients"
-    )
-    serve.add_argument(
-        "daemon_args",
-        nargs=argparse.REMAINDER,
-        help="--stdio | --tcp HOST:PORT, --history PATH, --log-level LEVEL",
     )
 
     tools = commands.add_parser("tools", help="list every tool with its source and schema")
@@ -104,6 +100,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"]:
+        # The daemon parses its own options (argparse.REMAINDER would not pass `--stdio` on).
+        from .daemon.server import main as serve_main
+
+        return int(serve_main(argv[1:]))
     args = _parser().parse_args(argv)
     try:
         if args.command == "run":
@@ -112,10 +114,6 @@ def main(argv: list[str] | None = None) -> int:
             return _tools(args)
         if args.command == "runs":
             return _runs(args)
-        if args.command == "serve":
-            from .daemon.server import main as serve_main
-
-            return int(serve_main(list(args.daemon_args)))
     except KeyboardInterrupt:
         return EXIT_CANCELLED
     return EXIT_USAGE

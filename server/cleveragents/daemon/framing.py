@@ -1,0 +1,260 @@
+"""LSP base-protocol framing: our own reader and writer, for stdio and TCP.
+
+pygls's reader accepts only `Content-Length: N\\r\\n` exactly and goes deaf after one bad
+frame. This parser is lenient about what clients really send (header names in any case,
+LF-only line ends, extra headers, blank lines between frames) and, when a frame is broken,
+reports it once and resynchronises on the next `Content-Length` header.
+
+The writer runs on its own thread, so a client that stops reading never blocks the event
+loop (pygls writes synchronously).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import queue
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+MAX_HEADER_LINE = 8 * 1024
+MAX_BODY = 64 * 1024 * 1024
+_HEADER = re.compile(rb"^([!#$%&'*+\-.^_`|~0-9A-Za-z]+)[ \t]*:[ \t]*(.*?)[ \t]*$")
+_CONTENT_LENGTH = b"content-length"
+# Bytes a header line (or a blank line) can start with; anything else is not a header.
+_LINE_START = frozenset(
+    bytes([c])
+    for c in b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz \t\r\n"
+)
+
+
+@dataclass(slots=True, frozen=True)
+class Frame:
+    """One message body, still undecoded."""
+
+    body: bytes
+
+
+@dataclass(slots=True, frozen=True)
+class FrameError:
+    """Bytes that were not a valid frame; the server answers -32700 and reads on."""
+
+    message: str
+
+
+Item = Frame | FrameError
+
+
+class FrameParser:
+    """Incremental parser: `feed(bytes)` returns the frames (and errors) completed so far."""
+
+    def __init__(self, max_body: int = MAX_BODY) -> None:
+        self.max_body = max_body
+        self._buffer = bytearray()
+        self._content_length: int | None = None
+        self._in_headers = False  # at least one header line of the current frame seen
+        self._body_length: int | None = None  # set while waiting for a body
+        self._skip = 0  # bytes of an oversized body still to discard
+        self._resyncing = False  # discarding bytes up to the next Content-Length header
+
+    def feed(self, data: bytes) -> list[Item]:
+        self._buffer += data
+        items: list[Item] = []
+        while self._step(items):
+            pass
+        return items
+
+    def eof(self) -> list[Item]:
+        """The stream ended: anything half-read is an error."""
+        pending = bool(self._buffer.strip()) or self._in_headers or self._body_length is not None
+        self._buffer.clear()
+        if pending and not self._resyncing:
+            return [FrameError("the stream ended in the middle of a frame")]
+        return []
+
+    # -- the state machine: each step consumes something or returns False ------------------
+    def _step(self, items: list[Item]) -> bool:
+        if self._skip:
+            dropped = min(self._skip, len(self._buffer))
+            del self._buffer[:dropped]
+            self._skip -= dropped
+            return bool(self._buffer) and not self._skip
+        if self._body_length is not None:
+            if len(self._buffer) < self._body_length:
+                return False
+            body = bytes(self._buffer[: self._body_length])
+            del self._buffer[: self._body_length]
+            self._body_length = None
+            items.append(Frame(body))
+            return True
+        if self._resyncing:
+            start = self._buffer.lower().find(_CONTENT_LENGTH)
+            if start < 0:
+                # A header could begin in the last bytes; keep just enough of them.
+                del self._buffer[: max(0, len(self._buffer) - len(_CONTENT_LENGTH) + 1)]
+                return False
+            del self._buffer[:start]
+            self._resyncing = False
+            return True
+        if self._buffer and not self._in_headers and bytes(self._buffer[:1]) not in _LINE_START:
+            # A body without headers (a bare `{...}`): no need to wait for a newline.
+            self._fail(items, f"expected a Content-Length header, got {bytes(self._buffer[:40])!r}")
+            return True
+        newline = self._buffer.find(b"\n")
+        if newline < 0:
+            if len(self._buffer) > MAX_HEADER_LINE:
+                self._fail(items, "a header line is longer than 8 KiB")
+                return True
+            return False
+        line = bytes(self._buffer[:newline]).rstrip(b"\r")
+        del self._buffer[: newline + 1]
+        self._line(line, items)
+        return True
+
+    def _line(self, line: bytes, items: list[Item]) -> None:
+        if not line.strip():
+            if not self._in_headers:
+                return  # blank lines between frames are harmless
+            if self._content_length is None:
+                self._fail(items, "a frame without a Content-Length header")
+                return
+            length = self._content_length
+            self._reset_headers()
+            if length > self.max_body:
+                items.append(FrameError(f"a frame of {length} bytes is over the limit"))
+                self._skip = length
+            else:
+                self._body_length = length
+            return
+        match = _HEADER.match(line)
+        if match is None:
+            self._fail(items, f"expected a header line, got {line[:40]!r}")
+            return
+        self._in_headers = True
+        name, value = match.group(1).lower(), match.group(2)
+        if name != _CONTENT_LENGTH:
+            return  # Content-Type and anything else: UTF-8 JSON is all we speak
+        if not value.isdigit():
+            self._fail(items, f"invalid Content-Length {value[:40]!r}")
+            return
+        self._content_length = int(value)
+
+    def _fail(self, items: list[Item], message: str) -> None:
+        items.append(FrameError(message))
+        self._reset_headers()
+        self._resyncing = True
+
+    def _reset_headers(self) -> None:
+        self._content_length = None
+        self._in_headers = False
+
+
+def encode(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+class ThreadedWriter:
+    """Writes to a file descriptor from its own thread; `write` never blocks.
+
+    Implements the writer interface pygls expects (`write(bytes)`, `close()`).
+    `on_broken` is called (from the writer thread) when the peer has gone.
+    """
+
+    def __init__(self, fd: int, on_broken: Callable[[], None] | None = None) -> None:
+        self._fd = fd
+        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._on_broken = on_broken
+        self._idle = threading.Event()
+        self._idle.set()
+        self._pending = 0
+        self._lock = threading.Lock()
+        self.broken = False
+        self._thread = threading.Thread(target=self._run, name="cleveragents-writer", daemon=True)
+        self._thread.start()
+
+    def write(self, data: bytes) -> None:
+        if self.broken:
+            return
+        with self._lock:
+            self._pending += 1
+            self._idle.clear()
+        self._queue.put(data)
+
+    def close(self) -> None:
+        self._queue.put(None)
+
+    def flush(self, timeout: float) -> bool:
+        """Wait until everything written so far is out; False on timeout."""
+        return self._idle.wait(timeout)
+
+    def _run(self) -> None:
+        while True:
+            data = self._queue.get()
+            if data is None:
+                return
+            if not self.broken:
+                try:
+                    view = memoryview(data)
+                    while view:
+                        written = os.write(self._fd, view)
+                        view = view[written:]
+                except OSError as exc:  # EPIPE and friends: the client is gone
+                    log.warning("cannot write to the client: %s", exc)
+                    self.broken = True
+                    if self._on_broken is not None:
+                        self._on_broken()
+            with self._lock:
+                self._pending -= 1
+                if self._pending == 0:
+                    self._idle.set()
+
+
+class StreamWriterAdapter:
+    """An asyncio StreamWriter (TCP) behind the same interface; the transport buffers."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+
+    def write(self, data: bytes) -> None:
+        if not self._writer.is_closing():
+            self._writer.write(data)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._writer.close()
+
+    def flush(self, timeout: float) -> bool:
+        return True
+
+
+def start_fd_reader(
+    fd: int, loop: asyncio.AbstractEventLoop, on_data: Callable[[bytes], None]
+) -> threading.Thread:
+    """Read `fd` on a thread of its own (not a shared pool) and hand chunks to the loop.
+
+    `on_data(b"")` signals the end of the stream. Works for pipes, files and terminals alike.
+    """
+
+    def run() -> None:
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError as exc:
+                log.warning("cannot read from the client: %s", exc)
+                chunk = b""
+            try:
+                loop.call_soon_threadsafe(on_data, chunk)
+            except RuntimeError:  # the loop has closed
+                return
+            if not chunk:
+                return
+
+    thread = threading.Thread(target=run, name="cleveragents-reader", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,688 @@
+"""`cleveragents serve`: the JSON-RPC daemon (LSP base protocol and lifecycle, on pygls).
+
+Bytes come in through our own framing reader (`framing.py`) and every message is checked
+here before pygls sees it: the envelope (-32600), the lifecycle (-32002 before `initialize`),
+the method (-32601) and, for our methods, the params, structured strictly from the top
+level (-32602 naming the field). pygls then dispatches requests to the async handlers below,
+owns their tasks (so `$/cancelRequest` cancels them) and answers. Handlers stay thin: the
+work is in `runs.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import inspect
+import itertools
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Generator
+from typing import Any, Literal
+
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    LanguageServerProtocol,
+    default_converter,
+    lsp_method,
+)
+
+from .. import __version__
+from ..history import RunHistory
+from ..providers import PROVIDERS
+from ..tool.policy import AUTOMATION_PROFILES
+from ..tool.registry import ToolRegistry
+from ..toolsets import ToolLoadError, build_registry
+from . import wire
+from .config import (
+    SessionSettings,
+    client_declares_approvals,
+    history_path,
+    parse_initialization_options,
+    session_settings,
+)
+from .converter import ParamsError, structure, unstructure
+from .framing import (
+    Frame,
+    FrameError,
+    FrameParser,
+    StreamWriterAdapter,
+    ThreadedWriter,
+    encode,
+    start_fd_reader,
+)
+from .processes import kill_descendants
+from .runs import ClientRequestError, DaemonError, RunManager
+
+log = logging.getLogger(__name__)
+
+State = Literal["new", "initializing", "initialized", "shutdown"]
+
+STOP_GRACE_S = 5.0
+FLUSH_TIMEOUT_S = 2.0
+_MISSING = object()
+
+
+class Connection:
+    """Our side of the client connection: raw sends and server-to-client requests.
+
+    Shares the writer with pygls, so everything goes out in the order it was sent.
+    """
+
+    def __init__(self, writer: ThreadedWriter | StreamWriterAdapter) -> None:
+        self.writer = writer
+        self.approvals = False
+        self._ids = itertools.count(1)
+        self._pending: dict[str, asyncio.Future[Any]] = {}
+
+    def send(self, message: dict[str, Any]) -> None:
+        body = json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=str)
+        self.writer.write(encode(body.encode("utf-8")))
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def send_error(
+        self, msg_id: int | str | None, code: int, message: str, data: Any = None
+    ) -> None:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        self.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
+    async def request(self, method: str, params: Any) -> Any:
+        msg_id = f"cleveragents-{next(self._ids)}"
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[msg_id] = future
+        self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if msg_id in self._pending:  # withdrawn before the client answered
+                self.notify("$/cancelRequest", {"id": msg_id})
+            raise
+        finally:
+            self._pending.pop(msg_id, None)
+
+    def resolve(self, message: dict[str, Any]) -> bool:
+        """Settle one of our requests with the client's answer; False if it is not ours."""
+        future = self._pending.pop(str(message.get("id")), None)
+        if future is None or future.done():
+            return False
+        error = message.get("error")
+        if error is not None:
+            code = error.get("code") if isinstance(error, dict) else None
+            text = error.get("message") if isinstance(error, dict) else None
+            future.set_exception(
+                ClientRequestError(
+                    code if isinstance(code, int) else wire.INTERNAL_ERROR, str(text or error)
+                )
+            )
+        else:
+            future.set_result(message.get("result"))
+        return True
+
+    def fail_pending(self, reason: str) -> None:
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(ClientRequestError(wire.INTERNAL_ERROR, reason))
+        self._pending.clear()
+
+
+class DaemonProtocol(LanguageServerProtocol):
+    """pygls's LSP protocol, advertising our capability in the `initialize` result."""
+
+    capability: dict[str, Any] | None = None
+
+    @lsp_method(lsp.INITIALIZE)
+    def lsp_initialize(
+        self, params: lsp.InitializeParams
+    ) -> Generator[Any, Any, lsp.InitializeResult]:
+        result: lsp.InitializeResult = yield from super().lsp_initialize(params)
+        # Only what we serve: no document sync or commands, which pygls would advertise.
+        capabilities = lsp.ServerCapabilities(experimental={"cleveragents": self.capability})
+        self.server_capabilities = capabilities
+        return lsp.InitializeResult(capabilities=capabilities, server_info=result.server_info)
+
+
+class DaemonServer(LanguageServer):
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # pygls would toast `window/showMessage` at the user for what is a client's mistake.
+        log.debug("pygls reported %s: %s", getattr(source, "__name__", source), error)
+
+
+class _ExpectedErrors(logging.Filter):
+    """Keep pygls from logging a traceback for every error we answer on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, JsonRpcException) and exc.code != wire.INTERNAL_ERROR)
+
+
+class Daemon:
+    """One client session: framing in, checks, pygls dispatch, runs."""
+
+    def __init__(
+        self,
+        writer: ThreadedWriter | StreamWriterAdapter,
+        history: RunHistory | None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.connection = Connection(writer)
+        self.history = history
+        self.env = dict(os.environ) if env is None else env
+        self.state: State = "new"
+        self.manager: RunManager | None = None
+        self.exit_code: int | None = None
+        self.stopped = asyncio.Event()
+        self.parser = FrameParser()
+        self.server = DaemonServer(
+            "cleveragents",
+            __version__,
+            text_document_sync_kind=lsp.TextDocumentSyncKind.None_,
+            protocol_cls=DaemonProtocol,
+            converter_factory=default_converter,
+        )
+        self.protocol: DaemonProtocol = self.server.protocol  # type: ignore[assignment]
+        self.protocol.set_writer(writer, include_headers=True)
+        self._register_features()
+
+    # -- bytes in ----------------------------------------------------------------------------
+    def feed(self, data: bytes) -> None:
+        """Bytes from the client; b"" at the end of the stream."""
+        items = self.parser.feed(data) if data else self.parser.eof()
+        for item in items:
+            self._on_item(item)
+        if not data:
+            self.stop(0 if self.state == "shutdown" else 1, "the client closed the connection")
+
+    def _on_item(self, item: Frame | FrameError) -> None:
+        if isinstance(item, FrameError):
+            self.connection.send_error(None, wire.PARSE_ERROR, f"parse error: {item.message}")
+            return
+        try:
+            message = json.loads(item.body)
+        except (ValueError, RecursionError) as exc:
+            self.connection.send_error(
+                None, wire.PARSE_ERROR, f"parse error: the body is not valid JSON: {exc}"
+            )
+            return
+        try:
+            self._dispatch(message)
+        except Exception as exc:  # a bug of ours must not take the session down
+            log.exception("failed to handle a message")
+            msg_id = message.get("id") if isinstance(message, dict) else None
+            if isinstance(message, dict) and "method" in message and _valid_id(msg_id):
+                self.connection.send_error(msg_id, wire.INTERNAL_ERROR, f"internal error: {exc}")
+
+    # -- checks ------------------------------------------------------------------------------
+    def _dispatch(self, message: Any) -> None:
+        reply = self.connection.send_error
+        if isinstance(message, list):
+            reply(None, wire.INVALID_REQUEST, "invalid request: batches are not supported")
+            return
+        if not isinstance(message, dict):
+            reply(None, wire.INVALID_REQUEST, "invalid request: a message must be a JSON object")
+            return
+        has_id = "id" in message
+        msg_id = message.get("id")
+        reply_id = msg_id if _valid_id(msg_id) else None
+        if message.get("jsonrpc") != "2.0":
+            reply(reply_id, wire.INVALID_REQUEST, 'invalid request: "jsonrpc" must be "2.0"')
+            return
+        if "method" not in message:
+            if has_id and _valid_id(msg_id) and (("result" in message) != ("error" in message)):
+                if not self.connection.resolve(message):
+                    log.warning("ignoring a response to unknown request %r", msg_id)
+                return
+            reply(
+                reply_id,
+                wire.INVALID_REQUEST,
+                'invalid request: a message needs "method", or "id" with "result" or "error"',
+            )
+            return
+        method = message["method"]
+        if not isinstance(method, str) or not method:
+            reply(reply_id, wire.INVALID_REQUEST, 'invalid request: "method" must be a string')
+            return
+        if has_id and not _valid_id(msg_id):
+            reply(
+                None, wire.INVALID_REQUEST, 'invalid request: "id" must be an integer or a string'
+            )
+            return
+        params = message.get("params", _MISSING)
+        if params is None:  # not JSON-RPC 2.0, but what some clients send for "no params"
+            params = _MISSING
+        if params is not _MISSING and not isinstance(params, dict | list):
+            reply(
+                reply_id,
+                wire.INVALID_REQUEST,
+                'invalid request: "params" must be an object or an array',
+            )
+            return
+        if has_id:
+            assert msg_id is not None
+            self._on_request(msg_id, method, params, message)
+        else:
+            self._on_notification(method, params, message)
+
+    def _on_request(
+        self, msg_id: int | str, method: str, params: Any, message: dict[str, Any]
+    ) -> None:
+        reply = self.connection.send_error
+        if method == lsp.INITIALIZE:
+            if self.state != "new":
+                reply(msg_id, wire.INVALID_REQUEST, "invalid request: already initialized")
+                return
+            self.state = "initializing"
+            if not self._to_pygls(message, msg_id):
+                self.state = "new"
+            return
+        if self.state in ("new", "initializing"):
+            reply(
+                msg_id,
+                wire.SERVER_NOT_INITIALIZED,
+                f"server not initialized: send initialize before {method}",
+            )
+            return
+        if self.state == "shutdown":
+            reply(
+                msg_id,
+                wire.INVALID_REQUEST,
+                f"invalid request: the server is shutting down ({method})",
+            )
+            return
+        custom = wire.METHODS_BY_NAME.get(method)
+        if custom is not None:
+            if custom.direction != "client_to_server" or custom.params is None:
+                reply(
+                    msg_id,
+                    wire.METHOD_NOT_FOUND,
+                    f"method not found: {method} is sent by the server, not to it",
+                )
+                return
+            if params is _MISSING:
+                if not custom.params_optional:
+                    reply(
+                        msg_id,
+                        wire.INVALID_PARAMS,
+                        "invalid params: params: required",
+                        {"problems": ["params: required"]},
+                    )
+                    return
+                params = {}
+            try:
+                typed: Any = structure(params, custom.params)
+            except ParamsError as exc:
+                reply(
+                    msg_id,
+                    wire.INVALID_PARAMS,
+                    f"invalid params: {exc}",
+                    {"problems": exc.problems},
+                )
+                return
+            self.protocol.handle_message(
+                JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=typed)
+            )
+            return
+        if method == lsp.SHUTDOWN:
+            self.state = "shutdown"
+        if not self._pygls_handles(method):
+            reply(msg_id, wire.METHOD_NOT_FOUND, f"method not found: {method}")
+            return
+        self._to_pygls(message, msg_id)
+
+    def _on_notification(self, method: str, params: Any, message: dict[str, Any]) -> None:
+        if method == lsp.EXIT:
+            self.stop(0 if self.state == "shutdown" else 1, "exit")
+            return
+        if method == lsp.CANCEL_REQUEST:
+            if isinstance(params, dict) and _valid_id(params.get("id")):
+                self.protocol.handle_message(
+                    JsonRPCNotification(
+                        method=method, jsonrpc="2.0", params=lsp.CancelParams(id=params["id"])
+                    )
+                )
+            else:
+                log.warning("ignoring $/cancelRequest without a valid id")
+            return
+        if self.state in ("new", "initializing"):
+            log.warning("ignoring notification %s before initialize", method)
+            return
+        if method == lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL:
+            token = params.get("token") if isinstance(params, dict) else None
+            if self.manager is not None and isinstance(token, int | str):
+                self.manager.cancel_by_token(token)
+            return
+        if method in wire.METHODS_BY_NAME:
+            log.warning("ignoring %s sent as a notification; it is a request", method)
+            return
+        if self._pygls_handles(method):
+            self._to_pygls(message, None)
+        elif not method.startswith("$/"):
+            log.info("ignoring unknown notification %s", method)
+
+    def _pygls_handles(self, method: str) -> bool:
+        features = self.protocol.fm
+        return method in features.builtin_features or method in features.features
+
+    def _to_pygls(self, message: dict[str, Any], msg_id: int | str | None) -> bool:
+        """Structure an LSP message (top level only) and let pygls dispatch it."""
+        if "params" in message and message["params"] is None:
+            message = {k: v for k, v in message.items() if k != "params"}
+        try:
+            structured = self.protocol.structure_message(message)
+        except JsonRpcException as exc:
+            if msg_id is not None:
+                code = wire.INVALID_PARAMS
+                self.connection.send_error(msg_id, code, f"invalid params: {exc.message}")
+            else:
+                log.warning("ignoring malformed %s: %s", message.get("method"), exc.message)
+            return False
+        self.protocol.handle_message(structured)
+        return True
+
+    # -- handlers ----------------------------------------------------------------------------
+    def _register_features(self) -> None:
+        server = self.server
+
+        @server.feature(lsp.INITIALIZE)
+        async def initialize(ls: LanguageServer, params: lsp.InitializeParams) -> None:
+            self._initialize(params)
+
+        @server.feature(lsp.SHUTDOWN)
+        async def shutdown(ls: LanguageServer, params: Any) -> None:
+            await self.wind_down()
+
+        @server.feature("cleveragents/run")
+        async def run(ls: LanguageServer, params: wire.RunParams) -> Any:
+            return await self._call(lambda m: m.run(params, self.connection))
+
+        @server.feature("cleveragents/cancel")
+        async def cancel(ls: LanguageServer, params: wire.CancelParams) -> Any:
+            return await self._call(lambda m: wire.CancelResult(cancelled=m.cancel(params.run_id)))
+
+        @server.feature("cleveragents/tools")
+        async def tools(ls: LanguageServer, params: wire.ToolsParams) -> Any:
+            return await self._call(lambda m: m.tools())
+
+        @server.feature("cleveragents/runs")
+        async def runs(ls: LanguageServer, params: wire.RunsParams) -> Any:
+            return await self._call(lambda m: m.list_runs(params))
+
+        @server.feature("cleveragents/getRun")
+        async def get_run(ls: LanguageServer, params: wire.GetRunParams) -> Any:
+            return await self._call(lambda m: m.get_run(params))
+
+    async def _call(self, work: Callable[[RunManager], Any]) -> Any:
+        """A handler's work (a value or an awaitable) as wire data; DaemonError as its error."""
+        assert self.manager is not None  # requests before initialize never get here
+        try:
+            value = work(self.manager)
+            if inspect.isawaitable(value):
+                value = await value
+            return unstructure(value)
+        except DaemonError as exc:
+            raise JsonRpcException(exc.message, exc.code, exc.data) from None
+
+    def _initialize(self, params: lsp.InitializeParams) -> None:
+        try:
+            options = parse_initialization_options(params.initialization_options)
+            settings = session_settings(
+                options,
+                self.env,
+                client_approvals=client_declares_approvals(params.capabilities.experimental),
+            )
+            registry = self._registry(settings)
+        except ParamsError as exc:
+            self.state = "new"  # the client may fix its options and try again
+            raise JsonRpcException(
+                f"invalid params: {exc}", wire.INVALID_PARAMS, {"problems": exc.problems}
+            ) from None
+        except Exception:
+            self.state = "new"
+            raise
+        self.manager = RunManager(registry, settings.defaults, self.history)
+        self.connection.approvals = settings.approvals
+        self.protocol.capability = unstructure(
+            wire.ServerCapability(
+                protocol_version=wire.PROTOCOL_VERSION,
+                server_version=__version__,
+                providers=list(PROVIDERS),
+                automation_profiles=list(AUTOMATION_PROFILES),
+                approvals=settings.approvals,
+            )
+        )
+        self.state = "initialized"
+
+    @staticmethod
+    def _registry(settings: SessionSettings) -> ToolRegistry:
+        tools = settings.tools
+        try:
+            return build_registry(tools.modules, builtins=tools.builtins, plugins=tools.plugins)
+        except ToolLoadError as exc:
+            raise ParamsError([f"initializationOptions.toolModules: {exc}"]) from None
+        except ImportError as exc:
+            raise ParamsError([f"initializationOptions.builtinTools: {exc}"]) from None
+
+    # -- ending ------------------------------------------------------------------------------
+    def stop(self, code: int, reason: str) -> None:
+        if self.exit_code is None:
+            log.info("stopping: %s", reason)
+            self.exit_code = code
+        self.stopped.set()
+
+    async def wind_down(self) -> None:
+        """Stop every run and wait (a while) for them to record their end."""
+        if self.manager is None:
+            return
+        self.manager.cancel_all()
+        if not await self.manager.wait_idle(STOP_GRACE_S):
+            log.warning(
+                "runs still going after %g s: %s",
+                STOP_GRACE_S,
+                ", ".join(self.manager.active_run_ids),
+            )
+
+    async def close(self) -> None:
+        await self.wind_down()
+        self.connection.fail_pending("the daemon is stopping")
+        kill_descendants()
+        await asyncio.get_running_loop().run_in_executor(
+            None, self.connection.writer.flush, FLUSH_TIMEOUT_S
+        )
+        if self.manager is not None:
+            self.manager.close()
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, int | str) and not isinstance(value, bool)
+
+
+# -- entry points ----------------------------------------------------------------------------
+
+
+async def serve_stdio(in_fd: int, out_fd: int, history: RunHistory | None) -> int:
+    loop = asyncio.get_running_loop()
+    daemon: Daemon | None = None
+
+    def broken() -> None:
+        loop.call_soon_threadsafe(_stop, daemon, 1, "the client stopped reading")
+
+    writer = ThreadedWriter(out_fd, on_broken=broken)
+    daemon = Daemon(writer, history)
+    start_fd_reader(in_fd, loop, daemon.feed)
+    _handle_signals(loop, daemon)
+    await daemon.stopped.wait()
+    await daemon.close()
+    writer.close()
+    return daemon.exit_code or 0
+
+
+def _stop(daemon: Daemon | None, code: int, reason: str) -> None:
+    if daemon is not None:
+        daemon.stop(code, reason)
+
+
+async def serve_tcp(host: str, port: int, history: RunHistory | None) -> int:
+    """Serve one client over TCP (pygls holds one connection per process), then exit."""
+    loop = asyncio.get_running_loop()
+    connected: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = (
+        loop.create_future()
+    )
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if connected.done():
+            writer.close()  # one client per daemon: start another daemon for another client
+            return
+        connected.set_result((reader, writer))
+
+    listener = await asyncio.start_server(accept, host, port)
+    address = listener.sockets[0].getsockname()
+    print(f"cleveragents: listening on {address[0]}:{address[1]}", file=sys.stderr, flush=True)
+    stop_waiting = asyncio.Event()
+    signal_task = asyncio.ensure_future(stop_waiting.wait())
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, stop_waiting.set)
+    waiting: list[asyncio.Future[Any]] = [connected, signal_task]
+    done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    listener.close()
+    if connected not in done:
+        connected.cancel()
+        return 0
+    signal_task.cancel()
+    reader, stream_writer = connected.result()
+    daemon = Daemon(StreamWriterAdapter(stream_writer), history)
+    _handle_signals(loop, daemon)
+
+    async def pump() -> None:
+        while True:
+            try:
+                chunk = await reader.read(65536)
+            except (ConnectionError, OSError):
+                chunk = b""
+            daemon.feed(chunk)
+            if not chunk:
+                return
+
+    pumping = asyncio.ensure_future(pump())
+    await daemon.stopped.wait()
+    pumping.cancel()
+    await daemon.close()
+    with contextlib.suppress(Exception):
+        await stream_writer.drain()
+    stream_writer.close()
+    return daemon.exit_code or 0
+
+
+def _handle_signals(loop: asyncio.AbstractEventLoop, daemon: Daemon) -> None:
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, daemon.stop, 128 + signum, f"signal {signum}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cleveragents serve",
+        description="Serve the cleveragents JSON-RPC protocol (LSP base protocol).",
+    )
+    transport = parser.add_mutually_exclusive_group()
+    transport.add_argument(
+        "--stdio", action="store_true", help="talk over stdin and stdout (the default)"
+    )
+    transport.add_argument(
+        "--tcp",
+        metavar="HOST:PORT",
+        help="listen on a TCP port instead (one client; port 0 picks one)",
+    )
+    parser.add_argument(
+        "--history",
+        metavar="PATH",
+        help="run history database (default: $CLEVERAGENTS_HISTORY, else "
+        "history.sqlite3 in the user data folder)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR", "debug", "info", "warning", "error"),
+        help="stderr log level (default: WARNING)",
+    )
+    return parser
+
+
+def _configure_logging(level_name: str) -> None:
+    level = getattr(logging, level_name.upper())
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("cleveragents %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    # pygls logs every message body at INFO; only a debugging session wants that.
+    logging.getLogger("pygls").setLevel(level if level <= logging.DEBUG else logging.WARNING)
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_ExpectedErrors())
+
+
+def _open_history(path_argument: str | None) -> RunHistory | None:
+    path = history_path(path_argument)
+    try:
+        history = RunHistory(path)
+        interrupted = history.mark_interrupted()
+    except Exception as exc:  # an unwritable or corrupt file must not stop the daemon
+        log.error("run history %s unavailable, runs will not be stored: %s", path, exc)
+        return None
+    if interrupted:
+        log.info("marked %d runs interrupted", len(interrupted))
+    return history
+
+
+def _parse_address(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--tcp wants HOST:PORT, got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+def main(args: list[str]) -> int:
+    """`cleveragents serve [--stdio | --tcp HOST:PORT] [--history PATH] [--log-level L]`."""
+    options = _parser().parse_args(args)
+    _configure_logging(options.log_level)
+    address = None
+    if options.tcp:
+        try:
+            address = _parse_address(options.tcp)
+        except ValueError as exc:
+            print(f"cleveragents: {exc}", file=sys.stderr)
+            return 2
+    history = _open_history(options.history)
+    try:
+        if address is not None:
+            return asyncio.run(serve_tcp(address[0], address[1], history))
+        in_fd, out_fd = _claim_stdio()
+        return asyncio.run(serve_stdio(in_fd, out_fd, history))
+    finally:
+        if history is not None:
+            history.close()
+
+
+def _claim_stdio() -> tuple[int, int]:
+    """Keep stdin and stdout for the protocol alone.
+
+    A stray `print` in a tool, or a child process that inherits stdout, would corrupt the
+    stream; one that reads stdin would steal the client's bytes. So the protocol gets
+    private copies, stdout becomes stderr and stdin becomes /dev/null.
+    """
+    sys.stdout.flush()
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    return in_fd, out_fd

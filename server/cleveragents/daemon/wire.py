@@ -1,0 +1,683 @@
+"""The daemon's wire types: every custom method's params and result, as attrs classes.
+
+Python names are snake_case; on the wire every field is camelCase (`converter.py` renames).
+`protocol/schema.json` is generated from these classes and `METHODS`, so a field added here
+is a field documented there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import attrs
+
+PROTOCOL_VERSION = "1.0"
+"""Major.minor: a new major breaks existing clients; a new minor only adds optional things."""
+
+AutomationProfile = Literal["read-only", "ask", "auto-edit", "full-auto"]
+StopReason = Literal["final_answer", "max_iterations", "cancelled"]
+FinishReason = Literal["final_answer", "max_iterations", "cancelled", "error"]
+ApprovalDecision = Literal["allow", "deny", "allow_for_run"]
+ErrorKind = Literal[
+    "unknown_tool",
+    "invalid_arguments",
+    "validation_error",
+    "execution_error",
+    "timeout",
+    "invalid_output",
+    "denied",
+    "cancelled",
+    "sandbox_violation",
+    "repeated_call",
+]
+RunStatus = Literal["running", "finished", "cancelled", "limit", "failed", "interrupted"]
+ProgressToken = int | str
+
+
+def doc(text: str) -> dict[str, str]:
+    """Field metadata carrying the description the schema and README show."""
+    return {"doc": text}
+
+
+# -- shared shapes ----------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Usage:
+    """Tokens the provider reported; zero for providers that report none."""
+
+    input_tokens: int = attrs.field(metadata=doc("Prompt tokens, summed over the run."))
+    output_tokens: int = attrs.field(metadata=doc("Completion tokens, summed over the run."))
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallRecord:
+    """One tool call as it happened. Failed calls have `success: false` and an `errorKind`."""
+
+    call_id: str = attrs.field(metadata=doc("The call's id, as the model (or runtime) gave it."))
+    tool_name: str = attrs.field(metadata=doc("The tool the model asked for."))
+    inputs: dict[str, Any] = attrs.field(
+        metadata=doc(
+            "Arguments the tool ran with (the model's, plus the sandbox root where the tool "
+            "takes it). A non-object the model sent is kept under `_raw`."
+        )
+    )
+    output: dict[str, Any] = attrs.field(
+        metadata=doc("What the tool returned, as an object; `{}` when it failed.")
+    )
+    duration_ms: float = attrs.field(metadata=doc("Wall time of the call, in milliseconds."))
+    success: bool = attrs.field(metadata=doc("Whether the tool ran and returned normally."))
+    error: str | None = attrs.field(metadata=doc("Why it failed, in words; null on success."))
+    error_kind: ErrorKind | None = attrs.field(
+        metadata=doc("Why it failed, machine-readable; null on success.")
+    )
+    iteration: int = attrs.field(metadata=doc("The loop iteration (LLM call) that asked for it."))
+
+
+# -- initialize -------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class InitializationOptions:
+    """`initializationOptions` of `initialize`: the daemon's defaults for every run.
+
+    API keys are never accepted here; they come only from the daemon's environment.
+    """
+
+    provider: str | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "LLM provider: offline, replay, anthropic or openai. Default: "
+            "$CLEVERAGENTS_PROVIDER, else offline."
+        ),
+    )
+    model: str | None = attrs.field(
+        default=None, metadata=doc("Model name. Default: $CLEVERAGENTS_MODEL, else the provider's.")
+    )
+    automation_profile: AutomationProfile | None = attrs.field(
+        default=None,
+        metadata=doc("Default automation profile. Default: $CLEVERAGENTS_PROFILE, else ask."),
+    )
+    max_iterations: int | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "Default LLM-call limit per run. Default: $CLEVERAGENTS_MAX_ITERATIONS, else 25."
+        ),
+    )
+    system_prompt: str | None = attrs.field(
+        default=None, metadata=doc("Replaces the built-in system prompt.")
+    )
+    base_url: str | None = attrs.field(
+        default=None, metadata=doc("Provider base URL (OpenAI-compatible servers, proxies).")
+    )
+    replay_script: str | None = attrs.field(
+        default=None, metadata=doc("Path of the replay provider's JSON script.")
+    )
+    max_tokens: int | None = attrs.field(
+        default=None, metadata=doc("Completion token limit per LLM call (anthropic).")
+    )
+    tool_modules: list[str] | None = attrs.field(
+        default=None,
+        metadata=doc("Python modules whose @tool functions are added to the built-in tools."),
+    )
+    builtin_tools: bool | None = attrs.field(
+        default=None, metadata=doc("Offer the built-in workspace tools. Default: true.")
+    )
+    plugin_tools: bool | None = attrs.field(
+        default=None,
+        metadata=doc("Offer tools of installed `cleveragents.tools` entry points. Default: true."),
+    )
+    approvals: bool | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "The client answers `cleveragents/approveToolCall`. Without it (here or in "
+            "`capabilities.experimental.cleveragents.approvals`), calls that need approval "
+            "are denied."
+        ),
+    )
+    approval_timeout_seconds: float | None = attrs.field(
+        default=None,
+        metadata=doc("A call whose approval takes longer is denied. Default: 600."),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ClientCapability:
+    """`capabilities.experimental.cleveragents` of `initialize` (all optional)."""
+
+    approvals: bool | None = attrs.field(
+        default=None, metadata=doc("The client answers `cleveragents/approveToolCall`.")
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ServerCapability:
+    """`capabilities.experimental.cleveragents` of the `initialize` result."""
+
+    protocol_version: str = attrs.field(
+        metadata=doc(f"This protocol's version ({PROTOCOL_VERSION}).")
+    )
+    server_version: str = attrs.field(metadata=doc("The cleveragents package version."))
+    providers: list[str] = attrs.field(metadata=doc("Provider names this daemon knows."))
+    automation_profiles: list[str] = attrs.field(metadata=doc("Valid `automationProfile` values."))
+    approvals: bool = attrs.field(
+        metadata=doc("Whether this daemon will ask this client to approve tool calls.")
+    )
+
+
+# -- cleveragents/run -------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class RunParams:
+    """Start a run. The request stays open until the run ends; notifications stream meanwhile.
+
+    Every field except `prompt` and `sandboxRoot` overrides the `initializationOptions` value.
+    """
+
+    prompt: str = attrs.field(metadata=doc("The user's request. A non-empty string."))
+    sandbox_root: str = attrs.field(
+        metadata=doc(
+            "Absolute path of an existing folder. Tools can reach nothing outside it; the "
+            "model never chooses it."
+        )
+    )
+    provider: str | None = attrs.field(default=None, metadata=doc("Overrides the provider."))
+    model: str | None = attrs.field(default=None, metadata=doc("Overrides the model."))
+    max_iterations: int | None = attrs.field(
+        default=None, metadata=doc("At most this many LLM calls (1 or more).")
+    )
+    automation_profile: AutomationProfile | None = attrs.field(
+        default=None, metadata=doc("Which tool calls run outright, ask, or never run.")
+    )
+    continue_from: str | None = attrs.field(
+        default=None,
+        metadata=doc("A finished run's id: this run continues its conversation."),
+    )
+    run_id: str | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "The run's id, chosen by the client (1 to 64 letters, digits, `_`, `-`, `.`, `:`); "
+            "must be new. Default: generated."
+        ),
+    )
+    system_prompt: str | None = attrs.field(
+        default=None, metadata=doc("Replaces the system prompt for this run.")
+    )
+    tools: list[str] | None = attrs.field(
+        default=None,
+        metadata=doc("Offer only these tools (names from `cleveragents/tools`). Default: all."),
+    )
+    base_url: str | None = attrs.field(default=None, metadata=doc("Overrides the base URL."))
+    replay_script: str | None = attrs.field(
+        default=None, metadata=doc("Overrides the replay script path.")
+    )
+    max_tokens: int | None = attrs.field(
+        default=None, metadata=doc("Overrides the completion token limit.")
+    )
+    work_done_token: ProgressToken | None = attrs.field(
+        default=None,
+        metadata=doc("LSP work-done token: the daemon then reports the run with `$/progress`."),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class RunResult:
+    """The result of `cleveragents/run`: the final (or partial) answer and every tool call."""
+
+    run_id: str = attrs.field(metadata=doc("The run's id."))
+    content: str = attrs.field(
+        metadata=doc("The final answer; for a cancelled or limited run, the text so far.")
+    )
+    stop_reason: StopReason = attrs.field(metadata=doc("Why the run ended."))
+    iterations: int = attrs.field(metadata=doc("LLM calls made."))
+    terminated_by_limit: bool = attrs.field(
+        metadata=doc("True when `maxIterations` ended the run.")
+    )
+    usage: Usage = attrs.field(metadata=doc("Tokens used by this run."))
+    tool_call_history: list[ToolCallRecord] = attrs.field(
+        metadata=doc("Every tool call of this run, in the order the model asked for them.")
+    )
+    continued_from: str | None = attrs.field(metadata=doc("The run this one continued, if any."))
+
+
+# -- notifications (server to client), each with runId and a per-run seq ----------------------
+
+
+@attrs.frozen(kw_only=True)
+class RunStartedParams:
+    """The run began. Always the first notification of a run (`seq` 1)."""
+
+    run_id: str = attrs.field(metadata=doc("The run's id."))
+    seq: int = attrs.field(metadata=doc("1, 2, 3... per run, across all its notifications."))
+    prompt: str = attrs.field(metadata=doc("The prompt."))
+    sandbox_root: str = attrs.field(metadata=doc("The sandbox root, resolved."))
+    automation_profile: AutomationProfile = attrs.field(metadata=doc("The profile in force."))
+    max_iterations: int = attrs.field(metadata=doc("The LLM-call limit in force."))
+    provider: str = attrs.field(metadata=doc("The provider in use."))
+    model: str | None = attrs.field(metadata=doc("The model asked for, if one was named."))
+    continued_from: str | None = attrs.field(metadata=doc("The run this one continues, if any."))
+
+
+@attrs.frozen(kw_only=True)
+class IterationStartedParams:
+    """An LLM call is about to be made."""
+
+    run_id: str = attrs.field(metadata=doc("The run's id."))
+    seq: int = attrs.field(metadata=doc("Per-run sequence number."))
+    iteration: int = attrs.field(metadata=doc("1 for the first LLM call of the run."))
+
+
+@attrs.frozen(kw_only=True)
+class TextDeltaParams:
+    """A piece of assistant text, as it streams."""
+
+    run_id: str = attrs.field(metadata=doc("The run's id."))
+    seq: int = attrs.field(metadata=doc("Per-run sequence number."))
+    iteration: int = attrs.field(metadata=doc("The LLM call this text belongs to."))
+    text: str = attrs.field(metadata=doc("The new text; concatenate the deltas of an iteration."))
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallStartedParams:
+    """A tool call is starting (before validation and approval)."""
+
+    run_id: str = attrs.field(metadata=doc("The run's id."))
+    seq: int = attrs.field(metadata=doc("Per-run sequence number."))
+    iteration: int = attrs.field(metadata=doc("The iteration that asked for the call."))
+    call_id: str = attrs.field(metadata=doc("Matches the `callId` of the later record."))
+    tool_name: str = attrs.field(metadata=doc("The tool the model asked for."))
+    inputs: Any = attrs.field(metadata=doc("The arguments as the model sent them (any JSON)."))
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallParams:
+    """A tool call finished (or failed, or was denied or cancelled): its record."""
+
+    run_id: str = attrs.field(metadata=doc("The run's id."))
+    seq: int = attrs.field(metadata=doc("Per-run sequence number."))
+    record: ToolCallRecord = attrs.field(metadata=doc("The call as it happened."))
+
+
+@attrs.frozen(kw_only=True)
+class RunFinishedParams:
+    """The run ended. Always the last notification of a run."""
+
+    run_id: str = attrs.field(metadata=doc("The run's id."))
+    seq: int = attrs.field(metadata=doc("Per-run sequence number."))
+    stop_reason: FinishReason = attrs.field(
+        metadata=doc("Why it ended; `error` when the provider or runtime failed.")
+    )
+    content: str = attrs.field(metadata=doc("The final (or partial) answer."))
+    iterations: int = attrs.field(metadata=doc("LLM calls made."))
+    terminated_by_limit: bool = attrs.field(metadata=doc("True when `maxIterations` ended it."))
+    usage: Usage = attrs.field(metadata=doc("Tokens used."))
+    tool_calls: int = attrs.field(metadata=doc("How many tool calls the run recorded."))
+    error: str | None = attrs.field(metadata=doc("With `stopReason: error`, what went wrong."))
+    error_type: str | None = attrs.field(
+        metadata=doc("With `stopReason: error`, the exception's type name.")
+    )
+
+
+# -- other requests ---------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class CancelParams:
+    """Stop a run. The run's own request then returns with `stopReason: cancelled`."""
+
+    run_id: str = attrs.field(metadata=doc("The run to stop."))
+
+
+@attrs.frozen(kw_only=True)
+class CancelResult:
+    cancelled: bool = attrs.field(
+        metadata=doc("True if the run was running and is now stopping; false if it was not.")
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ToolsParams:
+    """No fields; `params` may be omitted."""
+
+
+@attrs.frozen(kw_only=True)
+class ToolInfo:
+    """A tool the daemon offers to the model."""
+
+    name: str = attrs.field(metadata=doc("The tool's name."))
+    description: str = attrs.field(metadata=doc("What the model is told about it."))
+    input_schema: dict[str, Any] = attrs.field(metadata=doc("JSON Schema of its arguments."))
+    mutating: bool = attrs.field(metadata=doc("It changes the workspace (profiles gate it)."))
+    executes_code: bool = attrs.field(metadata=doc("It runs programs (auto-edit still asks)."))
+    source: str = attrs.field(metadata=doc("Where it comes from: builtin, a module, a plugin."))
+
+
+@attrs.frozen(kw_only=True)
+class ToolsResult:
+    tools: list[ToolInfo] = attrs.field(metadata=doc("In the order they are offered."))
+
+
+@attrs.frozen(kw_only=True)
+class RunsParams:
+    """List past and running runs from the history, newest first."""
+
+    limit: int = attrs.field(default=50, metadata=doc("At most this many runs (1 to 1000)."))
+    offset: int = attrs.field(default=0, metadata=doc("Skip this many of the newest runs."))
+
+
+@attrs.frozen(kw_only=True)
+class RunSummary:
+    """One run as the history lists it. Times are Unix epoch seconds."""
+
+    run_id: str = attrs.field(metadata=doc("The run's id."))
+    prompt: str = attrs.field(metadata=doc("Its prompt."))
+    status: RunStatus = attrs.field(
+        metadata=doc(
+            "running, finished, cancelled, limit (maxIterations reached), failed, or "
+            "interrupted (the daemon running it died)."
+        )
+    )
+    started_at: float = attrs.field(metadata=doc("When it started (Unix epoch seconds)."))
+    finished_at: float | None = attrs.field(metadata=doc("When it ended; null while running."))
+    iterations: int = attrs.field(metadata=doc("LLM calls made (so far)."))
+    tool_call_count: int = attrs.field(metadata=doc("Tool calls recorded (so far)."))
+    sandbox_root: str | None = attrs.field(metadata=doc("Its sandbox root."))
+    automation_profile: str = attrs.field(metadata=doc("Its automation profile."))
+    continued_from: str | None = attrs.field(metadata=doc("The run it continued, if any."))
+
+
+@attrs.frozen(kw_only=True)
+class RunsResult:
+    runs: list[RunSummary] = attrs.field(metadata=doc("Newest first."))
+
+
+@attrs.frozen(kw_only=True)
+class GetRunParams:
+    run_id: str = attrs.field(metadata=doc("The run to read back."))
+
+
+@attrs.frozen(kw_only=True)
+class RequestedToolCall:
+    """A tool call as the model asked for it, inside an assistant message."""
+
+    call_id: str = attrs.field(metadata=doc("The call's id."))
+    tool_name: str = attrs.field(metadata=doc("The tool asked for."))
+    arguments: Any = attrs.field(metadata=doc("The arguments as sent (any JSON)."))
+    parse_error: str | None = attrs.field(
+        metadata=doc("Set when the model's argument text was not valid JSON.")
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ToolResultContent:
+    """A tool's result as fed back to the model, inside a tool message."""
+
+    call_id: str = attrs.field(metadata=doc("The call it answers."))
+    tool_name: str = attrs.field(metadata=doc("The tool."))
+    content: dict[str, Any] = attrs.field(metadata=doc("The output, or the error."))
+    is_error: bool = attrs.field(metadata=doc("Whether the call failed."))
+
+
+@attrs.frozen(kw_only=True)
+class ConversationMessage:
+    """One message of a run's conversation, provider-neutral."""
+
+    role: Literal["user", "assistant", "tool"] = attrs.field(metadata=doc("Who speaks."))
+    text: str | None = attrs.field(metadata=doc("user and assistant: the text; tool: null."))
+    tool_calls: list[RequestedToolCall] | None = attrs.field(
+        metadata=doc("assistant: the calls it asked for; otherwise null.")
+    )
+    results: list[ToolResultContent] | None = attrs.field(
+        metadata=doc("tool: the results sent back; otherwise null.")
+    )
+
+
+@attrs.frozen(kw_only=True)
+class RunDetail(RunSummary):
+    """A run read back from the history: its summary fields plus answer, records, messages."""
+
+    max_iterations: int = attrs.field(metadata=doc("Its LLM-call limit."))
+    content: str | None = attrs.field(metadata=doc("Its final answer, once finished."))
+    stop_reason: str | None = attrs.field(metadata=doc("As in `RunResult`, once finished."))
+    error: str | None = attrs.field(metadata=doc("For a failed or interrupted run, why."))
+    error_type: str | None = attrs.field(metadata=doc("For a failed run, the exception type."))
+    usage: Usage = attrs.field(metadata=doc("Tokens used."))
+    tool_call_history: list[ToolCallRecord] = attrs.field(
+        metadata=doc("Every record stored, in the order the model asked for them.")
+    )
+    messages: list[ConversationMessage] = attrs.field(
+        metadata=doc("This run's own conversation, from its prompt on.")
+    )
+
+
+# -- server-to-client request -----------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ApproveToolCallParams:
+    """Sent by the daemon when the profile needs a human to approve a call."""
+
+    run_id: str = attrs.field(metadata=doc("The run asking."))
+    call_id: str = attrs.field(metadata=doc("The call waiting (see `toolCallStarted`)."))
+    tool_name: str = attrs.field(metadata=doc("The tool."))
+    inputs: dict[str, Any] = attrs.field(metadata=doc("The arguments it would run with."))
+    mutating: bool = attrs.field(metadata=doc("It changes the workspace."))
+    executes_code: bool = attrs.field(metadata=doc("It runs programs."))
+    automation_profile: AutomationProfile = attrs.field(metadata=doc("The run's profile."))
+    iteration: int = attrs.field(metadata=doc("The iteration asking."))
+
+
+@attrs.frozen(kw_only=True)
+class ApproveToolCallResult:
+    decision: ApprovalDecision = attrs.field(
+        metadata=doc("`allow_for_run`: allow this tool without asking again in this run.")
+    )
+
+
+# -- the method table -------------------------------------------------------------------------
+
+Kind = Literal["request", "notification"]
+Direction = Literal["client_to_server", "server_to_client"]
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    name: str
+    kind: Kind
+    direction: Direction
+    params: type | None
+    result: type | None
+    params_optional: bool
+    summary: str
+
+
+METHODS: tuple[Method, ...] = (
+    Method(
+        "cleveragents/run",
+        "request",
+        "client_to_server",
+        RunParams,
+        RunResult,
+        False,
+        "Start a run; returns when it ends.",
+    ),
+    Method(
+        "cleveragents/cancel",
+        "request",
+        "client_to_server",
+        CancelParams,
+        CancelResult,
+        False,
+        "Stop a run.",
+    ),
+    Method(
+        "cleveragents/tools",
+        "request",
+        "client_to_server",
+        ToolsParams,
+        ToolsResult,
+        True,
+        "The tools runs are offered.",
+    ),
+    Method(
+        "cleveragents/runs",
+        "request",
+        "client_to_server",
+        RunsParams,
+        RunsResult,
+        True,
+        "Past and running runs, newest first.",
+    ),
+    Method(
+        "cleveragents/getRun",
+        "request",
+        "client_to_server",
+        GetRunParams,
+        RunDetail,
+        False,
+        "One run from the history, with its records and conversation.",
+    ),
+    Method(
+        "cleveragents/runStarted",
+        "notification",
+        "server_to_client",
+        RunStartedParams,
+        None,
+        False,
+        "A run began.",
+    ),
+    Method(
+        "cleveragents/iterationStarted",
+        "notification",
+        "server_to_client",
+        IterationStartedParams,
+        None,
+        False,
+        "An LLM call is about to be made.",
+    ),
+    Method(
+        "cleveragents/textDelta",
+        "notification",
+        "server_to_client",
+        TextDeltaParams,
+        None,
+        False,
+        "Assistant text as it streams.",
+    ),
+    Method(
+        "cleveragents/toolCallStarted",
+        "notification",
+        "server_to_client",
+        ToolCallStartedParams,
+        None,
+        False,
+        "A tool call is starting.",
+    ),
+    Method(
+        "cleveragents/toolCall",
+        "notification",
+        "server_to_client",
+        ToolCallParams,
+        None,
+        False,
+        "A tool call ended: its record.",
+    ),
+    Method(
+        "cleveragents/runFinished",
+        "notification",
+        "server_to_client",
+        RunFinishedParams,
+        None,
+        False,
+        "A run ended.",
+    ),
+    Method(
+        "cleveragents/approveToolCall",
+        "request",
+        "server_to_client",
+        ApproveToolCallParams,
+        ApproveToolCallResult,
+        False,
+        "Ask the user to approve a tool call.",
+    ),
+)
+
+METHODS_BY_NAME = {method.name: method for method in METHODS}
+
+# Types reachable only from `initialize` (not a custom method), documented in the schema too.
+INITIALIZE_TYPES: tuple[type, ...] = (InitializationOptions, ClientCapability, ServerCapability)
+
+
+# -- error codes ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCode:
+    code: int
+    name: str
+    meaning: str
+
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+SERVER_NOT_INITIALIZED = -32002
+REQUEST_CANCELLED = -32800
+RUN_FAILED = -32010
+RUN_NOT_FOUND = -32011
+RUN_ID_IN_USE = -32012
+RUN_STILL_RUNNING = -32013
+PROVIDER_UNAVAILABLE = -32014
+
+ERROR_CODES: tuple[ErrorCode, ...] = (
+    ErrorCode(
+        PARSE_ERROR,
+        "ParseError",
+        "A frame was broken or its body was not JSON (sent with `id: null`).",
+    ),
+    ErrorCode(
+        INVALID_REQUEST,
+        "InvalidRequest",
+        "Not a JSON-RPC 2.0 request or notification, a batch, a second `initialize`, "
+        "or a request after `shutdown`.",
+    ),
+    ErrorCode(METHOD_NOT_FOUND, "MethodNotFound", "No such method."),
+    ErrorCode(
+        INVALID_PARAMS,
+        "InvalidParams",
+        "Params of the wrong shape or value; the message names each bad field and "
+        "`data.problems` lists them.",
+    ),
+    ErrorCode(INTERNAL_ERROR, "InternalError", "A bug in the daemon; the message says what."),
+    ErrorCode(
+        SERVER_NOT_INITIALIZED, "ServerNotInitialized", "A request before `initialize` succeeded."
+    ),
+    ErrorCode(
+        REQUEST_CANCELLED, "RequestCancelled", "The request was cancelled with `$/cancelRequest`."
+    ),
+    ErrorCode(
+        RUN_FAILED,
+        "RunFailed",
+        "The LLM provider (or the runtime) failed; `data` has `runId` and `errorType`. "
+        "Records completed before the failure were streamed and stored.",
+    ),
+    ErrorCode(
+        RUN_NOT_FOUND,
+        "RunNotFound",
+        "`getRun` or `continueFrom` names a run the history does not have.",
+    ),
+    ErrorCode(RUN_ID_IN_USE, "RunIdInUse", "The client-chosen `runId` is already taken."),
+    ErrorCode(
+        RUN_STILL_RUNNING, "RunStillRunning", "`continueFrom` names a run that has not finished."
+    ),
+    ErrorCode(
+        PROVIDER_UNAVAILABLE,
+        "ProviderUnavailable",
+        "The provider cannot be used: no API key in the environment, SDK missing, "
+        "replay script unreadable.",
+    ),
+)
