@@ -1,4 +1,4 @@
-"""`python -m cleveragents ...` is the `cleveragents` command (editors start the daemon this way)."""
+"""`python -m cleveragents ...` is the `cleveragents` command (how editors start the daemon)."""
 
 import sys
 

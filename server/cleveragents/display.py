@@ -76,8 +76,9 @@ class RunDisplay:
             else:
                 mark = "[red]✗[/]"
                 detail = f"[red]{record.error_kind}[/]: {escape(record.error or '')}"
+            inputs = escape(_short(_model_inputs(record.inputs), 80))
             self.console.print(
-                f"{mark} [bold]{escape(record.tool_name)}[/] {escape(_short(_model_inputs(record.inputs), 80))} "
+                f"{mark} [bold]{escape(record.tool_name)}[/] {inputs} "
                 f"[dim]{record.duration_ms:.1f} ms[/]\n    {detail}"
             )
             if self.running:
