@@ -95,7 +95,7 @@ async def test_a_run_streams_numbered_notifications_and_returns_the_result(
         assert client.sent[-1][0] == "cleveragents/runFinished"
         stored = history.get_run("r1")
         assert stored is not None and [r.call_id for r in stored.records] == ["c1"]
-        manager.close()
+        await manager.aclose()
 
 
 async def test_settings_resolve_params_then_defaults(sandbox: Path) -> None:
@@ -124,7 +124,7 @@ async def test_settings_resolve_params_then_defaults(sandbox: Path) -> None:
     ]
     started = [p for m, p in client.sent if m == "cleveragents/runStarted"]
     assert [s["maxIterations"] for s in started] == [7, 7]
-    manager.close()
+    await manager.aclose()
 
 
 async def test_a_file_uri_sandbox_root_is_accepted(sandbox: Path) -> None:
@@ -132,7 +132,7 @@ async def test_a_file_uri_sandbox_root_is_accepted(sandbox: Path) -> None:
     uri = sandbox.resolve().as_uri()
     result = await manager.run(wire.RunParams(prompt="go", sandbox_root=uri), RecordingClient())
     assert result.stop_reason == "final_answer"
-    manager.close()
+    await manager.aclose()
 
 
 async def test_an_unanswered_approval_times_out_as_a_denial(sandbox: Path) -> None:
@@ -148,7 +148,7 @@ async def test_an_unanswered_approval_times_out_as_a_denial(sandbox: Path) -> No
     assert [m for m, _ in client.asked] == ["cleveragents/approveToolCall"]
     assert result.tool_call_history[0].error_kind == "denied"
     assert not (sandbox / "f").exists()
-    manager.close()
+    await manager.aclose()
 
 
 async def test_cancel_stops_only_the_named_run(sandbox: Path) -> None:
@@ -174,7 +174,7 @@ async def test_cancel_stops_only_the_named_run(sandbox: Path) -> None:
     gate.set()
     assert (await second).content == "late"
     assert await manager.wait_idle(5)
-    manager.close()
+    await manager.aclose()
 
 
 async def test_validation_collects_every_problem(sandbox: Path) -> None:
@@ -197,7 +197,7 @@ async def test_validation_collects_every_problem(sandbox: Path) -> None:
         "params.runId",
         "params.tools[1]",
     ]
-    manager.close()
+    await manager.aclose()
 
 
 async def test_without_a_history_runs_still_work_and_reads_are_empty(sandbox: Path) -> None:
@@ -210,7 +210,7 @@ async def test_without_a_history_runs_still_work_and_reads_are_empty(sandbox: Pa
     with pytest.raises(DaemonError) as continued:
         await manager.run(params(sandbox, continue_from="r"), RecordingClient())
     assert continued.value.code == wire.RUN_NOT_FOUND
-    manager.close()
+    await manager.aclose()
 
 
 async def test_a_tool_subset_is_all_the_model_is_offered(sandbox: Path) -> None:
@@ -227,4 +227,4 @@ async def test_a_tool_subset_is_all_the_model_is_offered(sandbox: Path) -> None:
     await manager.run(params(sandbox, tools=["touch"]), RecordingClient())
     await manager.run(params(sandbox), RecordingClient())
     assert offered == [["touch"], ["echo", "touch"]]
-    manager.close()
+    await manager.aclose()

@@ -10,7 +10,6 @@ import asyncio
 import logging
 import os
 import re
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
@@ -18,6 +17,7 @@ from urllib.parse import unquote, urlparse
 
 from ..assembly import build_runtime
 from ..history import RunHistory, StoredRun
+from ..mcp import McpError, McpToolset, McpToolsetPool, registry_with_mcp_tools
 from ..providers import PROVIDERS, ProviderConfigError, create_llm_caller
 from ..tool.context import ToolActorContext
 from ..tool.events import (
@@ -37,7 +37,7 @@ from ..tool.policy import ApprovalDecision, ApprovalRequest, Approver
 from ..tool.records import ToolCallRecord, ToolCallRunResult
 from ..tool.registry import ToolRegistry
 from ..tool.runner import ToolRunner
-from ..tool.runtime import CancelToken
+from ..tool.runtime import CancelToken, new_run_id
 from . import wire
 from .config import RunDefaults, check_max_iterations
 from .converter import ParamsError, structure, unstructure
@@ -137,6 +137,8 @@ class RunManager:
         # One pool for every run's sync tools: never the event loop's default executor.
         self._executor = DaemonThreadPool(max_tool_workers, "cleveragents-tool")
         self._runner = ToolRunner(registry, executor=self._executor)
+        # MCP servers per sandbox root, shared by that root's runs, stopped by `aclose`.
+        self.mcp = McpToolsetPool()
         self._active: dict[str, ActiveRun] = {}
         self._idle = asyncio.Event()
         self._idle.set()
@@ -169,14 +171,15 @@ class RunManager:
             problems.append("params.runId: use 1 to 64 letters, digits, '_', '-', '.' or ':'")
         if params.tools is not None:
             for index, name in enumerate(params.tools):
-                if name not in self.registry:
+                # `server__tool` names are MCP tools: checked once the servers are up.
+                if name not in self.registry and "__" not in name:
                     problems.append(
                         f"params.tools[{index}]: unknown tool {name!r}; available: "
                         f"{', '.join(self.registry.names()) or 'none'}"
                     )
         if problems:
             raise invalid_params(problems)
-        run_id = params.run_id or f"run_{uuid.uuid4().hex[:16]}"
+        run_id = params.run_id or new_run_id()
         if run_id in self._active or (
             self.history is not None and self.history.get_run(run_id) is not None
         ):
@@ -248,14 +251,6 @@ class RunManager:
                     f"no run {plan.continue_from!r} in the history",
                     {"runId": plan.continue_from},
                 ) from None
-        registry, runner = self._tools_for(plan.tools)
-        runtime = build_runtime(
-            llm,
-            registry,
-            max_iterations=plan.max_iterations,
-            system_prompt=plan.system_prompt,
-            runner=runner,
-        )
         context = ToolActorContext(
             sandbox_root=plan.sandbox_root, automation_profile=plan.automation_profile
         )
@@ -271,17 +266,30 @@ class RunManager:
         self._active[plan.run_id] = active
         self._idle.clear()
         try:
-            result = await runtime.arun_tool_loop(
-                plan.prompt,
-                context,
-                history=conversation,
-                observers=observers,
-                approver=approver,
-                cancel=active.cancel,
-                run_id=plan.run_id,
-            )
+            async with self.mcp.lease(plan.sandbox_root) as mcp_tools:
+                registry, runner = self._tools_for(plan.tools, mcp_tools)
+                runtime = build_runtime(
+                    llm,
+                    registry,
+                    max_iterations=plan.max_iterations,
+                    system_prompt=plan.system_prompt,
+                    runner=runner,
+                )
+                result = await runtime.arun_tool_loop(
+                    plan.prompt,
+                    context,
+                    history=conversation,
+                    observers=observers,
+                    approver=approver,
+                    cancel=active.cancel,
+                    run_id=plan.run_id,
+                )
         except asyncio.CancelledError:
             raise
+        except McpError as exc:
+            raise DaemonError(
+                wire.TOOLS_UNAVAILABLE, str(exc), {"sandboxRoot": plan.sandbox_root}
+            ) from exc
         except Exception as exc:
             log.warning("run %s failed: %s: %s", plan.run_id, type(exc).__name__, exc)
             raise DaemonError(
@@ -305,14 +313,25 @@ class RunManager:
                 {"provider": plan.provider},
             ) from exc
 
-    def _tools_for(self, names: Sequence[str] | None) -> tuple[ToolRegistry, ToolRunner]:
-        if names is None:
+    def _tools_for(
+        self, names: Sequence[str] | None, mcp_tools: McpToolset
+    ) -> tuple[ToolRegistry, ToolRunner]:
+        """The run's registry: the daemon's tools plus its sandbox's MCP tools, or a subset."""
+        if names is None and not mcp_tools.specs:
             return self.registry, self._runner
+        available = registry_with_mcp_tools(self.registry, mcp_tools)
+        if names is None:
+            return available, ToolRunner(available, executor=self._executor)
+        unknown = [
+            f"params.tools[{i}]: unknown tool {n!r}; available: {', '.join(available.names())}"
+            for i, n in enumerate(names)
+            if n not in available
+        ]
+        if unknown:
+            raise invalid_params(unknown)
         subset = ToolRegistry()
         for name in dict.fromkeys(names):
-            spec = self.registry.get(name)
-            if spec is not None:
-                subset.add_spec(spec)
+            subset.add_spec(available.get(name))  # type: ignore[arg-type]
         return subset, ToolRunner(subset, executor=self._executor)
 
     # -- live runs ---------------------------------------------------------------------------
@@ -347,11 +366,23 @@ class RunManager:
             return False
         return True
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
+        """Stop the MCP servers, then the tool threads."""
+        await self.mcp.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     # -- reading -----------------------------------------------------------------------------
-    def tools(self) -> wire.ToolsResult:
+    async def tools(self, sandbox_root: str | None = None) -> wire.ToolsResult:
+        registry = self.registry
+        if sandbox_root is not None:
+            root, problem = _sandbox_root(sandbox_root)
+            if problem:
+                raise invalid_params([f"params.sandboxRoot: {problem}"])
+            try:
+                async with self.mcp.lease(root) as mcp_tools:
+                    registry = registry_with_mcp_tools(self.registry, mcp_tools)
+            except McpError as exc:
+                raise DaemonError(wire.TOOLS_UNAVAILABLE, str(exc), {"sandboxRoot": root}) from exc
         return wire.ToolsResult(
             tools=[
                 wire.ToolInfo(
@@ -362,7 +393,7 @@ class RunManager:
                     executes_code=spec.executes_code,
                     source=spec.source,
                 )
-                for spec in self.registry.specs()
+                for spec in registry.specs()
             ]
         )
 

@@ -411,7 +411,7 @@ class Daemon:
 
         @server.feature("cleveragents/tools")
         async def tools(ls: LanguageServer, params: wire.ToolsParams) -> Any:
-            return await self._call(lambda m: m.tools())
+            return await self._call(lambda m: m.tools(params.sandbox_root))
 
         @server.feature("cleveragents/runs")
         async def runs(ls: LanguageServer, params: wire.RunsParams) -> Any:
@@ -494,12 +494,12 @@ class Daemon:
     async def close(self) -> None:
         await self.wind_down()
         self.connection.fail_pending("the daemon is stopping")
+        if self.manager is not None:
+            await self.manager.aclose()  # MCP servers stop cleanly before the sweep below
         kill_descendants()
         await asyncio.get_running_loop().run_in_executor(
             None, self.connection.writer.flush, FLUSH_TIMEOUT_S
         )
-        if self.manager is not None:
-            self.manager.close()
 
 
 def _valid_id(value: Any) -> bool:

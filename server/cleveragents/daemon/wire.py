@@ -339,7 +339,15 @@ class CancelResult:
 
 @attrs.frozen(kw_only=True)
 class ToolsParams:
-    """No fields; `params` may be omitted."""
+    """`params` may be omitted."""
+
+    sandbox_root: str | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "Also list the MCP tools of this folder's `.mcp.json` (starts its servers, which "
+            "its runs then reuse)."
+        ),
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -632,6 +640,7 @@ RUN_NOT_FOUND = -32011
 RUN_ID_IN_USE = -32012
 RUN_STILL_RUNNING = -32013
 PROVIDER_UNAVAILABLE = -32014
+TOOLS_UNAVAILABLE = -32015
 
 ERROR_CODES: tuple[ErrorCode, ...] = (
     ErrorCode(
@@ -679,5 +688,11 @@ ERROR_CODES: tuple[ErrorCode, ...] = (
         "ProviderUnavailable",
         "The provider cannot be used: no API key in the environment, SDK missing, "
         "replay script unreadable.",
+    ),
+    ErrorCode(
+        TOOLS_UNAVAILABLE,
+        "ToolsUnavailable",
+        "The sandbox's `.mcp.json` is malformed or one of its MCP servers did not start; "
+        "the message names the file or server, its exit code and the end of its stderr.",
     ),
 )
