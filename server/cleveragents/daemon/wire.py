@@ -12,26 +12,16 @@ from typing import Any, Literal
 
 import attrs
 
+# The runtime's own literals: the wire says exactly what the runtime and history produce.
+from ..history import RunStatus
+from ..tool.policy import ApprovalDecision
+from ..tool.records import ErrorKind, StopReason
+
 PROTOCOL_VERSION = "1.0"
 """Major.minor: a new major breaks existing clients; a new minor only adds optional things."""
 
 AutomationProfile = Literal["read-only", "ask", "auto-edit", "full-auto"]
-StopReason = Literal["final_answer", "max_iterations", "cancelled"]
 FinishReason = Literal["final_answer", "max_iterations", "cancelled", "error"]
-ApprovalDecision = Literal["allow", "deny", "allow_for_run"]
-ErrorKind = Literal[
-    "unknown_tool",
-    "invalid_arguments",
-    "validation_error",
-    "execution_error",
-    "timeout",
-    "invalid_output",
-    "denied",
-    "cancelled",
-    "sandbox_violation",
-    "repeated_call",
-]
-RunStatus = Literal["running", "finished", "cancelled", "limit", "failed", "interrupted"]
 ProgressToken = int | str
 
 
