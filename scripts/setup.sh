@@ -11,6 +11,11 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 
+# The Node client test drives the daemon with vscode-jsonrpc, as VS Code does.
+if command -v npm >/dev/null 2>&1; then
+  npm ci --prefix tests/daemon/node --silent --no-audit --no-fund
+fi
+
 # bubblewrap confines run_command; without it commands run unconfined (and say so).
 if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null \
