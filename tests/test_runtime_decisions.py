@@ -109,6 +109,39 @@ async def test_records_keep_request_order_when_later_calls_finish_first() -> Non
     assert [r.tool_name for r in result.tool_call_history] == ["slow", "fast"]
 
 
+async def test_a_response_that_changes_the_workspace_runs_in_request_order() -> None:
+    registry = ToolRegistry()
+    files: dict[str, str] = {}
+
+    @registry.tool(mutating=True)
+    async def write(name: str) -> None:
+        """Creates a file, slowly: yields to the loop before writing."""
+        await asyncio.sleep(0)
+        files[name] = "draft"
+
+    @registry.tool(mutating=True)
+    def edit(name: str) -> str:
+        """Needs the file the earlier call creates."""
+        if name not in files:
+            raise FileNotFoundError(name)
+        files[name] = "edited"
+        return files[name]
+
+    @registry.tool
+    async def look() -> str:
+        """Read-only."""
+        return "seen"
+
+    llm = script(calls(("write", {"name": "a"}), ("edit", {"name": "a"}), ("look", {})))
+    result = await runtime_for(registry, llm).arun_tool_loop("go")
+    assert [(r.tool_name, r.success) for r in result.tool_call_history] == [
+        ("write", True),
+        ("edit", True),
+        ("look", True),
+    ]
+    assert files == {"a": "edited"}
+
+
 def test_sync_tools_run_in_worker_threads_async_tools_on_the_loop() -> None:
     registry = ToolRegistry()
     threads: dict[str, str] = {}

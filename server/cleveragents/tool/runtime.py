@@ -193,7 +193,8 @@ class _Run:
         return self._repeats > self.runtime.max_repeated_calls
 
     async def call_tools(self, calls: Sequence[ToolCallRequest], iteration: int) -> None:
-        """Run one response's calls concurrently; records and results keep request order."""
+        """Run one response's calls: concurrently when none changes the workspace, else in
+        request order. Records and results keep request order either way."""
         slots: list[ToolCallRecord | None] = [None] * len(calls)
         repeats = [self.is_repeat(call) for call in calls]
 
@@ -228,10 +229,19 @@ class _Run:
             slots[index] = record
             self.finish(record)
 
-        if len(calls) == 1:
-            # The common case: no task and no gather, which cost a few event-loop turns.
+        registry = self.runtime.registry
+        writes = any(
+            (spec := registry.get(call.tool_name)) is not None and spec.mutating for call in calls
+        )
+        if len(calls) == 1 or writes:
+            # One call needs no task; calls that change the workspace run in request order,
+            # since a later one may depend on an earlier one's effect (write, then edit).
             try:
-                await one(0, calls[0])
+                for index, call in enumerate(calls):
+                    await one(index, call)
+            except asyncio.CancelledError:
+                self._record_unstarted(calls, slots, iteration)
+                raise
             finally:
                 self._append_results(slots)
             return
@@ -242,16 +252,24 @@ class _Run:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            for index, call in enumerate(calls):
-                if slots[index] is None:  # never started: record it as cancelled too
-                    record = ToolRunner.record(call, None, time.perf_counter(), iteration)
-                    record.success, record.error_kind = False, "cancelled"
-                    record.error = "the run was cancelled before this call started"
-                    slots[index] = record
-                    self.finish(record)
+            self._record_unstarted(calls, slots, iteration)
             self._append_results(slots)
             raise
         self._append_results(slots)
+
+    def _record_unstarted(
+        self,
+        calls: Sequence[ToolCallRequest],
+        slots: list[ToolCallRecord | None],
+        iteration: int,
+    ) -> None:
+        for index, call in enumerate(calls):
+            if slots[index] is None:
+                record = ToolRunner.record(call, None, time.perf_counter(), iteration)
+                record.success, record.error_kind = False, "cancelled"
+                record.error = "the run was cancelled before this call started"
+                slots[index] = record
+                self.finish(record)
 
     def _append_results(self, slots: Sequence[ToolCallRecord | None]) -> None:
         # Observers and the context saw records in completion order; the result and the
