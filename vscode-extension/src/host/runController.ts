@@ -1,0 +1,248 @@
+// What the user's actions do: start, continue and stop runs, answer approvals, read the
+// history. The daemon's messages go into the run store; the store drives the webview.
+
+import * as vscode from 'vscode';
+
+import { ErrorCodes, type ApproveToolCallParams, type ApproveToolCallResult } from '../protocol';
+import { DaemonUnavailableError, errorText, type DaemonClient } from '../daemon/daemonClient';
+import type { ApprovalDecision, RunNotification } from '../shared/runState';
+import type { Notice } from '../shared/messages';
+import type { RunStore } from './runStore';
+import { chooseSandbox } from './sandbox';
+import { newRunId, runParams, type Settings } from './settings';
+
+const HISTORY_PAGE = 50;
+// vscode-jsonrpc's codes for requests cut off by a closed connection.
+const CONNECTION_GONE = -32097;
+const CONNECTION_INACTIVE = -32096;
+
+export interface ControllerDependencies {
+  store: RunStore;
+  daemon: DaemonClient;
+  log: vscode.LogOutputChannel;
+  settings: () => Settings;
+  /** Shows the runs panel (without taking focus when `preserveFocus`). */
+  revealPanel: (preserveFocus: boolean) => Promise<void>;
+  /** Shows a notice in the panel (null clears it). */
+  notice: (notice: Notice | null) => void;
+}
+
+export class RunController {
+  private approvalCounter = 0;
+  /** A start is between its checks and `beginRun` (folder pick, daemon start). */
+  private launching = false;
+
+  constructor(private readonly deps: ControllerDependencies) {}
+
+  /** Starts a run (or a follow-up of `continueFrom`). Resolves once it is sent, not when it ends. */
+  async startRun(prompt: string, continueFrom: string | null = null): Promise<boolean> {
+    if (this.launching) {
+      return false; // a double click, or the palette while the panel's run is starting
+    }
+    this.launching = true;
+    try {
+      return await this.launch(prompt, continueFrom);
+    } finally {
+      this.launching = false;
+    }
+  }
+
+  private async launch(prompt: string, continueFrom: string | null): Promise<boolean> {
+    const { store, daemon, log } = this.deps;
+    const text = prompt.trim();
+    if (!text) {
+      this.deps.notice({ level: 'error', message: 'Type a prompt first.' });
+      return false;
+    }
+    const active = store.activeRun;
+    if (active !== null) {
+      const message = 'A run is already going. Stop it before starting another.';
+      this.deps.notice({ level: 'error', message });
+      void vscode.window.showWarningMessage(message, 'Stop the Run', 'Show').then((choice) => {
+        if (choice === 'Stop the Run') void this.stop();
+        if (choice === 'Show') store.display(active.runId);
+      });
+      return false;
+    }
+    const preferred = continueFrom === null ? null : (store.run(continueFrom)?.header.sandboxRoot ?? null);
+    const sandboxRoot = await this.pickSandbox(preferred);
+    if (sandboxRoot === null) {
+      return false;
+    }
+    try {
+      await daemon.ensureStarted();
+    } catch (error) {
+      this.reportDaemonProblem(error);
+      return false;
+    }
+    const settings = this.deps.settings();
+    const runId = newRunId();
+    const params = runParams(settings, { prompt: text, sandboxRoot, runId, continueFrom });
+    this.deps.notice(null);
+    store.beginRun(runId, {
+      prompt: text,
+      sandboxRoot,
+      continuedFrom: continueFrom,
+      provider: settings.provider,
+      model: settings.model || null,
+      automationProfile: settings.automationProfile,
+      maxIterations: settings.maxIterations,
+    });
+    void this.deps.revealPanel(true);
+    log.info(`run ${runId} started in ${sandboxRoot}${continueFrom ? ` (continues ${continueFrom})` : ''}`);
+    daemon
+      .request('cleveragents/run', params)
+      .then((result) => {
+        log.info(`run ${runId} ended: ${result.stopReason}, ${result.toolCallHistory.length} tool calls`);
+        store.settleRun(runId, result);
+      })
+      .catch((error: unknown) => {
+        const message = runErrorText(error, settings);
+        log.error(`run ${runId} failed: ${message}`);
+        store.failRun(runId, message);
+        this.offerFix(error, settings);
+      })
+      .finally(() => {
+        void this.refreshHistory();
+      });
+    void this.refreshHistory();
+    return true;
+  }
+
+  async stop(): Promise<void> {
+    const active = this.deps.store.activeRun;
+    if (active === null) {
+      return;
+    }
+    try {
+      const result = await this.deps.daemon.request('cleveragents/cancel', { runId: active.runId });
+      if (!result.cancelled) {
+        this.deps.log.info(`run ${active.runId} was not running any more`);
+      }
+    } catch (error) {
+      this.deps.log.error(`stopping run ${active.runId}: ${errorText(error)}`);
+      this.deps.notice({ level: 'error', message: `Could not stop the run: ${errorText(error)}` });
+    }
+  }
+
+  /** The daemon asks for an approval; the panel shows it inline and the user answers there. */
+  async approve(params: ApproveToolCallParams, token: vscode.CancellationToken): Promise<ApproveToolCallResult> {
+    this.approvalCounter += 1;
+    const requestId = `approval-${this.approvalCounter}`;
+    const answer = this.deps.store.requestApproval(requestId, params);
+    const cancellation = token.onCancellationRequested(() => {
+      this.deps.store.withdrawApproval(requestId);
+    });
+    void this.deps.revealPanel(true);
+    try {
+      const decision = await answer;
+      this.deps.log.info(`approval of ${params.toolName} (${params.callId}) in run ${params.runId}: ${decision}`);
+      // A withdrawn request's answer is never read; deny is the safe thing to send anyway.
+      return { decision: decision === 'withdrawn' ? 'deny' : decision };
+    } finally {
+      cancellation.dispose();
+    }
+  }
+
+  answerApproval(requestId: string, decision: ApprovalDecision): void {
+    if (!this.deps.store.answerApproval(requestId, decision)) {
+      this.deps.log.info(`approval ${requestId} was already settled`);
+    }
+  }
+
+  onNotification(notification: RunNotification): void {
+    this.deps.store.notify(notification);
+  }
+
+  async refreshHistory(): Promise<void> {
+    const { store, daemon } = this.deps;
+    store.setHistoryLoading();
+    try {
+      const result = await daemon.request('cleveragents/runs', { limit: HISTORY_PAGE, offset: 0 });
+      store.setHistory(result.runs);
+    } catch (error) {
+      store.setHistoryError(
+        error instanceof DaemonUnavailableError
+          ? 'The history needs the daemon, which is not running.'
+          : `Could not read the history: ${errorText(error)}`,
+      );
+    }
+  }
+
+  async openRun(runId: string): Promise<void> {
+    const { store, daemon } = this.deps;
+    const known = store.run(runId);
+    if (known !== undefined && (known.header.source === 'live' || known.finished)) {
+      store.display(runId);
+      return;
+    }
+    try {
+      const detail = await daemon.request('cleveragents/getRun', { runId });
+      store.showStoredRun(detail);
+    } catch (error) {
+      this.deps.notice({ level: 'error', message: `Could not open run ${runId}: ${errorText(error)}` });
+    }
+  }
+
+  private async pickSandbox(preferred: string | null): Promise<string | null> {
+    const choice = chooseSandbox(vscode.workspace.workspaceFolders, preferred);
+    if (choice.kind === 'none') {
+      this.deps.notice({ level: 'error', message: choice.message });
+      void vscode.window.showErrorMessage(choice.message, 'Open Folder').then((action) => {
+        if (action === 'Open Folder') void vscode.commands.executeCommand('workbench.action.files.openFolder');
+      });
+      return null;
+    }
+    if (choice.kind === 'folder') {
+      return choice.folder.uri.fsPath;
+    }
+    const folder = await vscode.window.showWorkspaceFolderPick({
+      placeHolder: 'Which folder may the run work in? Tools reach nothing outside it.',
+    });
+    return folder?.uri.fsPath ?? null;
+  }
+
+  private reportDaemonProblem(error: unknown): void {
+    const message = errorText(error);
+    this.deps.notice({ level: 'error', message });
+    const fixable = error instanceof DaemonUnavailableError && error.kind !== 'start-failed';
+    const actions = fixable ? ['Set Python Path', 'Show Output'] : ['Show Output'];
+    void vscode.window.showErrorMessage(message, ...actions).then((action) => {
+      if (action === 'Set Python Path') {
+        void vscode.commands.executeCommand('workbench.action.openSettings', 'cleveragents.pythonPath');
+      } else if (action === 'Show Output') {
+        this.deps.log.show();
+      }
+    });
+  }
+
+  private offerFix(error: unknown, settings: Settings): void {
+    if (errorCode(error) !== ErrorCodes.ProviderUnavailable) {
+      return;
+    }
+    const keyed = settings.provider === 'anthropic' || settings.provider === 'openai';
+    const message = runErrorText(error, settings);
+    const actions = keyed ? ['Set API Key', 'Open Settings'] : ['Open Settings'];
+    void vscode.window.showErrorMessage(message, ...actions).then((action) => {
+      if (action === 'Set API Key') void vscode.commands.executeCommand('cleveragents.setApiKey');
+      if (action === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'cleveragents');
+    });
+  }
+}
+
+function errorCode(error: unknown): number | null {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'number' ? code : null;
+}
+
+function runErrorText(error: unknown, settings: Settings): string {
+  const text = errorText(error);
+  if (errorCode(error) === ErrorCodes.ProviderUnavailable && (settings.provider === 'anthropic' || settings.provider === 'openai')) {
+    return `${text} Run "cleveragents: Set API Key" to store a key for ${settings.provider}.`;
+  }
+  const code = errorCode(error);
+  if (code === CONNECTION_GONE || code === CONNECTION_INACTIVE) {
+    return `The daemon stopped during the run; its records up to then are kept (${text}).`;
+  }
+  return text;
+}

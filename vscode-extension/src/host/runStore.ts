@@ -1,0 +1,340 @@
+// The extension host's record of runs: the source of truth the webview is rebuilt from.
+//
+// Pure (no VS Code API): the controller feeds it what the daemon sends; it keeps one RunState
+// per run, knows which run is active and which is on display, and produces the messages for
+// the webview. Events of the displayed run are batched (one message per flush) so a burst of
+// thousands of notifications costs the webview a handful of messages, not thousands.
+
+import type { ApproveToolCallParams, RunDetail, RunResult, RunSummary } from '../protocol';
+import type { DaemonStatus, HistoryView, HostMessage, ViewState } from '../shared/messages';
+import {
+  type ApprovalDecision,
+  type ApprovalState,
+  type RunEvent,
+  type RunHeader,
+  type RunNotification,
+  RunState,
+} from '../shared/runState';
+
+export type Scheduler = (flush: () => void) => void;
+
+export type ApprovalAnswer = ApprovalDecision | 'withdrawn';
+
+interface PendingApproval {
+  runId: string;
+  resolve: (answer: ApprovalAnswer) => void;
+}
+
+export interface RunStoreOptions {
+  /** Schedules a flush of batched events; the default waits one 16 ms tick. */
+  schedule?: Scheduler;
+  /** Stored runs kept in memory besides this session's own. */
+  maxCachedHistoryRuns?: number;
+}
+
+const defaultScheduler: Scheduler = (flush) => {
+  setTimeout(flush, 16);
+};
+
+export class RunStore {
+  private readonly runs = new Map<string, RunState>();
+  private readonly historyRunIds: string[] = [];
+  private readonly approvals = new Map<string, PendingApproval>();
+  private readonly listeners = new Set<(message: HostMessage) => void>();
+  private readonly changeListeners = new Set<() => void>();
+  private readonly schedule: Scheduler;
+  private readonly maxCachedHistoryRuns: number;
+  private pending: RunEvent[] = [];
+  private pendingRunId: string | null = null;
+  private flushScheduled = false;
+  private activeId: string | null = null;
+  private displayedId: string | null = null;
+  private daemonStatus: DaemonStatus = { state: 'stopped', message: 'The daemon is not running.' };
+  private historyView: HistoryView = { runs: [], error: null, loading: false };
+
+  constructor(options: RunStoreOptions = {}) {
+    this.schedule = options.schedule ?? defaultScheduler;
+    this.maxCachedHistoryRuns = options.maxCachedHistoryRuns ?? 10;
+  }
+
+  /** Messages for the webview. */
+  onMessage(listener: (message: HostMessage) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Called after anything that changes the active run (the status bar listens). */
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  get activeRun(): RunState | null {
+    return this.activeId === null ? null : (this.runs.get(this.activeId) ?? null);
+  }
+
+  get displayedRun(): RunState | null {
+    return this.displayedId === null ? null : (this.runs.get(this.displayedId) ?? null);
+  }
+
+  get daemon(): DaemonStatus {
+    return this.daemonStatus;
+  }
+
+  get history(): HistoryView {
+    return this.historyView;
+  }
+
+  run(runId: string): RunState | undefined {
+    return this.runs.get(runId);
+  }
+
+  /** Everything the webview needs to draw itself from nothing. */
+  viewState(): ViewState {
+    this.flush();
+    return {
+      daemon: this.daemonStatus,
+      history: this.historyView,
+      run: this.displayedRun?.toSnapshot() ?? null,
+      activeRunId: this.activeId,
+    };
+  }
+
+  // -- runs ------------------------------------------------------------------------------------
+
+  /** A run this client is starting: it becomes the active run and goes on display. */
+  beginRun(runId: string, header: Partial<Omit<RunHeader, 'runId'>>): RunState {
+    const state = new RunState(runId, { ...header, phase: 'pending', source: 'live' });
+    this.runs.set(runId, state);
+    this.activeId = runId;
+    this.post({ type: 'activeRun', runId });
+    this.display(runId);
+    this.changed();
+    return state;
+  }
+
+  /** A daemon notification; unknown runs get a state of their own. */
+  notify(notification: RunNotification): void {
+    const runId = notification.params.runId;
+    let state = this.runs.get(runId);
+    if (state === undefined) {
+      state = new RunState(runId, { source: 'live' });
+      this.runs.set(runId, state);
+    }
+    const outcome = state.apply(notification);
+    if (outcome === 'applied' || outcome === 'buffered') {
+      this.forward(runId, { type: 'notification', notification });
+      if (runId === this.activeId) {
+        this.changed();
+      }
+    }
+  }
+
+  /** The daemon asks to approve a call; resolves with the user's answer or `withdrawn`. */
+  requestApproval(requestId: string, params: ApproveToolCallParams): Promise<ApprovalAnswer> {
+    let state = this.runs.get(params.runId);
+    if (state === undefined) {
+      state = new RunState(params.runId, { source: 'live' });
+      this.runs.set(params.runId, state);
+    }
+    const answer = new Promise<ApprovalAnswer>((resolve) => {
+      this.approvals.set(requestId, { runId: params.runId, resolve });
+    });
+    state.requestApproval(requestId, params);
+    if (params.runId !== this.displayedId) {
+      // The user may be reading another run: the one waiting for them must be on display.
+      this.display(params.runId);
+    } else {
+      this.forward(params.runId, { type: 'approvalRequested', requestId, params });
+    }
+    this.changed();
+    return answer;
+  }
+
+  /** The user answered (webview or elsewhere). False when nothing waits on that id. */
+  answerApproval(requestId: string, decision: ApprovalDecision): boolean {
+    return this.settleApproval(requestId, decision);
+  }
+
+  /** The daemon withdrew its request (timeout, run stopped). */
+  withdrawApproval(requestId: string): boolean {
+    return this.settleApproval(requestId, 'withdrawn');
+  }
+
+  pendingApprovalCount(): number {
+    return this.approvals.size;
+  }
+
+  /** The run's request returned. */
+  settleRun(runId: string, result: RunResult): void {
+    const state = this.runs.get(runId);
+    if (state !== undefined) {
+      const changed = this.changesDuring(state, () => state.settle(result));
+      if (changed && runId === this.displayedId) {
+        // The settle filled holes the webview never saw as events: send it the whole run.
+        this.sendDisplayed();
+      }
+    }
+    this.endActive(runId);
+  }
+
+  /** The run's request failed. */
+  failRun(runId: string, message: string): void {
+    const state = this.runs.get(runId);
+    if (state !== undefined && !state.finished) {
+      state.fail(message);
+      this.forward(runId, { type: 'failed', message });
+    }
+    for (const [requestId, approval] of [...this.approvals.entries()]) {
+      if (approval.runId === runId) {
+        this.withdrawApproval(requestId);
+      }
+    }
+    this.endActive(runId);
+  }
+
+  /** Show a run this store has (live, or read back before). */
+  display(runId: string | null): boolean {
+    if (runId !== null && !this.runs.has(runId)) {
+      return false;
+    }
+    this.flush();
+    this.displayedId = runId;
+    this.sendDisplayed();
+    return true;
+  }
+
+  /** Show a run read back from the history (`getRun`), unless this session streams it. */
+  showStoredRun(detail: RunDetail): RunState {
+    const live = this.runs.get(detail.runId);
+    if (live !== undefined && live.header.source === 'live') {
+      this.display(detail.runId);
+      return live;
+    }
+    const state = RunState.fromDetail(detail);
+    this.runs.set(detail.runId, state);
+    const index = this.historyRunIds.indexOf(detail.runId);
+    if (index >= 0) {
+      this.historyRunIds.splice(index, 1);
+    }
+    this.historyRunIds.push(detail.runId);
+    while (this.historyRunIds.length > this.maxCachedHistoryRuns) {
+      const evicted = this.historyRunIds.shift();
+      if (evicted !== undefined && evicted !== this.displayedId && evicted !== detail.runId) {
+        this.runs.delete(evicted);
+      }
+    }
+    this.display(detail.runId);
+    return state;
+  }
+
+  // -- daemon and history ------------------------------------------------------------------
+
+  setDaemon(status: DaemonStatus): void {
+    this.daemonStatus = status;
+    this.post({ type: 'daemon', daemon: status });
+    this.changed();
+  }
+
+  setHistoryLoading(): void {
+    this.historyView = { ...this.historyView, loading: true };
+    this.post({ type: 'history', history: this.historyView });
+  }
+
+  setHistory(runs: RunSummary[]): void {
+    this.historyView = { runs, error: null, loading: false };
+    this.post({ type: 'history', history: this.historyView });
+  }
+
+  setHistoryError(error: string): void {
+    this.historyView = { ...this.historyView, error, loading: false };
+    this.post({ type: 'history', history: this.historyView });
+  }
+
+  /** Send what is batched now (also done on the scheduler's tick). */
+  flush(): void {
+    this.flushScheduled = false;
+    if (this.pending.length === 0 || this.pendingRunId === null) {
+      return;
+    }
+    const events = this.pending;
+    const runId = this.pendingRunId;
+    this.pending = [];
+    this.pendingRunId = null;
+    this.emit({ type: 'runEvents', runId, events });
+  }
+
+  // -- internals -----------------------------------------------------------------------------
+
+  private settleApproval(requestId: string, state: ApprovalState): boolean {
+    const pending = this.approvals.get(requestId);
+    if (pending === undefined || state === 'pending') {
+      return false;
+    }
+    this.approvals.delete(requestId);
+    this.runs.get(pending.runId)?.settleApproval(requestId, state);
+    this.forward(pending.runId, { type: 'approvalSettled', requestId, state });
+    pending.resolve(state);
+    this.changed();
+    return true;
+  }
+
+  private endActive(runId: string): void {
+    if (this.activeId === runId) {
+      this.activeId = null;
+      this.flush();
+      this.post({ type: 'activeRun', runId: null });
+    }
+    this.changed();
+  }
+
+  private forward(runId: string, event: RunEvent): void {
+    if (runId !== this.displayedId) {
+      return;
+    }
+    if (this.pendingRunId !== null && this.pendingRunId !== runId) {
+      this.flush();
+    }
+    this.pendingRunId = runId;
+    this.pending.push(event);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      this.schedule(() => this.flush());
+    }
+  }
+
+  private sendDisplayed(): void {
+    this.emit({ type: 'showRun', run: this.displayedRun?.toSnapshot() ?? null });
+  }
+
+  private changesDuring(state: RunState, work: () => void): boolean {
+    let changed = false;
+    const stop = state.onEntry(() => {
+      changed = true;
+    });
+    try {
+      work();
+    } finally {
+      stop();
+    }
+    return changed;
+  }
+
+  /** Post after sending what is batched, so the webview sees things in order. */
+  private post(message: HostMessage): void {
+    this.flush();
+    this.emit(message);
+  }
+
+  private emit(message: HostMessage): void {
+    for (const listener of this.listeners) {
+      listener(message);
+    }
+  }
+
+  private changed(): void {
+    for (const listener of this.changeListeners) {
+      listener();
+    }
+  }
+}

@@ -1,0 +1,454 @@
+// Generated from protocol/schema.json by `npm run generate:protocol`; do not edit by hand.
+// The schema is generated from server/cleveragents/daemon/wire.py.
+/* eslint-disable */
+
+/** The protocol version these types describe. */
+export const PROTOCOL_VERSION = "1.0";
+
+/** Sent by the daemon when the profile needs a human to approve a call. */
+export interface ApproveToolCallParams {
+  /** The run asking. */
+  runId: string;
+  /** The call waiting (see `toolCallStarted`). */
+  callId: string;
+  /** The tool. */
+  toolName: string;
+  /** The arguments it would run with. */
+  inputs: { [key: string]: unknown };
+  /** It changes the workspace. */
+  mutating: boolean;
+  /** It runs programs. */
+  executesCode: boolean;
+  /** The run's profile. */
+  automationProfile: "read-only" | "ask" | "auto-edit" | "full-auto";
+  /** The iteration asking. */
+  iteration: number;
+}
+
+export interface ApproveToolCallResult {
+  /** `allow_for_run`: allow this tool without asking again in this run. */
+  decision: "allow" | "deny" | "allow_for_run";
+}
+
+/** Stop a run. The run's own request then returns with `stopReason: cancelled`. */
+export interface CancelParams {
+  /** The run to stop. */
+  runId: string;
+}
+
+export interface CancelResult {
+  /** True if the run was running and is now stopping; false if it was not. */
+  cancelled: boolean;
+}
+
+/** `capabilities.experimental.cleveragents` of `initialize` (all optional). */
+export interface ClientCapability {
+  /** The client answers `cleveragents/approveToolCall`. */
+  approvals?: boolean | null;
+}
+
+/** One message of a run's conversation, provider-neutral. */
+export interface ConversationMessage {
+  /** Who speaks. */
+  role: "user" | "assistant" | "tool";
+  /** user and assistant: the text; tool: null. */
+  text: string | null;
+  /** assistant: the calls it asked for; otherwise null. */
+  toolCalls: RequestedToolCall[] | null;
+  /** tool: the results sent back; otherwise null. */
+  results: ToolResultContent[] | null;
+}
+
+export interface GetRunParams {
+  /** The run to read back. */
+  runId: string;
+}
+
+/** `initializationOptions` of `initialize`: the daemon's defaults for every run. API keys are never accepted here; they come only from the daemon's environment. */
+export interface InitializationOptions {
+  /** LLM provider: offline, replay, anthropic or openai. Default: $CLEVERAGENTS_PROVIDER, else offline. */
+  provider?: string | null;
+  /** Model name. Default: $CLEVERAGENTS_MODEL, else the provider's. */
+  model?: string | null;
+  /** Default automation profile. Default: $CLEVERAGENTS_PROFILE, else ask. */
+  automationProfile?: "read-only" | "ask" | "auto-edit" | "full-auto" | null;
+  /** Default LLM-call limit per run. Default: $CLEVERAGENTS_MAX_ITERATIONS, else 25. */
+  maxIterations?: number | null;
+  /** Replaces the built-in system prompt. */
+  systemPrompt?: string | null;
+  /** Provider base URL (OpenAI-compatible servers, proxies). */
+  baseUrl?: string | null;
+  /** Path of the replay provider's JSON script. */
+  replayScript?: string | null;
+  /** Completion token limit per LLM call (anthropic). */
+  maxTokens?: number | null;
+  /** Python modules whose @tool functions are added to the built-in tools. */
+  toolModules?: string[] | null;
+  /** Offer the built-in workspace tools. Default: true. */
+  builtinTools?: boolean | null;
+  /** Offer tools of installed `cleveragents.tools` entry points. Default: true. */
+  pluginTools?: boolean | null;
+  /** The client answers `cleveragents/approveToolCall`. Without it (here or in `capabilities.experimental.cleveragents.approvals`), calls that need approval are denied. */
+  approvals?: boolean | null;
+  /** A call whose approval takes longer is denied. Default: 600. */
+  approvalTimeoutSeconds?: number | null;
+}
+
+/** An LLM call is about to be made. */
+export interface IterationStartedParams {
+  /** The run's id. */
+  runId: string;
+  /** Per-run sequence number. */
+  seq: number;
+  /** 1 for the first LLM call of the run. */
+  iteration: number;
+}
+
+/** A tool call as the model asked for it, inside an assistant message. */
+export interface RequestedToolCall {
+  /** The call's id. */
+  callId: string;
+  /** The tool asked for. */
+  toolName: string;
+  /** The arguments as sent (any JSON). */
+  arguments: unknown;
+  /** Set when the model's argument text was not valid JSON. */
+  parseError: string | null;
+}
+
+/** A run read back from the history: its summary fields plus answer, records, messages. */
+export interface RunDetail {
+  /** The run's id. */
+  runId: string;
+  /** Its prompt. */
+  prompt: string;
+  /** running, finished, cancelled, limit (maxIterations reached), failed, or interrupted (the daemon running it died). */
+  status: "running" | "finished" | "cancelled" | "limit" | "failed" | "interrupted";
+  /** When it started (Unix epoch seconds). */
+  startedAt: number;
+  /** When it ended; null while running. */
+  finishedAt: number | null;
+  /** LLM calls made (so far). */
+  iterations: number;
+  /** Tool calls recorded (so far). */
+  toolCallCount: number;
+  /** Its sandbox root. */
+  sandboxRoot: string | null;
+  /** Its automation profile. */
+  automationProfile: string;
+  /** The run it continued, if any. */
+  continuedFrom: string | null;
+  /** Its LLM-call limit. */
+  maxIterations: number;
+  /** Its final answer, once finished. */
+  content: string | null;
+  /** As in `RunResult`, once finished. */
+  stopReason: string | null;
+  /** For a failed or interrupted run, why. */
+  error: string | null;
+  /** For a failed run, the exception type. */
+  errorType: string | null;
+  /** Tokens used. */
+  usage: Usage;
+  /** Every record stored, in the order the model asked for them. */
+  toolCallHistory: ToolCallRecord[];
+  /** This run's own conversation, from its prompt on. */
+  messages: ConversationMessage[];
+}
+
+/** The run ended. Always the last notification of a run. */
+export interface RunFinishedParams {
+  /** The run's id. */
+  runId: string;
+  /** Per-run sequence number. */
+  seq: number;
+  /** Why it ended; `error` when the provider or runtime failed. */
+  stopReason: "final_answer" | "max_iterations" | "cancelled" | "error";
+  /** The final (or partial) answer. */
+  content: string;
+  /** LLM calls made. */
+  iterations: number;
+  /** True when `maxIterations` ended it. */
+  terminatedByLimit: boolean;
+  /** Tokens used. */
+  usage: Usage;
+  /** How many tool calls the run recorded. */
+  toolCalls: number;
+  /** With `stopReason: error`, what went wrong. */
+  error: string | null;
+  /** With `stopReason: error`, the exception's type name. */
+  errorType: string | null;
+}
+
+/** Start a run. The request stays open until the run ends; notifications stream meanwhile. Every field except `prompt` and `sandboxRoot` overrides the `initializationOptions` value. */
+export interface RunParams {
+  /** The user's request. A non-empty string. */
+  prompt: string;
+  /** Absolute path of an existing folder. Tools can reach nothing outside it; the model never chooses it. */
+  sandboxRoot: string;
+  /** Overrides the provider. */
+  provider?: string | null;
+  /** Overrides the model. */
+  model?: string | null;
+  /** At most this many LLM calls (1 or more). */
+  maxIterations?: number | null;
+  /** Which tool calls run outright, ask, or never run. */
+  automationProfile?: "read-only" | "ask" | "auto-edit" | "full-auto" | null;
+  /** A finished run's id: this run continues its conversation. */
+  continueFrom?: string | null;
+  /** The run's id, chosen by the client (1 to 64 letters, digits, `_`, `-`, `.`, `:`); must be new. Default: generated. */
+  runId?: string | null;
+  /** Replaces the system prompt for this run. */
+  systemPrompt?: string | null;
+  /** Offer only these tools (names from `cleveragents/tools`). Default: all. */
+  tools?: string[] | null;
+  /** Overrides the base URL. */
+  baseUrl?: string | null;
+  /** Overrides the replay script path. */
+  replayScript?: string | null;
+  /** Overrides the completion token limit. */
+  maxTokens?: number | null;
+  /** LSP work-done token: the daemon then reports the run with `$/progress`. */
+  workDoneToken?: number | string | null;
+}
+
+/** The result of `cleveragents/run`: the final (or partial) answer and every tool call. */
+export interface RunResult {
+  /** The run's id. */
+  runId: string;
+  /** The final answer; for a cancelled or limited run, the text so far. */
+  content: string;
+  /** Why the run ended. */
+  stopReason: "final_answer" | "max_iterations" | "cancelled";
+  /** LLM calls made. */
+  iterations: number;
+  /** True when `maxIterations` ended the run. */
+  terminatedByLimit: boolean;
+  /** Tokens used by this run. */
+  usage: Usage;
+  /** Every tool call of this run, in the order the model asked for them. */
+  toolCallHistory: ToolCallRecord[];
+  /** The run this one continued, if any. */
+  continuedFrom: string | null;
+}
+
+/** The run began. Always the first notification of a run (`seq` 1). */
+export interface RunStartedParams {
+  /** The run's id. */
+  runId: string;
+  /** 1, 2, 3... per run, across all its notifications. */
+  seq: number;
+  /** The prompt. */
+  prompt: string;
+  /** The sandbox root, resolved. */
+  sandboxRoot: string;
+  /** The profile in force. */
+  automationProfile: "read-only" | "ask" | "auto-edit" | "full-auto";
+  /** The LLM-call limit in force. */
+  maxIterations: number;
+  /** The provider in use. */
+  provider: string;
+  /** The model asked for, if one was named. */
+  model: string | null;
+  /** The run this one continues, if any. */
+  continuedFrom: string | null;
+}
+
+/** One run as the history lists it. Times are Unix epoch seconds. */
+export interface RunSummary {
+  /** The run's id. */
+  runId: string;
+  /** Its prompt. */
+  prompt: string;
+  /** running, finished, cancelled, limit (maxIterations reached), failed, or interrupted (the daemon running it died). */
+  status: "running" | "finished" | "cancelled" | "limit" | "failed" | "interrupted";
+  /** When it started (Unix epoch seconds). */
+  startedAt: number;
+  /** When it ended; null while running. */
+  finishedAt: number | null;
+  /** LLM calls made (so far). */
+  iterations: number;
+  /** Tool calls recorded (so far). */
+  toolCallCount: number;
+  /** Its sandbox root. */
+  sandboxRoot: string | null;
+  /** Its automation profile. */
+  automationProfile: string;
+  /** The run it continued, if any. */
+  continuedFrom: string | null;
+}
+
+/** List past and running runs from the history, newest first. */
+export interface RunsParams {
+  /** At most this many runs (1 to 1000). */
+  limit?: number;
+  /** Skip this many of the newest runs. */
+  offset?: number;
+}
+
+export interface RunsResult {
+  /** Newest first. */
+  runs: RunSummary[];
+}
+
+/** `capabilities.experimental.cleveragents` of the `initialize` result. */
+export interface ServerCapability {
+  /** This protocol's version (1.0). */
+  protocolVersion: string;
+  /** The cleveragents package version. */
+  serverVersion: string;
+  /** Provider names this daemon knows. */
+  providers: string[];
+  /** Valid `automationProfile` values. */
+  automationProfiles: string[];
+  /** Whether this daemon will ask this client to approve tool calls. */
+  approvals: boolean;
+}
+
+/** A piece of assistant text, as it streams. */
+export interface TextDeltaParams {
+  /** The run's id. */
+  runId: string;
+  /** Per-run sequence number. */
+  seq: number;
+  /** The LLM call this text belongs to. */
+  iteration: number;
+  /** The new text; concatenate the deltas of an iteration. */
+  text: string;
+}
+
+/** A tool call finished (or failed, or was denied or cancelled): its record. */
+export interface ToolCallParams {
+  /** The run's id. */
+  runId: string;
+  /** Per-run sequence number. */
+  seq: number;
+  /** The call as it happened. */
+  record: ToolCallRecord;
+}
+
+/** One tool call as it happened. Failed calls have `success: false` and an `errorKind`. */
+export interface ToolCallRecord {
+  /** The call's id, as the model (or runtime) gave it. */
+  callId: string;
+  /** The tool the model asked for. */
+  toolName: string;
+  /** Arguments the tool ran with (the model's, plus the sandbox root where the tool takes it). A non-object the model sent is kept under `_raw`. */
+  inputs: { [key: string]: unknown };
+  /** What the tool returned, as an object; `{}` when it failed. */
+  output: { [key: string]: unknown };
+  /** Wall time of the call, in milliseconds. */
+  durationMs: number;
+  /** Whether the tool ran and returned normally. */
+  success: boolean;
+  /** Why it failed, in words; null on success. */
+  error: string | null;
+  /** Why it failed, machine-readable; null on success. */
+  errorKind: "unknown_tool" | "invalid_arguments" | "validation_error" | "execution_error" | "timeout" | "invalid_output" | "denied" | "cancelled" | "sandbox_violation" | "repeated_call" | null;
+  /** The loop iteration (LLM call) that asked for it. */
+  iteration: number;
+}
+
+/** A tool call is starting (before validation and approval). */
+export interface ToolCallStartedParams {
+  /** The run's id. */
+  runId: string;
+  /** Per-run sequence number. */
+  seq: number;
+  /** The iteration that asked for the call. */
+  iteration: number;
+  /** Matches the `callId` of the later record. */
+  callId: string;
+  /** The tool the model asked for. */
+  toolName: string;
+  /** The arguments as the model sent them (any JSON). */
+  inputs: unknown;
+}
+
+/** A tool the daemon offers to the model. */
+export interface ToolInfo {
+  /** The tool's name. */
+  name: string;
+  /** What the model is told about it. */
+  description: string;
+  /** JSON Schema of its arguments. */
+  inputSchema: { [key: string]: unknown };
+  /** It changes the workspace (profiles gate it). */
+  mutating: boolean;
+  /** It runs programs (auto-edit still asks). */
+  executesCode: boolean;
+  /** Where it comes from: builtin, a module, a plugin. */
+  source: string;
+}
+
+/** A tool's result as fed back to the model, inside a tool message. */
+export interface ToolResultContent {
+  /** The call it answers. */
+  callId: string;
+  /** The tool. */
+  toolName: string;
+  /** The output, or the error. */
+  content: { [key: string]: unknown };
+  /** Whether the call failed. */
+  isError: boolean;
+}
+
+/** `params` may be omitted. */
+export interface ToolsParams {
+  /** Also list the MCP tools of this folder's `.mcp.json` (starts its servers, which its runs then reuse). */
+  sandboxRoot?: string | null;
+}
+
+export interface ToolsResult {
+  /** In the order they are offered. */
+  tools: ToolInfo[];
+}
+
+/** Tokens the provider reported; zero for providers that report none. */
+export interface Usage {
+  /** Prompt tokens, summed over the run. */
+  inputTokens: number;
+  /** Completion tokens, summed over the run. */
+  outputTokens: number;
+}
+
+/** Requests the client sends. */
+export interface ClientRequests {
+  "cleveragents/run": { params: RunParams; result: RunResult };
+  "cleveragents/cancel": { params: CancelParams; result: CancelResult };
+  "cleveragents/tools": { params: ToolsParams; result: ToolsResult };
+  "cleveragents/runs": { params: RunsParams; result: RunsResult };
+  "cleveragents/getRun": { params: GetRunParams; result: RunDetail };
+}
+
+/** Requests the daemon sends to the client. */
+export interface ServerRequests {
+  "cleveragents/approveToolCall": { params: ApproveToolCallParams; result: ApproveToolCallResult };
+}
+
+/** Notifications the daemon sends, by method. */
+export interface ServerNotifications {
+  "cleveragents/runStarted": RunStartedParams;
+  "cleveragents/iterationStarted": IterationStartedParams;
+  "cleveragents/textDelta": TextDeltaParams;
+  "cleveragents/toolCallStarted": ToolCallStartedParams;
+  "cleveragents/toolCall": ToolCallParams;
+  "cleveragents/runFinished": RunFinishedParams;
+}
+
+/** JSON-RPC error codes the daemon answers with. */
+export const ErrorCodes = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+  ServerNotInitialized: -32002,
+  RequestCancelled: -32800,
+  RunFailed: -32010,
+  RunNotFound: -32011,
+  RunIdInUse: -32012,
+  RunStillRunning: -32013,
+  ProviderUnavailable: -32014,
+  ToolsUnavailable: -32015,
+} as const;

@@ -1,0 +1,56 @@
+// The messages between the extension host and the webview (`postMessage` both ways).
+
+import type { RunSummary } from '../protocol';
+import type { ApprovalDecision, RunEvent, RunSnapshot } from './runState';
+
+/** How the daemon is doing, as the webview's status line shows it. */
+export interface DaemonStatus {
+  state: 'starting' | 'ready' | 'stopped' | 'failed';
+  /** One line for the status line; for `failed`, what is wrong and how to fix it. */
+  message: string;
+}
+
+export interface HistoryView {
+  runs: RunSummary[];
+  /** Set when the history could not be read. */
+  error: string | null;
+  loading: boolean;
+}
+
+/** The host's state the webview shows, sent whole when the webview (re)loads. */
+export interface ViewState {
+  daemon: DaemonStatus;
+  history: HistoryView;
+  /** The run on display, if any. */
+  run: RunSnapshot | null;
+  /** The run this client has going, if any (it may not be the one on display). */
+  activeRunId: string | null;
+}
+
+export type HostMessage =
+  | { type: 'state'; state: ViewState }
+  | { type: 'showRun'; run: RunSnapshot | null }
+  | { type: 'runEvents'; runId: string; events: RunEvent[] }
+  | { type: 'daemon'; daemon: DaemonStatus }
+  | { type: 'history'; history: HistoryView }
+  | { type: 'activeRun'; runId: string | null }
+  | { type: 'notice'; notice: Notice | null }
+  | { type: 'focusPrompt' };
+
+/** A one-off message for the user (a refused run, a failed request). */
+export interface Notice {
+  level: 'info' | 'error';
+  message: string;
+}
+
+export type WebviewMessage =
+  | { type: 'ready' }
+  | { type: 'run'; prompt: string }
+  | { type: 'continue'; prompt: string; runId: string }
+  | { type: 'stop' }
+  | { type: 'approve'; requestId: string; decision: ApprovalDecision }
+  | { type: 'openRun'; runId: string }
+  | { type: 'refreshHistory' }
+  | { type: 'restartDaemon' }
+  | { type: 'showOutput' }
+  | { type: 'openSettings' };

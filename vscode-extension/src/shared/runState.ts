@@ -1,0 +1,633 @@
+// The state of one run as the user sees it, built from the daemon's notifications.
+//
+// Pure (no VS Code, no DOM): the extension host keeps one per run (its run store) and the
+// webview keeps one for the run it shows; both feed it the same events. Notifications are
+// applied in `seq` order: a duplicate (seq already applied or buffered) is ignored, one that
+// arrives early waits in a buffer until the missing ones come, and `settle` (the run's
+// request has returned) applies whatever is still buffered, marking the holes as gaps.
+
+import type {
+  ApproveToolCallParams,
+  RunDetail,
+  RunResult,
+  ServerNotifications,
+  ToolCallRecord,
+  Usage,
+} from '../protocol';
+
+export type NotificationMethod = keyof ServerNotifications;
+
+/** One daemon notification, as the extension host received it. */
+export type RunNotification = {
+  [M in NotificationMethod]: { method: M; params: ServerNotifications[M] };
+}[NotificationMethod];
+
+export type ApprovalDecision = 'allow' | 'deny' | 'allow_for_run';
+
+/** Where an approval stands: waiting, answered, or withdrawn by the daemon (timeout, stop). */
+export type ApprovalState = 'pending' | ApprovalDecision | 'withdrawn';
+
+export interface ApprovalView {
+  /** Our id for the daemon's `approveToolCall` request (unique per extension host). */
+  requestId: string;
+  mutating: boolean;
+  executesCode: boolean;
+  automationProfile: string;
+  state: ApprovalState;
+}
+
+export type StopReason = 'final_answer' | 'max_iterations' | 'cancelled' | 'error';
+
+export type ToolCallStatus = 'running' | 'success' | 'failure';
+
+export interface IterationEntry {
+  kind: 'iteration';
+  id: string;
+  iteration: number;
+}
+
+export interface TextEntry {
+  kind: 'text';
+  id: string;
+  iteration: number;
+  text: string;
+}
+
+export interface ToolCallEntry {
+  kind: 'toolCall';
+  id: string;
+  callId: string;
+  toolName: string;
+  iteration: number;
+  /** The model's arguments until the record arrives, then the record's inputs. */
+  inputs: unknown;
+  status: ToolCallStatus;
+  record: ToolCallRecord | null;
+  approval: ApprovalView | null;
+}
+
+export interface GapEntry {
+  kind: 'gap';
+  id: string;
+  /** The seq numbers that never arrived. */
+  missing: number[];
+}
+
+export interface EndEntry {
+  kind: 'end';
+  id: string;
+  stopReason: StopReason;
+  content: string;
+  iterations: number;
+  toolCalls: number;
+  usage: Usage | null;
+  error: string | null;
+  errorType: string | null;
+}
+
+export type Entry = IterationEntry | TextEntry | ToolCallEntry | GapEntry | EndEntry;
+
+export type RunPhase = 'pending' | 'running' | 'finished';
+
+export interface RunHeader {
+  runId: string;
+  prompt: string;
+  sandboxRoot: string | null;
+  automationProfile: string | null;
+  maxIterations: number | null;
+  provider: string | null;
+  model: string | null;
+  continuedFrom: string | null;
+  /** pending: sent, not started yet; running; finished (an end entry exists). */
+  phase: RunPhase;
+  /** live: streamed to this client; history: read back with `getRun`. */
+  source: 'live' | 'history';
+  /** For history runs: the stored status (finished, cancelled, limit, failed, interrupted). */
+  storedStatus: string | null;
+  startedAt: number | null;
+}
+
+/** Everything needed to rebuild a RunState elsewhere (plain JSON). */
+export interface RunSnapshot {
+  header: RunHeader;
+  entries: Entry[];
+  nextSeq: number;
+  buffered: RunNotification[];
+  textCounter: number;
+}
+
+/** What the extension host forwards to the webview, in the order it happened. */
+export type RunEvent =
+  | { type: 'notification'; notification: RunNotification }
+  | { type: 'approvalRequested'; requestId: string; params: ApproveToolCallParams }
+  | { type: 'approvalSettled'; requestId: string; state: ApprovalState }
+  | { type: 'failed'; message: string };
+
+export type ApplyOutcome = 'applied' | 'buffered' | 'duplicate' | 'ignored';
+
+export type ChangeKind = 'added' | 'updated';
+export type EntryListener = (entry: Entry, change: ChangeKind) => void;
+export type HeaderListener = (header: RunHeader) => void;
+
+export interface RunCounts {
+  toolCalls: number;
+  running: number;
+  failed: number;
+  iterations: number;
+  pendingApprovals: number;
+}
+
+export class RunState {
+  readonly header: RunHeader;
+  private readonly entryList: Entry[] = [];
+  private readonly entriesById = new Map<string, Entry>();
+  /** The open (or latest) row of each call id; ids can repeat across iterations. */
+  private readonly callsById = new Map<string, ToolCallEntry>();
+  private readonly approvals = new Map<string, ToolCallEntry>();
+  private readonly buffer = new Map<number, RunNotification>();
+  private expectedSeq = 1;
+  private textCounter = 0;
+  private readonly entryListeners = new Set<EntryListener>();
+  private readonly headerListeners = new Set<HeaderListener>();
+
+  constructor(runId: string, init: Partial<Omit<RunHeader, 'runId'>> = {}) {
+    this.header = {
+      runId,
+      prompt: init.prompt ?? '',
+      sandboxRoot: init.sandboxRoot ?? null,
+      automationProfile: init.automationProfile ?? null,
+      maxIterations: init.maxIterations ?? null,
+      provider: init.provider ?? null,
+      model: init.model ?? null,
+      continuedFrom: init.continuedFrom ?? null,
+      phase: init.phase ?? 'pending',
+      source: init.source ?? 'live',
+      storedStatus: init.storedStatus ?? null,
+      startedAt: init.startedAt ?? null,
+    };
+  }
+
+  get runId(): string {
+    return this.header.runId;
+  }
+
+  get entries(): readonly Entry[] {
+    return this.entryList;
+  }
+
+  get end(): EndEntry | null {
+    const last = this.entryList[this.entryList.length - 1];
+    return last?.kind === 'end' ? last : null;
+  }
+
+  get finished(): boolean {
+    return this.header.phase === 'finished';
+  }
+
+  /** The next seq this state waits for. */
+  get nextSeq(): number {
+    return this.expectedSeq;
+  }
+
+  /** Seq numbers known to be missing: between the next expected one and the last buffered. */
+  gaps(): number[] {
+    if (this.buffer.size === 0) {
+      return [];
+    }
+    const highest = Math.max(...this.buffer.keys());
+    const missing: number[] = [];
+    for (let seq = this.expectedSeq; seq < highest; seq += 1) {
+      if (!this.buffer.has(seq)) {
+        missing.push(seq);
+      }
+    }
+    return missing;
+  }
+
+  get bufferedCount(): number {
+    return this.buffer.size;
+  }
+
+  counts(): RunCounts {
+    const counts: RunCounts = { toolCalls: 0, running: 0, failed: 0, iterations: 0, pendingApprovals: 0 };
+    for (const entry of this.entryList) {
+      if (entry.kind === 'toolCall') {
+        counts.toolCalls += 1;
+        if (entry.status === 'running') counts.running += 1;
+        if (entry.status === 'failure') counts.failed += 1;
+        if (entry.approval?.state === 'pending') counts.pendingApprovals += 1;
+      } else if (entry.kind === 'iteration') {
+        counts.iterations = Math.max(counts.iterations, entry.iteration);
+      }
+    }
+    return counts;
+  }
+
+  pendingApprovalIds(): string[] {
+    return [...this.approvals.entries()]
+      .filter(([, entry]) => entry.approval?.state === 'pending')
+      .map(([requestId]) => requestId);
+  }
+
+  onEntry(listener: EntryListener): () => void {
+    this.entryListeners.add(listener);
+    return () => this.entryListeners.delete(listener);
+  }
+
+  onHeader(listener: HeaderListener): () => void {
+    this.headerListeners.add(listener);
+    return () => this.headerListeners.delete(listener);
+  }
+
+  /** Apply any run event (what the host forwards to the webview). */
+  handle(event: RunEvent): void {
+    switch (event.type) {
+      case 'notification':
+        this.apply(event.notification);
+        break;
+      case 'approvalRequested':
+        this.requestApproval(event.requestId, event.params);
+        break;
+      case 'approvalSettled':
+        this.settleApproval(event.requestId, event.state);
+        break;
+      case 'failed':
+        this.fail(event.message);
+        break;
+    }
+  }
+
+  /** Apply one notification in seq order; see the module comment. */
+  apply(notification: RunNotification): ApplyOutcome {
+    const { seq, runId } = notification.params;
+    if (runId !== this.header.runId || !Number.isInteger(seq) || seq < 1) {
+      return 'ignored';
+    }
+    if (seq < this.expectedSeq || this.buffer.has(seq)) {
+      return 'duplicate';
+    }
+    if (seq > this.expectedSeq) {
+      this.buffer.set(seq, notification);
+      return 'buffered';
+    }
+    this.applyInOrder(notification);
+    this.drainBuffer();
+    return 'applied';
+  }
+
+  /**
+   * The run's request returned: apply what is still buffered (holes become gap entries), add
+   * records the stream never delivered, and end the run if `runFinished` never came.
+   */
+  settle(result: RunResult): void {
+    this.flushBuffer();
+    for (const record of result.toolCallHistory) {
+      const entry = this.callsById.get(record.callId);
+      if (entry === undefined || entry.record === null) {
+        this.applyRecord(record);
+      }
+    }
+    if (this.end === null) {
+      this.finish({
+        stopReason: result.stopReason,
+        content: result.content,
+        iterations: result.iterations,
+        toolCalls: result.toolCallHistory.length,
+        usage: result.usage,
+        error: null,
+        errorType: null,
+      });
+    }
+  }
+
+  /** The run's request failed (daemon error, daemon gone): end it with the reason. */
+  fail(message: string): void {
+    this.flushBuffer();
+    this.withdrawPendingApprovals();
+    if (this.end !== null) {
+      return;
+    }
+    const counts = this.counts();
+    this.finish({
+      stopReason: 'error',
+      content: '',
+      iterations: counts.iterations,
+      toolCalls: counts.toolCalls,
+      usage: null,
+      error: message,
+      errorType: null,
+    });
+  }
+
+  requestApproval(requestId: string, params: ApproveToolCallParams): void {
+    if (this.approvals.has(requestId)) {
+      return;
+    }
+    let entry = this.callsById.get(params.callId);
+    if (entry === undefined || entry.record !== null) {
+      // The approval came before (or without) its toolCallStarted: show the call anyway.
+      entry = this.addToolCall(params.callId, params.toolName, params.iteration, params.inputs);
+    }
+    entry.approval = {
+      requestId,
+      mutating: params.mutating,
+      executesCode: params.executesCode,
+      automationProfile: params.automationProfile,
+      state: 'pending',
+    };
+    this.approvals.set(requestId, entry);
+    this.emit(entry, 'updated');
+  }
+
+  settleApproval(requestId: string, state: ApprovalState): void {
+    const entry = this.approvals.get(requestId);
+    if (entry?.approval === null || entry?.approval === undefined) {
+      return;
+    }
+    if (entry.approval.state !== 'pending' || state === 'pending') {
+      return;
+    }
+    entry.approval = { ...entry.approval, state };
+    this.emit(entry, 'updated');
+  }
+
+  toSnapshot(): RunSnapshot {
+    return {
+      header: { ...this.header },
+      entries: this.entryList.map((entry) => structuredCopy(entry)),
+      nextSeq: this.expectedSeq,
+      buffered: [...this.buffer.values()],
+      textCounter: this.textCounter,
+    };
+  }
+
+  static fromSnapshot(snapshot: RunSnapshot): RunState {
+    const state = new RunState(snapshot.header.runId, snapshot.header);
+    for (const entry of snapshot.entries) {
+      const copy = structuredCopy(entry);
+      state.entryList.push(copy);
+      state.entriesById.set(copy.id, copy);
+      if (copy.kind === 'toolCall') {
+        state.callsById.set(copy.callId, copy);
+        if (copy.approval !== null) {
+          state.approvals.set(copy.approval.requestId, copy);
+        }
+      }
+    }
+    state.expectedSeq = snapshot.nextSeq;
+    state.textCounter = snapshot.textCounter;
+    for (const notification of snapshot.buffered) {
+      state.buffer.set(notification.params.seq, notification);
+    }
+    return state;
+  }
+
+  /** A run read back from the history: iterations, texts and records rebuilt from it. */
+  static fromDetail(detail: RunDetail): RunState {
+    const state = new RunState(detail.runId, {
+      prompt: detail.prompt,
+      sandboxRoot: detail.sandboxRoot,
+      automationProfile: detail.automationProfile,
+      maxIterations: detail.maxIterations,
+      continuedFrom: detail.continuedFrom,
+      phase: detail.status === 'running' ? 'running' : 'finished',
+      source: 'history',
+      storedStatus: detail.status,
+      startedAt: detail.startedAt,
+    });
+    const recordsByIteration = new Map<number, ToolCallRecord[]>();
+    for (const record of detail.toolCallHistory) {
+      const list = recordsByIteration.get(record.iteration) ?? [];
+      list.push(record);
+      recordsByIteration.set(record.iteration, list);
+    }
+    // Each assistant message is one LLM call (one iteration), in order.
+    let iteration = 0;
+    for (const message of detail.messages) {
+      if (message.role !== 'assistant') {
+        continue;
+      }
+      iteration += 1;
+      state.addIteration(iteration);
+      if (message.text) {
+        state.appendText(iteration, message.text);
+      }
+      for (const record of recordsByIteration.get(iteration) ?? []) {
+        state.applyRecord(record);
+      }
+      recordsByIteration.delete(iteration);
+    }
+    // Records whose assistant message was not stored (a crash mid-iteration).
+    for (const [number, records] of [...recordsByIteration.entries()].sort((a, b) => a[0] - b[0])) {
+      state.addIteration(number);
+      for (const record of records) {
+        state.applyRecord(record);
+      }
+    }
+    if (detail.status !== 'running') {
+      state.finish({
+        stopReason: storedStopReason(detail),
+        content: detail.content ?? '',
+        iterations: detail.iterations,
+        toolCalls: detail.toolCallHistory.length,
+        usage: detail.usage,
+        error: detail.error,
+        errorType: detail.errorType,
+      });
+    }
+    // Nothing will stream for a stored run; a late notification counts as a duplicate.
+    state.expectedSeq = Number.MAX_SAFE_INTEGER;
+    return state;
+  }
+
+  // -- applying, in order ---------------------------------------------------------------------
+
+  private drainBuffer(): void {
+    let next = this.buffer.get(this.expectedSeq);
+    while (next !== undefined) {
+      this.buffer.delete(this.expectedSeq);
+      this.applyInOrder(next);
+      next = this.buffer.get(this.expectedSeq);
+    }
+  }
+
+  private flushBuffer(): void {
+    if (this.buffer.size === 0) {
+      return;
+    }
+    const missing = this.gaps();
+    if (missing.length > 0) {
+      this.add({ kind: 'gap', id: `gap-${missing[0]}`, missing });
+    }
+    for (const seq of [...this.buffer.keys()].sort((a, b) => a - b)) {
+      const notification = this.buffer.get(seq);
+      this.buffer.delete(seq);
+      if (notification !== undefined) {
+        this.expectedSeq = seq;
+        this.applyInOrder(notification);
+      }
+    }
+  }
+
+  private applyInOrder(notification: RunNotification): void {
+    this.expectedSeq = notification.params.seq + 1;
+    switch (notification.method) {
+      case 'cleveragents/runStarted': {
+        const p = notification.params;
+        Object.assign(this.header, {
+          prompt: p.prompt,
+          sandboxRoot: p.sandboxRoot,
+          automationProfile: p.automationProfile,
+          maxIterations: p.maxIterations,
+          provider: p.provider,
+          model: p.model,
+          continuedFrom: p.continuedFrom,
+        });
+        if (this.header.phase === 'pending') {
+          this.header.phase = 'running';
+        }
+        this.emitHeader();
+        break;
+      }
+      case 'cleveragents/iterationStarted':
+        this.addIteration(notification.params.iteration);
+        break;
+      case 'cleveragents/textDelta':
+        this.appendText(notification.params.iteration, notification.params.text);
+        break;
+      case 'cleveragents/toolCallStarted': {
+        const p = notification.params;
+        this.addToolCall(p.callId, p.toolName, p.iteration, p.inputs);
+        break;
+      }
+      case 'cleveragents/toolCall':
+        this.applyRecord(notification.params.record);
+        break;
+      case 'cleveragents/runFinished': {
+        const p = notification.params;
+        this.withdrawPendingApprovals();
+        this.finish({
+          stopReason: p.stopReason,
+          content: p.content,
+          iterations: p.iterations,
+          toolCalls: p.toolCalls,
+          usage: p.usage,
+          error: p.error,
+          errorType: p.errorType,
+        });
+        break;
+      }
+    }
+  }
+
+  private addIteration(iteration: number): void {
+    const id = `iteration-${iteration}`;
+    if (this.entriesById.has(id)) {
+      return;
+    }
+    this.add({ kind: 'iteration', id, iteration });
+  }
+
+  private appendText(iteration: number, text: string): void {
+    if (text === '') {
+      return;
+    }
+    const last = this.entryList[this.entryList.length - 1];
+    if (last?.kind === 'text' && last.iteration === iteration) {
+      last.text += text;
+      this.emit(last, 'updated');
+      return;
+    }
+    this.textCounter += 1;
+    this.add({ kind: 'text', id: `text-${this.textCounter}`, iteration, text });
+  }
+
+  private addToolCall(callId: string, toolName: string, iteration: number, inputs: unknown): ToolCallEntry {
+    let id = `call-${callId}`;
+    for (let n = 2; this.entriesById.has(id); n += 1) {
+      id = `call-${callId}#${n}`;
+    }
+    const entry: ToolCallEntry = {
+      kind: 'toolCall',
+      id,
+      callId,
+      toolName,
+      iteration,
+      inputs,
+      status: 'running',
+      record: null,
+      approval: null,
+    };
+    this.callsById.set(callId, entry);
+    this.add(entry);
+    return entry;
+  }
+
+  private applyRecord(record: ToolCallRecord): void {
+    let entry = this.callsById.get(record.callId);
+    if (entry === undefined || entry.record !== null) {
+      entry = this.addToolCall(record.callId, record.toolName, record.iteration, record.inputs);
+    }
+    entry.record = record;
+    entry.inputs = record.inputs;
+    entry.toolName = record.toolName;
+    entry.status = record.success ? 'success' : 'failure';
+    if (entry.approval?.state === 'pending') {
+      entry.approval = { ...entry.approval, state: 'withdrawn' };
+    }
+    this.emit(entry, 'updated');
+  }
+
+  private withdrawPendingApprovals(): void {
+    for (const requestId of this.pendingApprovalIds()) {
+      this.settleApproval(requestId, 'withdrawn');
+    }
+  }
+
+  private finish(end: Omit<EndEntry, 'kind' | 'id'>): void {
+    if (this.end !== null) {
+      return;
+    }
+    this.add({ kind: 'end', id: 'end', ...end });
+    this.header.phase = 'finished';
+    this.emitHeader();
+  }
+
+  private add(entry: Entry): void {
+    this.entryList.push(entry);
+    this.entriesById.set(entry.id, entry);
+    this.emit(entry, 'added');
+  }
+
+  private emit(entry: Entry, change: ChangeKind): void {
+    for (const listener of this.entryListeners) {
+      listener(entry, change);
+    }
+  }
+
+  private emitHeader(): void {
+    for (const listener of this.headerListeners) {
+      listener(this.header);
+    }
+  }
+}
+
+function storedStopReason(detail: RunDetail): StopReason {
+  switch (detail.status) {
+    case 'cancelled':
+      return 'cancelled';
+    case 'limit':
+      return 'max_iterations';
+    case 'failed':
+    case 'interrupted':
+      return 'error';
+    default:
+      return detail.stopReason === 'max_iterations' || detail.stopReason === 'cancelled'
+        ? detail.stopReason
+        : 'final_answer';
+  }
+}
+
+function structuredCopy<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}

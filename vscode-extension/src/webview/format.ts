@@ -1,0 +1,102 @@
+// Text the panel shows: durations, times, pretty JSON, one-line summaries. Pure functions.
+
+import type { StopReason } from '../shared/runState';
+
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) {
+    return '';
+  }
+  if (ms < 1) {
+    return '<1 ms';
+  }
+  if (ms < 1000) {
+    return `${Math.round(ms)} ms`;
+  }
+  if (ms < 60_000) {
+    const seconds = ms / 1000;
+    return `${seconds < 10 ? seconds.toFixed(1) : Math.round(seconds)} s`;
+  }
+  const minutes = Math.floor(ms / 60_000);
+  const seconds = Math.round((ms % 60_000) / 1000);
+  return seconds > 0 ? `${minutes} min ${seconds} s` : `${minutes} min`;
+}
+
+/** JSON with two-space indents, cut at `limit` characters with a note saying how much is left. */
+export function prettyJson(value: unknown, limit = 100_000): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value, null, 2) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  if (text.length <= limit) {
+    return text;
+  }
+  const rest = text.length - limit;
+  return `${text.slice(0, limit)}\n… ${rest.toLocaleString('en-US')} more characters not shown`;
+}
+
+// Inputs that say the most about a call, in the order they are looked for.
+const SUMMARY_KEYS = ['path', 'pattern', 'command', 'query', 'file', 'url', 'name'];
+// Inputs the runtime adds, which say nothing about this call.
+const HIDDEN_KEYS = new Set(['sandbox_root', 'resource_bindings']);
+
+/** A short hint of what a call is about, e.g. its `path` or `command`. */
+export function inputSummary(inputs: unknown, maxLength = 80): string {
+  if (inputs === null || typeof inputs !== 'object' || Array.isArray(inputs)) {
+    return inputs === undefined || inputs === null ? '' : clip(oneLine(JSON.stringify(inputs) ?? ''), maxLength);
+  }
+  const record = inputs as Record<string, unknown>;
+  const keys = Object.keys(record).filter((key) => !HIDDEN_KEYS.has(key));
+  const key =
+    SUMMARY_KEYS.find((name) => keys.includes(name) && isShown(record[name])) ??
+    keys.find((name) => isShown(record[name]));
+  if (key === undefined) {
+    return '';
+  }
+  const value = record[key];
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return clip(oneLine(`${key}: ${text}`), maxLength);
+}
+
+export function relativeTime(epochSeconds: number, nowMs: number = Date.now()): string {
+  const seconds = Math.max(0, Math.round(nowMs / 1000 - epochSeconds));
+  if (seconds < 45) return 'just now';
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 24) return `${hours} h ago`;
+  const days = Math.round(hours / 24);
+  if (days === 1) return 'yesterday';
+  if (days < 7) return `${days} days ago`;
+  return new Date(epochSeconds * 1000).toISOString().slice(0, 10);
+}
+
+export function stopReasonTitle(reason: StopReason, maxIterations: number | null): string {
+  switch (reason) {
+    case 'final_answer':
+      return 'Finished';
+    case 'cancelled':
+      return 'Stopped';
+    case 'max_iterations':
+      return maxIterations ? `Stopped at the iteration limit (${maxIterations})` : 'Stopped at the iteration limit';
+    case 'error':
+      return 'Failed';
+  }
+}
+
+export function plural(count: number, singular: string, pluralForm = `${singular}s`): string {
+  return `${count.toLocaleString('en-US')} ${count === 1 ? singular : pluralForm}`;
+}
+
+export function clip(text: string, maxLength: number): string {
+  return text.length > maxLength ? `${text.slice(0, maxLength - 1)}…` : text;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+function isShown(value: unknown): boolean {
+  return (typeof value === 'string' && value.trim() !== '') || typeof value === 'number' || typeof value === 'boolean';
+}

@@ -1,0 +1,305 @@
+// The runs panel's script. It talks to the extension host only through postMessage: the
+// host sends its whole state when the page says `ready` (the page may be recreated at any
+// time), then run events as they happen; the page sends the user's actions.
+
+import type { DaemonStatus, HostMessage, Notice, WebviewMessage } from '../shared/messages';
+import { RunState, type RunSnapshot } from '../shared/runState';
+import { required, setAttr, setText } from './dom';
+import { stopReasonTitle } from './format';
+import { HistoryView } from './historyView';
+import { TranscriptView } from './transcriptView';
+
+interface VsCodeApi {
+  postMessage(message: unknown): void;
+  getState(): unknown;
+  setState(state: unknown): void;
+}
+
+declare function acquireVsCodeApi(): VsCodeApi;
+
+/** What the page keeps across reloads besides the host's state. */
+interface PageState {
+  prompt: string;
+  expanded: { runId: string; ids: string[] } | null;
+  historyOpen: boolean;
+}
+
+const vscode = acquireVsCodeApi();
+const page: PageState = { prompt: '', expanded: null, historyOpen: true, ...(vscode.getState() as Partial<PageState> | undefined) };
+
+const root = document;
+const form = required<HTMLFormElement>(root, '[data-testid="composer"]');
+const prompt = required<HTMLTextAreaElement>(root, '[data-testid="prompt"]');
+const runButton = required<HTMLButtonElement>(root, 'button[data-testid="run"]');
+const continueButton = required<HTMLButtonElement>(root, 'button[data-testid="continue"]');
+const stopButton = required<HTMLButtonElement>(root, 'button[data-testid="stop"]');
+const status = required<HTMLElement>(root, '[data-testid="status"]');
+const statusActions = required<HTMLElement>(root, '[data-testid="status-actions"]');
+const notice = required<HTMLElement>(root, '[data-testid="notice"]');
+const runHeading = required<HTMLElement>(root, '[data-testid="run-heading"]');
+const runMeta = required<HTMLElement>(root, '[data-testid="run-meta"]');
+const transcriptList = required<HTMLElement>(root, '[data-testid="transcript"]');
+const transcriptEmpty = required<HTMLElement>(root, '[data-testid="transcript-empty"]');
+const historyDetails = required<HTMLDetailsElement>(root, '[data-testid="history"]');
+const announcer = required<HTMLElement>(root, '[data-testid="announcer"]');
+const alertAnnouncer = required<HTMLElement>(root, '[data-testid="alert-announcer"]');
+
+let daemon: DaemonStatus = { state: 'starting', message: 'Connecting…' };
+let activeRunId: string | null = null;
+let run: RunState | null = null;
+let stopHeaderListener: (() => void) | null = null;
+let sentPrompt: string | null = null;
+let statusFrame: number | null = null;
+
+function post(message: WebviewMessage): void {
+  vscode.postMessage(message);
+}
+
+function savePage(): void {
+  vscode.setState(page);
+}
+
+const transcript = new TranscriptView(
+  transcriptList,
+  required<HTMLElement>(root, 'section.run'),
+  required<HTMLElement>(root, '.scroll-anchor'),
+  {
+  approve: (requestId, decision) => post({ type: 'approve', requestId, decision }),
+  announce: (text) => say(announcer, text),
+  alert: (text) => say(alertAnnouncer, text),
+  expansionChanged: (ids) => {
+    page.expanded = run === null ? null : { runId: run.runId, ids };
+    savePage();
+  },
+    rendered: () => {
+      document.dispatchEvent(new CustomEvent('cleveragents:rendered'));
+    },
+  },
+);
+
+const history = new HistoryView(
+  required<HTMLUListElement>(root, '[data-testid="history-list"]'),
+  required<HTMLElement>(root, '[data-testid="history-note"]'),
+  required<HTMLElement>(root, '[data-testid="history-count"]'),
+  (runId) => post({ type: 'openRun', runId }),
+);
+
+function say(region: HTMLElement, text: string): void {
+  // Clearing first makes a repeated message count as a change.
+  region.textContent = '';
+  requestAnimationFrame(() => {
+    region.textContent = text;
+  });
+}
+
+// -- messages from the host ------------------------------------------------------------------
+
+window.addEventListener('message', (event: MessageEvent) => {
+  const message = event.data as HostMessage | undefined;
+  if (message === undefined || typeof message !== 'object' || typeof message.type !== 'string') {
+    return;
+  }
+  receive(message);
+});
+
+function receive(message: HostMessage): void {
+  switch (message.type) {
+    case 'state':
+      daemon = message.state.daemon;
+      activeRunId = message.state.activeRunId;
+      history.show(message.state.history);
+      showRun(message.state.run);
+      break;
+    case 'showRun':
+      showRun(message.run);
+      break;
+    case 'runEvents':
+      if (run !== null && run.runId === message.runId) {
+        for (const runEvent of message.events) {
+          run.handle(runEvent);
+        }
+      }
+      break;
+    case 'daemon':
+      daemon = message.daemon;
+      break;
+    case 'history':
+      history.show(message.history);
+      break;
+    case 'activeRun':
+      activeRunId = message.runId;
+      if (message.runId !== null && sentPrompt !== null && prompt.value === sentPrompt) {
+        prompt.value = '';
+        page.prompt = '';
+        savePage();
+      }
+      sentPrompt = null;
+      break;
+    case 'notice':
+      showNotice(message.notice);
+      break;
+    case 'focusPrompt':
+      prompt.focus();
+      break;
+  }
+  scheduleStatus();
+}
+
+function showRun(snapshot: RunSnapshot | null): void {
+  stopHeaderListener?.();
+  stopHeaderListener = null;
+  run = snapshot === null ? null : RunState.fromSnapshot(snapshot);
+  const expanded = run !== null && page.expanded?.runId === run.runId ? page.expanded.ids : [];
+  transcript.show(run, expanded);
+  history.setDisplayed(run?.runId ?? null);
+  if (run !== null) {
+    stopHeaderListener = run.onHeader(() => scheduleStatus());
+  }
+  renderHeader();
+}
+
+function showNotice(value: Notice | null): void {
+  notice.hidden = value === null;
+  setText(notice, value?.message ?? '');
+  setAttr(notice, 'data-level', value?.level ?? null);
+}
+
+// -- drawing the controls and the status line --------------------------------------------------
+
+function scheduleStatus(): void {
+  if (statusFrame === null) {
+    statusFrame = requestAnimationFrame(() => {
+      statusFrame = null;
+      renderHeader();
+      renderControls();
+      renderStatus();
+    });
+  }
+}
+
+function renderHeader(): void {
+  transcriptEmpty.hidden = run !== null;
+  if (run === null) {
+    setText(runHeading, 'No run yet');
+    setText(runMeta, '');
+    return;
+  }
+  const header = run.header;
+  setText(runHeading, header.prompt || header.runId);
+  const meta: string[] = [];
+  if (header.provider) meta.push(header.model ? `${header.provider} (${header.model})` : header.provider);
+  if (header.automationProfile) meta.push(header.automationProfile);
+  if (header.sandboxRoot) meta.push(header.sandboxRoot);
+  if (header.continuedFrom) meta.push('follow-up');
+  if (header.source === 'history') meta.push('from the history');
+  setText(runMeta, meta.join(' · '));
+}
+
+function renderControls(): void {
+  const hasPrompt = prompt.value.trim() !== '';
+  runButton.disabled = activeRunId !== null || !hasPrompt;
+  stopButton.disabled = activeRunId === null;
+  continueButton.disabled = !(run !== null && run.finished && activeRunId === null && hasPrompt);
+  setAttr(
+    continueButton,
+    'title',
+    run !== null && run.finished ? `Send the prompt as a follow-up to "${run.header.prompt}"` : 'Open a finished run to continue it',
+  );
+}
+
+function renderStatus(): void {
+  const failed = daemon.state === 'failed';
+  statusActions.hidden = !failed;
+  if (failed || (run === null && daemon.state !== 'ready')) {
+    // A daemon that cannot start matters more than the run on display: say so, with the fix.
+    setText(status, daemon.message);
+    status.setAttribute('data-state', failed ? 'error' : daemon.state);
+    return;
+  }
+  if (run === null) {
+    setText(status, activeRunId !== null ? 'A run is going.' : 'Ready.');
+    status.setAttribute('data-state', 'ready');
+    return;
+  }
+  if (run.finished) {
+    const end = run.end;
+    const title = end === null ? 'Finished' : stopReasonTitle(end.stopReason, run.header.maxIterations);
+    setText(status, `${title}.`);
+    status.setAttribute('data-state', end?.stopReason === 'error' ? 'error' : 'finished');
+    return;
+  }
+  const counts = run.counts();
+  if (counts.pendingApprovals > 0) {
+    setText(status, 'Waiting for your approval.');
+    status.setAttribute('data-state', 'approval');
+    return;
+  }
+  if (run.header.phase === 'pending') {
+    setText(status, 'Starting the run…');
+    status.setAttribute('data-state', 'running');
+    return;
+  }
+  const calls = `${counts.toolCalls} tool call${counts.toolCalls === 1 ? '' : 's'}`;
+  const running = counts.running > 0 ? `, ${counts.running} running` : '';
+  setText(status, `Running: iteration ${Math.max(counts.iterations, 1)}, ${calls}${running}.`);
+  status.setAttribute('data-state', 'running');
+}
+
+// -- the user's actions ------------------------------------------------------------------------
+
+function startRun(): void {
+  const text = prompt.value.trim();
+  if (!text || activeRunId !== null) return;
+  sentPrompt = prompt.value;
+  post({ type: 'run', prompt: text });
+}
+
+form.addEventListener('submit', (event) => {
+  event.preventDefault();
+  startRun();
+});
+
+prompt.addEventListener('keydown', (event) => {
+  if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
+    event.preventDefault();
+    startRun();
+  }
+});
+
+prompt.addEventListener('input', () => {
+  page.prompt = prompt.value;
+  savePage();
+  renderControls();
+});
+
+continueButton.addEventListener('click', () => {
+  const text = prompt.value.trim();
+  if (!text || run === null || !run.finished) return;
+  sentPrompt = prompt.value;
+  post({ type: 'continue', prompt: text, runId: run.runId });
+});
+
+stopButton.addEventListener('click', () => post({ type: 'stop' }));
+
+required<HTMLButtonElement>(root, '[data-testid="history-refresh"]').addEventListener('click', () =>
+  post({ type: 'refreshHistory' }),
+);
+
+historyDetails.open = page.historyOpen;
+historyDetails.addEventListener('toggle', () => {
+  page.historyOpen = historyDetails.open;
+  savePage();
+});
+
+statusActions.addEventListener('click', (event) => {
+  const action = (event.target as Element | null)?.closest('button')?.getAttribute('data-action');
+  if (action === 'showOutput' || action === 'openSettings' || action === 'restartDaemon') {
+    post({ type: action });
+  }
+});
+
+prompt.value = page.prompt;
+renderHeader();
+renderControls();
+renderStatus();
+post({ type: 'ready' });

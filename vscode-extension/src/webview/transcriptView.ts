@@ -1,0 +1,579 @@
+// Draws a RunState as the transcript list, incrementally.
+//
+// Changes are only noted as they come; the DOM is touched once per animation frame, and a
+// frame stops after FRAME_BUDGET_MS so a burst of thousands of rows (or a big run reopened)
+// is spread over several frames and the panel stays responsive. Rows go into chunks of
+// CHUNK_ROWS, and the browser skips the rendering of chunks out of view (`content-visibility:
+// auto` on each chunk; on each row, the per-element visibility checks cost more than they
+// saved). Inputs and outputs are pretty-printed only when a row is expanded.
+//
+// Following the newest row is left to the browser: the scroller's only scroll anchor is an
+// element after the list (see webview.css), so while the user is at the bottom the browser
+// keeps it in view as rows are added. When they scroll up, the anchor is switched off (Chrome
+// would otherwise keep it in view from anywhere), and back on at the bottom. Anchoring does
+// nothing at scroll offset 0, so each run is scrolled to its anchor once, when it first
+// overflows. Reading the layout in every frame instead doubled the time a 5,000-row burst
+// took to draw.
+//
+// The list is a polite live region for added rows; while a backlog of more than
+// BUSY_BACKLOG rows is drawn it is marked busy, so a reopened run is not read out row by row.
+
+import type {
+  ApprovalDecision,
+  ApprovalState,
+  EndEntry,
+  Entry,
+  GapEntry,
+  IterationEntry,
+  RunState,
+  ToolCallEntry,
+} from '../shared/runState';
+import { el, setAttr, setText } from './dom';
+import { formatDuration, inputSummary, plural, prettyJson, stopReasonTitle } from './format';
+
+const FRAME_BUDGET_MS = 6;
+const BOTTOM_SLACK_PX = 40;
+const CHUNK_ROWS = 50;
+const BUSY_BACKLOG = 50;
+
+export interface TranscriptCallbacks {
+  approve(requestId: string, decision: ApprovalDecision): void;
+  /** Polite screen-reader announcement. */
+  announce(text: string): void;
+  /** Assertive announcement (approvals, the end of a run). */
+  alert(text: string): void;
+  /** The set of expanded rows changed (to keep it across reloads). */
+  expansionChanged(expanded: string[]): void;
+  /** Every queued change is on screen. */
+  rendered(): void;
+}
+
+interface ToolRow {
+  entry: ToolCallEntry;
+  element: HTMLElement;
+  toggle: HTMLButtonElement;
+  name: HTMLSpanElement;
+  summary: HTMLSpanElement;
+  statusText: HTMLSpanElement;
+  duration: HTMLSpanElement;
+  errorKind: HTMLSpanElement;
+  /** Inputs and output; made on the first expansion. */
+  details: HTMLDivElement | null;
+  approval: HTMLDivElement | null;
+  approvalState: ApprovalState | null;
+  /** The record (or inputs) the details were drawn from; redrawn when it changes. */
+  detailsOf: unknown;
+}
+
+export class TranscriptView {
+  private state: RunState | null = null;
+  private unsubscribe: (() => void) | null = null;
+  private readonly queue: Entry[] = [];
+  private readonly dirty = new Set<Entry>();
+  private readonly rows = new Map<string, HTMLElement>();
+  private readonly toolRows = new Map<string, ToolRow>();
+  private expanded = new Set<string>();
+  private frame: number | null = null;
+  private rowCounter = 0;
+  private chunk: HTMLElement | null = null;
+  /** The view follows the newest row through scroll anchoring (set once it overflows). */
+  private anchored = false;
+  /** The user is at the bottom: keep following. */
+  private follow = true;
+  private finishedSince = { done: 0, failed: 0 };
+  private announceTimer: ReturnType<typeof setTimeout> | null = null;
+
+  constructor(
+    private readonly list: HTMLElement,
+    private readonly scroller: HTMLElement,
+    private readonly anchor: HTMLElement,
+    private readonly callbacks: TranscriptCallbacks,
+  ) {
+    this.list.addEventListener('click', (event) => this.onClick(event));
+    this.scroller.addEventListener('scroll', () => this.onScroll(), { passive: true });
+  }
+
+  private onScroll(): void {
+    const { scrollTop, clientHeight, scrollHeight } = this.scroller;
+    const follow = scrollTop + clientHeight >= scrollHeight - BOTTOM_SLACK_PX;
+    if (follow !== this.follow) {
+      this.follow = follow;
+      this.anchor.classList.toggle('off', !follow);
+    }
+  }
+
+  /** Shows `state` (or nothing), from scratch. */
+  show(state: RunState | null, expanded: readonly string[] = []): void {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    this.state = state;
+    this.queue.length = 0;
+    this.dirty.clear();
+    this.rows.clear();
+    this.toolRows.clear();
+    this.expanded = new Set(expanded);
+    this.list.replaceChildren();
+    this.chunk = null;
+    this.anchored = false;
+    this.follow = true;
+    this.anchor.classList.remove('off');
+    if (state === null) {
+      this.flushNow();
+      return;
+    }
+    this.queue.push(...state.entries);
+    this.unsubscribe = state.onEntry((entry, change) => {
+      if (change === 'added') {
+        this.queue.push(entry);
+      } else if (this.rows.has(entry.id)) {
+        this.dirty.add(entry);
+      }
+      this.noteForAnnouncement(entry, change);
+      this.schedule();
+    });
+    this.schedule();
+  }
+
+  expandedIds(): string[] {
+    return [...this.expanded];
+  }
+
+  // -- frames --------------------------------------------------------------------------------
+
+  private schedule(): void {
+    if (this.frame === null) {
+      this.frame = requestAnimationFrame(() => {
+        this.frame = null;
+        this.render();
+      });
+    }
+  }
+
+  private flushNow(): void {
+    if (this.frame !== null) {
+      cancelAnimationFrame(this.frame);
+      this.frame = null;
+    }
+    this.callbacks.rendered();
+  }
+
+  private render(): void {
+    const start = performance.now();
+    if (this.queue.length > BUSY_BACKLOG) {
+      setAttr(this.list, 'aria-busy', 'true');
+    }
+    for (const entry of this.dirty) {
+      this.update(entry);
+    }
+    this.dirty.clear();
+    let taken = 0;
+    while (taken < this.queue.length) {
+      const entry = this.queue[taken];
+      taken += 1;
+      if (entry !== undefined && !this.rows.has(entry.id)) {
+        this.currentChunk().append(this.create(entry));
+      }
+      if (taken % 8 === 0 && performance.now() - start > FRAME_BUDGET_MS) {
+        break;
+      }
+    }
+    this.queue.splice(0, taken);
+    if (!this.anchored && this.follow) {
+      this.anchor.scrollIntoView({ block: 'end' });
+      this.anchored = this.scroller.scrollTop > 0;
+    }
+    if (this.queue.length > 0 || this.dirty.size > 0) {
+      this.schedule();
+      return;
+    }
+    setAttr(this.list, 'aria-busy', null);
+    this.callbacks.rendered();
+  }
+
+  private currentChunk(): HTMLElement {
+    if (this.chunk === null || this.chunk.childElementCount >= CHUNK_ROWS) {
+      this.chunk = el('div', { className: 'chunk', attrs: { role: 'none' } });
+      this.list.append(this.chunk);
+    }
+    return this.chunk;
+  }
+
+  // -- rows ----------------------------------------------------------------------------------
+
+  private create(entry: Entry): HTMLElement {
+    let element: HTMLElement;
+    switch (entry.kind) {
+      case 'iteration':
+        element = this.createIteration(entry);
+        break;
+      case 'text':
+        element = el('div', {
+          className: 'row assistant-text',
+          text: entry.text,
+          attrs: { role: 'listitem', 'data-testid': 'assistant-text' },
+        });
+        break;
+      case 'toolCall':
+        element = this.createToolCall(entry);
+        break;
+      case 'gap':
+        element = this.createGap(entry);
+        break;
+      case 'end':
+        element = this.createEnd(entry);
+        break;
+    }
+    this.rows.set(entry.id, element);
+    return element;
+  }
+
+  private update(entry: Entry): void {
+    if (entry.kind === 'text') {
+      const row = this.rows.get(entry.id);
+      if (row !== undefined) setText(row, entry.text);
+    } else if (entry.kind === 'toolCall') {
+      const row = this.toolRows.get(entry.id);
+      if (row !== undefined) this.updateToolCall(entry, row);
+    }
+  }
+
+  private createIteration(entry: IterationEntry): HTMLElement {
+    return el('div', {
+      className: 'row iteration',
+      text: `Iteration ${entry.iteration}`,
+      attrs: { role: 'listitem', 'data-testid': 'iteration', 'data-iteration': String(entry.iteration) },
+    });
+  }
+
+  private createGap(entry: GapEntry): HTMLElement {
+    const first = entry.missing[0] ?? 0;
+    const last = entry.missing[entry.missing.length - 1] ?? first;
+    const range = first === last ? `#${first}` : `#${first} to #${last}`;
+    return el('div', {
+      className: 'row gap',
+      attrs: { 'data-testid': 'gap', role: 'listitem' },
+      text: `${plural(entry.missing.length, 'update')} from the daemon never arrived (${range}); the rows after this come from the run's final result.`,
+    });
+  }
+
+  private createEnd(entry: EndEntry): HTMLElement {
+    const state = this.state;
+    const title = stopReasonTitle(entry.stopReason, state?.header.maxIterations ?? null);
+    const counts = state?.counts();
+    const parts = [plural(entry.iterations, 'iteration'), plural(entry.toolCalls, 'tool call')];
+    if (counts !== undefined && counts.failed > 0) parts.push(`${counts.failed} failed`);
+    if (entry.usage !== null && entry.usage.inputTokens + entry.usage.outputTokens > 0) {
+      parts.push(plural(entry.usage.inputTokens + entry.usage.outputTokens, 'token'));
+    }
+    const element = el(
+      'div',
+      {
+        className: `row run-end ${entry.stopReason}`,
+        attrs: { role: 'listitem', 'data-testid': 'run-end', 'data-stop-reason': entry.stopReason },
+      },
+      el(
+        'div',
+        { className: 'end-title' },
+        el('span', { className: 'end-icon', attrs: { 'aria-hidden': 'true' } }),
+        el('span', { text: title }),
+      ),
+      el('p', { className: 'end-summary', text: parts.join(' · ') }),
+    );
+    if (entry.error) {
+      element.append(el('p', { className: 'end-error', text: entry.error, attrs: { 'data-testid': 'run-error' } }));
+    }
+    if (entry.content && entry.content.trim() !== this.lastText().trim()) {
+      element.append(el('div', { className: 'end-content', text: entry.content, attrs: { 'data-testid': 'run-content' } }));
+    }
+    return element;
+  }
+
+  private lastText(): string {
+    const entries = this.state?.entries ?? [];
+    for (let i = entries.length - 1; i >= 0; i -= 1) {
+      const entry = entries[i];
+      if (entry?.kind === 'text') return entry.text;
+      if (entry?.kind === 'toolCall') return '';
+    }
+    return '';
+  }
+
+  private createToolCall(entry: ToolCallEntry): HTMLElement {
+    const name = el('span', { className: 'tool-name' });
+    const summary = el('span', { className: 'tool-summary' });
+    const statusText = el('span', { className: 'sr-only' });
+    const toggle = el(
+      'button',
+      {
+        className: 'tool-toggle',
+        attrs: { type: 'button', 'data-testid': 'tool-call-toggle', 'aria-expanded': 'false' },
+      },
+      el('span', { className: 'status-icon', attrs: { 'aria-hidden': 'true' } }),
+      name,
+      summary,
+      statusText,
+    );
+    const duration = el('span', { className: 'tool-duration', attrs: { 'data-testid': 'tool-call-duration' } });
+    const errorKind = el('span', { className: 'tool-error-kind', attrs: { 'data-testid': 'tool-call-error-kind' } });
+    const element = el(
+      'div',
+      { className: 'row tool-call', attrs: { role: 'listitem', 'data-testid': 'tool-call', 'data-entry-id': entry.id } },
+      toggle,
+      duration,
+      errorKind,
+    );
+    const row: ToolRow = {
+      entry,
+      element,
+      toggle,
+      name,
+      summary,
+      statusText,
+      duration,
+      errorKind,
+      details: null,
+      approval: null,
+      approvalState: null,
+      detailsOf: undefined,
+    };
+    this.toolRows.set(entry.id, row);
+    this.updateToolCall(entry, row);
+    return element;
+  }
+
+  private updateToolCall(entry: ToolCallEntry, row: ToolRow): void {
+    const { element } = row;
+    setAttr(element, 'data-call-id', entry.callId);
+    setAttr(element, 'data-tool-name', entry.toolName);
+    setAttr(element, 'data-status', entry.status);
+    const kind = entry.status === 'failure' ? (entry.record?.errorKind ?? 'error') : null;
+    setAttr(element, 'data-error-kind', kind);
+    setText(row.name, entry.toolName);
+    setText(row.summary, inputSummary(entry.inputs));
+    setText(row.statusText, `, ${statusWords(entry)}`);
+    setText(row.duration, entry.record === null ? '' : formatDuration(entry.record.durationMs));
+    setText(row.errorKind, kind ?? '');
+    this.updateApproval(entry, row);
+    if (this.expanded.has(entry.id)) {
+      this.setExpanded(entry, row, true);
+    }
+  }
+
+  private updateApproval(entry: ToolCallEntry, row: ToolRow): void {
+    const approval = entry.approval;
+    if (approval === null) {
+      return;
+    }
+    if (row.approval === null) {
+      row.approval = this.createApproval(entry);
+      if (row.details !== null) row.details.before(row.approval);
+      else row.element.append(row.approval);
+      row.approvalState = 'pending';
+      // The inputs are what the user decides on: show them.
+      this.expanded.add(entry.id);
+      this.callbacks.expansionChanged(this.expandedIds());
+      if (approval.state === 'pending') {
+        this.callbacks.alert(`Approval needed: ${entry.toolName} ${inputSummary(entry.inputs)}`);
+        queueMicrotask(() => this.focusApproval(row));
+      }
+    }
+    if (row.approvalState !== approval.state || approval.state !== 'pending') {
+      row.approvalState = approval.state;
+      const block = row.approval;
+      setAttr(block, 'data-state', approval.state);
+      if (approval.state !== 'pending') {
+        block.querySelector('.approval-buttons')?.remove();
+        const label = block.querySelector('.approval-question');
+        if (label !== null) setText(label, approvalOutcome(entry.toolName, approval.state));
+      }
+    }
+  }
+
+  private createApproval(entry: ToolCallEntry): HTMLDivElement {
+    const approval = entry.approval;
+    if (approval === null) throw new Error('no approval');
+    this.rowCounter += 1;
+    const labelId = `approval-label-${this.rowCounter}`;
+    const why = approval.executesCode
+      ? 'wants to run a program'
+      : approval.mutating
+        ? 'wants to change the workspace'
+        : 'needs your approval';
+    const button = (testId: string, decision: ApprovalDecision, text: string, kind: string): HTMLButtonElement =>
+      el('button', {
+        className: kind,
+        text,
+        attrs: { type: 'button', 'data-testid': testId, 'data-decision': decision, 'data-request-id': approval.requestId },
+      });
+    return el(
+      'div',
+      {
+        className: 'approval',
+        attrs: {
+          'data-testid': 'approval',
+          'data-state': approval.state,
+          role: 'group',
+          'aria-labelledby': labelId,
+          tabindex: '-1',
+        },
+      },
+      el('p', {
+        className: 'approval-question',
+        text: `${entry.toolName} ${why}. Allow it?`,
+        attrs: { id: labelId },
+      }),
+      el(
+        'div',
+        { className: 'approval-buttons' },
+        button('approve-allow', 'allow', 'Allow', 'primary'),
+        button('approve-deny', 'deny', 'Deny', 'secondary'),
+        button('approve-allow-run', 'allow_for_run', `Allow ${entry.toolName} for this run`, 'secondary'),
+      ),
+    );
+  }
+
+  private focusApproval(row: ToolRow): void {
+    // Take the focus only from nothing or from the transcript, never from the prompt box.
+    const active = document.activeElement;
+    if (row.approval !== null && (active === null || active === document.body || this.list.contains(active))) {
+      row.approval.focus();
+    }
+  }
+
+  private setExpanded(entry: ToolCallEntry, row: ToolRow, expanded: boolean): void {
+    setAttr(row.toggle, 'aria-expanded', String(expanded));
+    row.element.classList.toggle('expanded', expanded);
+    if (!expanded) {
+      if (row.details !== null) row.details.hidden = true;
+      return;
+    }
+    if (row.details === null) {
+      this.rowCounter += 1;
+      row.details = el('div', { className: 'tool-details', attrs: { id: `call-details-${this.rowCounter}` } });
+      row.element.append(row.details);
+      row.toggle.setAttribute('aria-controls', row.details.id);
+    }
+    row.details.hidden = false;
+    const source = entry.record ?? entry.inputs;
+    if (row.detailsOf === source) {
+      return;
+    }
+    row.detailsOf = source;
+    row.details.replaceChildren(...detailsContent(entry));
+  }
+
+  private onClick(event: MouseEvent): void {
+    const target = event.target as Element | null;
+    const button = target?.closest('button');
+    if (button === null || button === undefined || !this.list.contains(button)) {
+      return;
+    }
+    const testId = button.getAttribute('data-testid');
+    if (testId === 'tool-call-toggle') {
+      const id = button.closest('[data-testid="tool-call"]')?.getAttribute('data-entry-id');
+      const row = id ? this.toolRows.get(id) : undefined;
+      if (row === undefined) return;
+      const { entry } = row;
+      const expand = !this.expanded.has(entry.id);
+      if (expand) this.expanded.add(entry.id);
+      else this.expanded.delete(entry.id);
+      this.setExpanded(entry, row, expand);
+      this.callbacks.expansionChanged(this.expandedIds());
+      return;
+    }
+    const requestId = button.getAttribute('data-request-id');
+    const decision = button.getAttribute('data-decision') as ApprovalDecision | null;
+    if (requestId !== null && decision !== null) {
+      for (const sibling of button.parentElement?.querySelectorAll('button') ?? []) {
+        sibling.disabled = true;
+      }
+      this.callbacks.approve(requestId, decision);
+    }
+  }
+
+  // -- announcements -------------------------------------------------------------------------
+
+  private noteForAnnouncement(entry: Entry, change: 'added' | 'updated'): void {
+    if (entry.kind === 'end' && change === 'added') {
+      this.flushAnnouncement();
+      const title = stopReasonTitle(entry.stopReason, this.state?.header.maxIterations ?? null);
+      this.callbacks.alert(`Run ${title.toLowerCase()}. ${entry.error ?? ''}`.trim());
+      return;
+    }
+    if (entry.kind === 'toolCall' && change === 'updated' && entry.record !== null) {
+      this.finishedSince.done += 1;
+      if (!entry.record.success) this.finishedSince.failed += 1;
+      this.announceTimer ??= setTimeout(() => this.flushAnnouncement(), 1500);
+    }
+  }
+
+  private flushAnnouncement(): void {
+    if (this.announceTimer !== null) {
+      clearTimeout(this.announceTimer);
+      this.announceTimer = null;
+    }
+    const { done, failed } = this.finishedSince;
+    this.finishedSince = { done: 0, failed: 0 };
+    if (done > 0) {
+      this.callbacks.announce(`${plural(done, 'tool call')} finished${failed > 0 ? `, ${failed} failed` : ''}.`);
+    }
+  }
+}
+
+function statusWords(entry: ToolCallEntry): string {
+  if (entry.approval?.state === 'pending') return 'waiting for approval';
+  switch (entry.status) {
+    case 'running':
+      return 'running';
+    case 'success':
+      return 'succeeded';
+    case 'failure':
+      return `failed: ${entry.record?.errorKind ?? 'error'}`;
+  }
+}
+
+function approvalOutcome(toolName: string, state: ApprovalState): string {
+  switch (state) {
+    case 'allow':
+      return `Allowed ${toolName}.`;
+    case 'allow_for_run':
+      return `Allowed ${toolName} for the rest of this run.`;
+    case 'deny':
+      return `Denied ${toolName}.`;
+    case 'withdrawn':
+      return `The daemon stopped waiting for an answer about ${toolName}.`;
+    case 'pending':
+      return '';
+  }
+}
+
+function detailsContent(entry: ToolCallEntry): Node[] {
+  const nodes: Node[] = [
+    el('div', { className: 'detail-label', text: 'Inputs' }),
+    el('pre', { className: 'detail-json', text: prettyJson(entry.inputs), attrs: { 'data-testid': 'tool-call-inputs', tabindex: '0' } }),
+  ];
+  const record = entry.record;
+  if (record === null) {
+    nodes.push(
+      el('div', { className: 'detail-label', text: 'Output' }),
+      el('pre', { className: 'detail-json pending', text: 'Running…', attrs: { 'data-testid': 'tool-call-output', tabindex: '0' } }),
+    );
+  } else if (record.success) {
+    nodes.push(
+      el('div', { className: 'detail-label', text: 'Output' }),
+      el('pre', { className: 'detail-json', text: prettyJson(record.output), attrs: { 'data-testid': 'tool-call-output', tabindex: '0' } }),
+    );
+  } else {
+    const error = `${record.errorKind ?? 'error'}: ${record.error ?? 'no message'}`;
+    const hasOutput = Object.keys(record.output).length > 0;
+    nodes.push(
+      el('div', { className: 'detail-label', text: 'Error' }),
+      el('pre', {
+        className: 'detail-json error',
+        text: hasOutput ? `${error}\n\n${prettyJson(record.output)}` : error,
+        attrs: { 'data-testid': 'tool-call-output', tabindex: '0' },
+      }),
+    );
+  }
+  return nodes;
+}
