@@ -101,6 +101,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"] and "--acp" in argv[1:]:
+        # ACP mode needs neither pygls nor lsprotocol: skip their import (a second of start-up).
+        from .acp.server import main as acp_main
+
+        return int(acp_main([a for a in argv[1:] if a != "--acp"]))
     if argv[:1] == ["serve"]:
         # The daemon parses its own options (argparse.REMAINDER would not pass `--stdio` on).
         from .daemon.server import main as serve_main

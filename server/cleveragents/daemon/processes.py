@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import time
 
 log = logging.getLogger(__name__)
@@ -91,3 +92,19 @@ def _alive(pid: int) -> bool:
         return stat[stat.rfind(b")") + 2 :][:1] != b"Z"
     except OSError:
         return False
+
+
+def claim_stdio() -> tuple[int, int]:
+    """Keep stdin and stdout for the protocol alone; returns private copies of both.
+
+    A stray `print` in a tool, or a child process that inherits stdout, would corrupt the
+    stream; one that reads stdin would steal the client's bytes. So the protocol gets
+    private copies, stdout becomes stderr and stdin becomes /dev/null.
+    """
+    sys.stdout.flush()
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    return in_fd, out_fd

@@ -58,7 +58,7 @@ from .framing import (
     encode,
     start_fd_reader,
 )
-from .processes import kill_descendants
+from .processes import claim_stdio, kill_descendants
 from .runs import ClientRequestError, DaemonError, RunManager
 
 log = logging.getLogger(__name__)
@@ -603,6 +603,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         help="listen on a TCP port instead (one client; port 0 picks one)",
     )
+    transport.add_argument(
+        "--acp",
+        action="store_true",
+        help="speak the Agent Client Protocol on stdio instead, for Zed and other ACP "
+        "editors (`--acp --help` lists its options)",
+    )
     parser.add_argument(
         "--history",
         metavar="PATH",
@@ -652,6 +658,10 @@ def _parse_address(value: str) -> tuple[str, int]:
 
 def main(args: list[str]) -> int:
     """`cleveragents serve [--stdio | --tcp HOST:PORT] [--history PATH] [--log-level L]`."""
+    if "--acp" in args:  # ACP mode parses its own options
+        from ..acp.server import main as acp_main
+
+        return acp_main([arg for arg in args if arg != "--acp"])
     options = _parser().parse_args(args)
     _configure_logging(options.log_level)
     address = None
@@ -665,24 +675,8 @@ def main(args: list[str]) -> int:
     try:
         if address is not None:
             return asyncio.run(serve_tcp(address[0], address[1], history))
-        in_fd, out_fd = _claim_stdio()
+        in_fd, out_fd = claim_stdio()
         return asyncio.run(serve_stdio(in_fd, out_fd, history))
     finally:
         if history is not None:
             history.close()
-
-
-def _claim_stdio() -> tuple[int, int]:
-    """Keep stdin and stdout for the protocol alone.
-
-    A stray `print` in a tool, or a child process that inherits stdout, would corrupt the
-    stream; one that reads stdin would steal the client's bytes. So the protocol gets
-    private copies, stdout becomes stderr and stdin becomes /dev/null.
-    """
-    sys.stdout.flush()
-    in_fd, out_fd = os.dup(0), os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.dup2(2, 1)
-    return in_fd, out_fd

@@ -1,0 +1,157 @@
+"""An ACP session and its prompt turns: what the client sees of each run, in order.
+
+A session is one conversation in one sandbox (the client's `cwd`): every prompt runs the tool
+loop with the conversation so far, so the second prompt continues the first. A `PromptTurn`
+is one prompt's run as seen from the client: it observes the run's events and turns them into
+`session/update` notifications, sent strictly in the order they happened (and all of them
+before a permission request or the prompt's response), and it asks the client for approvals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from acp import Client
+from acp.schema import AgentMessageChunk, ToolCallProgress, ToolCallStart, ToolCallStatus
+
+from ..mcp import McpToolset
+from ..tool.events import RunEvent, TextDelta, ToolCallFinished, ToolCallStarted
+from ..tool.messages import Message
+from ..tool.policy import ApprovalDecision, ApprovalRequest, verdict
+from ..tool.registry import ToolRegistry
+from ..tool.runtime import CancelToken
+from .permissions import (
+    decision_from,
+    permission_options,
+    permission_tool_call,
+    turn_cancelled,
+)
+from .updates import call_finished, call_running, call_started, message_chunk
+
+log = logging.getLogger(__name__)
+
+SessionUpdate = AgentMessageChunk | ToolCallStart | ToolCallProgress
+
+
+@dataclass(slots=True)
+class AcpSession:
+    session_id: str
+    sandbox_root: str
+    automation_profile: str
+    # The MCP servers the client asked for in `session/new`, running for the session's life.
+    client_mcp: McpToolset | None = None
+    conversation: list[Message] = field(default_factory=list)
+    last_run_id: str | None = None
+    # Tools the user chose "always allow" for: later prompts of the session do not ask again.
+    always_allowed: set[str] = field(default_factory=set)
+    turn: PromptTurn | None = None
+
+
+class UpdateStream:
+    """The `session/update` notifications of one prompt turn, sent one at a time, in order."""
+
+    def __init__(self, client: Client, session_id: str) -> None:
+        self._client = client
+        self._session_id = session_id
+        self._queue: asyncio.Queue[SessionUpdate] = asyncio.Queue()
+        self._pump = asyncio.ensure_future(self._send_all())
+
+    def put(self, update: SessionUpdate) -> None:
+        self._queue.put_nowait(update)
+
+    async def flush(self) -> None:
+        """Wait until every update put so far has been sent."""
+        await self._queue.join()
+
+    async def close(self) -> None:
+        await self.flush()
+        self.abandon()
+
+    def abandon(self) -> None:
+        """Stop sending (the connection is going away); what is queued is dropped."""
+        self._pump.cancel()
+
+    async def _send_all(self) -> None:
+        while True:
+            update = await self._queue.get()
+            try:
+                await self._client.session_update(self._session_id, update)
+            except Exception as exc:  # the connection closed under us: nobody to tell
+                log.warning("session/update not sent: %s: %s", type(exc).__name__, exc)
+            finally:
+                self._queue.task_done()
+
+
+class PromptTurn:
+    """One prompt's run, seen from the client: its updates, its approvals, its cancel token."""
+
+    def __init__(self, client: Client, session: AcpSession, approval_timeout_s: float) -> None:
+        self.client = client
+        self.session = session
+        self.approval_timeout_s = approval_timeout_s
+        # Fixed for the run: `session/set_mode` during it applies to the next prompt.
+        self.automation_profile = session.automation_profile
+        self.cancel = CancelToken()
+        # The run's tools, once its MCP servers are up (for tool kinds and approval rules).
+        self.registry = ToolRegistry()
+        self.updates = UpdateStream(client, session.session_id)
+
+    def observe(self, event: RunEvent) -> None:
+        """A run observer: events the client shows become `session/update`s."""
+        if isinstance(event, TextDelta):
+            self.updates.put(message_chunk(event))
+        elif isinstance(event, ToolCallStarted):
+            spec = self.registry.get(event.tool_name)
+            rule = verdict(self.automation_profile, spec) if spec is not None else "deny"
+            runs_outright = rule == "allow" or (
+                rule == "ask" and event.tool_name in self.session.always_allowed
+            )
+            status: ToolCallStatus = "in_progress" if runs_outright else "pending"
+            self.updates.put(call_started(event, spec, self.session.sandbox_root, status))
+        elif isinstance(event, ToolCallFinished):
+            self.updates.put(call_finished(event.record))
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        """The runtime's approver: ask the client with `session/request_permission`."""
+        if request.tool_name in self.session.always_allowed:
+            return "allow_for_run"
+        # The client must know the call (its `tool_call`) before it is asked about it.
+        await self.updates.flush()
+        tool_call = permission_tool_call(
+            request, self.registry.get(request.tool_name), self.session.sandbox_root
+        )
+        try:
+            response = await asyncio.wait_for(
+                self.client.request_permission(
+                    self.session.session_id, tool_call, permission_options(request.tool_name)
+                ),
+                self.approval_timeout_s,
+            )
+        except TimeoutError:
+            log.warning(
+                "no answer about %s within %g s: denied", request.tool_name, self.approval_timeout_s
+            )
+            return "deny"
+        except Exception as exc:  # an error answer, a malformed one, or a closed connection
+            log.warning("permission request for %s failed (%s): denied", request.tool_name, exc)
+            return "deny"
+        if turn_cancelled(response):
+            # The client answers `cancelled` when it cancelled the prompt turn; the cancel
+            # notification may still be on its way, so stop the run here too.
+            self.cancel.cancel()
+            return "deny"
+        decision = decision_from(response)
+        if decision == "allow_for_run":
+            self.session.always_allowed.add(request.tool_name)
+        if decision != "deny":
+            self.updates.put(call_running(request.call_id))
+        return decision
+
+    async def finish(self) -> None:
+        """Send what is left; the prompt's response may go out after this."""
+        await self.updates.close()
+
+    def abandon(self) -> None:
+        self.updates.abandon()

@@ -1,0 +1,153 @@
+"""Run events as ACP `session/update` payloads: tool calls, their outcomes, assistant text.
+
+A call the model asks for becomes a `tool_call` (status `in_progress` when it runs without
+asking, else `pending`); its record becomes a `tool_call_update` (`completed` or `failed`)
+with the raw output, a readable text content and, under `_meta.cleveragents`, what ACP has no
+field for: `durationMs`, `iteration`, `errorKind` and the `toolName`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+from acp.schema import (
+    AgentMessageChunk,
+    ContentToolCallContent,
+    StopReason,
+    TextContentBlock,
+    ToolCallLocation,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolCallStatus,
+    ToolKind,
+)
+
+from ..tool.events import TextDelta, ToolCallStarted
+from ..tool.records import ToolCallRecord, ToolCallRunResult
+from ..tool.registry import ToolSpec
+from ..tool.router import result_from_record
+
+META_KEY = "cleveragents"
+# The text shown in the editor; the whole output stays in `rawOutput`.
+CONTENT_TEXT_LIMIT = 8000
+TITLE_ARGUMENT_LIMIT = 80
+# The argument that best says what a call works on, in order of preference.
+_TITLE_ARGUMENTS = ("path", "pattern", "command", "query", "url", "name")
+
+# Words in a tool's name that say more than its mutating / executes_code flags do.
+_KIND_WORDS: tuple[tuple[ToolKind, frozenset[str]], ...] = (
+    ("delete", frozenset({"delete", "remove", "rm", "unlink", "del"})),
+    ("move", frozenset({"move", "rename", "mv"})),
+    ("fetch", frozenset({"fetch", "http", "url", "download", "web", "browse", "curl"})),
+    ("search", frozenset({"search", "grep", "glob", "find", "query"})),
+)
+_WORD_BREAK = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+
+
+def tool_kind(spec: ToolSpec | None) -> ToolKind:
+    """The ACP kind of a tool, for the editor's icon: from its name, else from its flags."""
+    if spec is None:
+        return "other"
+    words = {word.lower() for word in _WORD_BREAK.split(spec.name) if word}
+    for kind, names in _KIND_WORDS:
+        if words & names:
+            return kind
+    if spec.executes_code:
+        # An MCP tool that did not declare itself read-only is flagged as running code,
+        # but nothing says it does: "other" is the honest kind.
+        return "other" if spec.source.startswith("mcp:") else "execute"
+    return "edit" if spec.mutating else "read"
+
+
+def tool_title(tool_name: str, inputs: Any) -> str:
+    """`read_file: src/app.py`: the tool and what it works on."""
+    if isinstance(inputs, dict):
+        for key in _TITLE_ARGUMENTS:
+            value = inputs.get(key)
+            if isinstance(value, str) and value.strip():
+                line = " ".join(value.split())
+                if len(line) > TITLE_ARGUMENT_LIMIT:
+                    line = line[: TITLE_ARGUMENT_LIMIT - 1] + "…"
+                return f"{tool_name}: {line}"
+    return tool_name
+
+
+def tool_locations(inputs: Any, sandbox_root: str) -> list[ToolCallLocation] | None:
+    """The file a call touches, as an absolute path, so editors can follow along."""
+    if not isinstance(inputs, dict):
+        return None
+    path = inputs.get("path")
+    if not isinstance(path, str) or not path:
+        return None
+    return [ToolCallLocation(path=os.path.normpath(os.path.join(sandbox_root, path)))]
+
+
+def call_started(
+    event: ToolCallStarted, spec: ToolSpec | None, sandbox_root: str, status: ToolCallStatus
+) -> ToolCallStart:
+    return ToolCallStart(
+        session_update="tool_call",
+        tool_call_id=event.call_id,
+        title=tool_title(event.tool_name, event.inputs),
+        kind=tool_kind(spec),
+        status=status,
+        locations=tool_locations(event.inputs, sandbox_root),
+        raw_input=event.inputs,
+        field_meta={META_KEY: {"toolName": event.tool_name, "iteration": event.iteration}},
+    )
+
+
+def call_running(call_id: str) -> ToolCallProgress:
+    """An approved call has started to run."""
+    return ToolCallProgress(
+        session_update="tool_call_update", tool_call_id=call_id, status="in_progress"
+    )
+
+
+def call_finished(record: ToolCallRecord) -> ToolCallProgress:
+    """A call's record: its status, what the model was told, and our timing and error kind."""
+    told = result_from_record(record).content
+    if record.success:
+        text = json.dumps(record.output, ensure_ascii=False, indent=2, default=str)
+    else:
+        text = f"{record.error_kind or 'error'}: {record.error or 'the call failed'}"
+    if len(text) > CONTENT_TEXT_LIMIT:
+        more = len(text) - CONTENT_TEXT_LIMIT
+        text = f"{text[:CONTENT_TEXT_LIMIT]}\n… ({more} more characters in rawOutput)"
+    return ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=record.call_id,
+        status="completed" if record.success else "failed",
+        content=[
+            ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=text))
+        ],
+        raw_output=told,
+        field_meta={
+            META_KEY: {
+                "toolName": record.tool_name,
+                "durationMs": record.duration_ms,
+                "iteration": record.iteration,
+                "errorKind": record.error_kind,
+            }
+        },
+    )
+
+
+def message_chunk(event: TextDelta) -> AgentMessageChunk:
+    """Streamed assistant text; each model response is one message (`messageId`)."""
+    return AgentMessageChunk(
+        session_update="agent_message_chunk",
+        content=TextContentBlock(type="text", text=event.text),
+        message_id=f"{event.run_id}-{event.iteration}",
+    )
+
+
+def stop_reason(result: ToolCallRunResult) -> StopReason:
+    if result.stop_reason == "cancelled":
+        return "cancelled"
+    if result.terminated_by_limit or result.stop_reason == "max_iterations":
+        return "max_turn_requests"
+    return "end_turn"

@@ -1,0 +1,373 @@
+"""Helpers for the ACP tests: the real agent process, the ACP SDK's client on recorded pipes,
+and a check of every recorded message against the published ACP JSON Schema."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from functools import cache
+from pathlib import Path
+from typing import Any, cast
+
+import jsonschema
+from acp import Client, connect_to_agent
+from acp.client.connection import ClientSideConnection
+from acp.schema import (
+    AllowedOutcome,
+    DeniedOutcome,
+    PermissionOption,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+)
+
+ACP_TESTS = Path(__file__).resolve().parent
+REPO = ACP_TESTS.parents[1]
+SCHEMA_FILE = ACP_TESTS / "schema" / "acp-v1.schema.json"
+WAIT_S = 60.0  # a ceiling against hangs, never a timing assertion
+LINE_LIMIT = 16 * 1024 * 1024
+
+TO_AGENT = "to_agent"
+TO_CLIENT = "to_client"
+
+
+def agent_env(home: Path, **settings: str) -> dict[str, str]:
+    """The agent's environment: our test tools importable, no user settings or keys."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CLEVERAGENTS_", "ANTHROPIC_", "OPENAI_"))
+    }
+    env["PYTHONPATH"] = os.pathsep.join([str(ACP_TESTS), *filter(None, [env.get("PYTHONPATH")])])
+    env["XDG_DATA_HOME"] = str(home / "data")
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(settings)
+    return env
+
+
+def replay_env(home: Path, script: str, **settings: str) -> dict[str, str]:
+    return agent_env(
+        home, CLEVERAGENTS_PROVIDER="replay", CLEVERAGENTS_REPLAY_SCRIPT=script, **settings
+    )
+
+
+def write_script(path: Path, *responses: dict[str, Any]) -> str:
+    """A replay-provider script: one response per LLM call of a run."""
+    path.write_text(json.dumps({"responses": list(responses)}), encoding="utf-8")
+    return str(path)
+
+
+def call(tool_name: str, call_id: str, /, **arguments: Any) -> dict[str, Any]:
+    """One scripted tool call; keyword arguments are the tool's arguments."""
+    return {"name": tool_name, "id": call_id, "arguments": arguments}
+
+
+# -- the schema ------------------------------------------------------------------------------
+
+
+@cache
+def acp_schema() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    return data
+
+
+@cache
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    defs = acp_schema()["$defs"]
+    return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{name}", "$defs": defs})
+
+
+@cache
+def _envelope_validator(title: str) -> jsonschema.Draft202012Validator:
+    """The schema's own top-level branch for messages a side sends ("Agent" or "Client")."""
+    schema = acp_schema()
+    branch = next(b for b in schema["anyOf"] if b.get("title") == title)
+    return jsonschema.Draft202012Validator({**branch, "$defs": schema["$defs"]})
+
+
+@cache
+def _method_defs() -> dict[tuple[str, str], str]:
+    """(method, "Request" | "Response" | "Notification") to the `$defs` entry describing it."""
+    table: dict[tuple[str, str], str] = {}
+    for name, definition in acp_schema()["$defs"].items():
+        method = definition.get("x-method")
+        if method is None:
+            continue
+        for part in ("Request", "Response", "Notification"):
+            if name.endswith(part):
+                table[(method, part)] = name
+    return table
+
+
+def _handled_by(definition: str) -> str:
+    return str(acp_schema()["$defs"][definition]["x-side"])
+
+
+def check_messages(log: list[tuple[str, dict[str, Any]]]) -> int:
+    """Validate every message, both ways, against the schema; returns how many were checked.
+
+    Each message must pass its side's top-level branch (the envelope), and its params or
+    result must pass the definition of its own method: a request's method names it, a
+    response's is the method of the request it answers (matched by id, the other way).
+    """
+    methods = _method_defs()
+    asked: dict[tuple[str, Any], str] = {}
+    for direction, message in log:
+        where = f"{direction} {json.dumps(message)[:300]}"
+        sender = "Client" if direction == TO_AGENT else "Agent"
+        _check(_envelope_validator(sender), message, where)
+        if "method" in message:
+            method = message["method"]
+            part = "Request" if "id" in message else "Notification"
+            definition = methods.get((method, part))
+            assert definition is not None, f"{method} is not an ACP {part.lower()}: {where}"
+            expected_side = "agent" if direction == TO_AGENT else "client"
+            assert _handled_by(definition) == expected_side, f"{method} sent the wrong way"
+            _check(_validator(definition), message.get("params"), where)
+            if "id" in message:
+                asked[(direction, message["id"])] = method
+            continue
+        if "error" in message:
+            _check(_validator("Error"), message["error"], where)
+            if message.get("id") is not None:
+                asked.pop((_other(direction), message["id"]), None)
+            continue
+        method = asked.pop((_other(direction), message["id"]), None)
+        assert method is not None, f"a response to no request: {where}"
+        definition = methods[(method, "Response")]
+        _check(_validator(definition), message["result"], where)
+    return len(log)
+
+
+def _other(direction: str) -> str:
+    return TO_CLIENT if direction == TO_AGENT else TO_AGENT
+
+
+def _check(validator: jsonschema.Draft202012Validator, value: Any, where: str) -> None:
+    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    assert not errors, f"schema violations in {where}: " + "; ".join(
+        f"{list(e.absolute_path)}: {e.message[:200]}" for e in errors[:5]
+    )
+
+
+# -- the client ------------------------------------------------------------------------------
+
+PermissionAnswer = Callable[[ToolCallUpdate, list[PermissionOption]], Awaitable[str | None]]
+
+
+async def refuse_to_be_asked(tool_call: ToolCallUpdate, options: list[PermissionOption]) -> None:
+    raise AssertionError(f"unexpected permission request for {tool_call.title}")
+
+
+class RecordingClient:
+    """The editor's side: keeps every update and answers permission requests via `answer`.
+
+    `answer` returns the chosen option id, or None for the `cancelled` outcome.
+    """
+
+    def __init__(self) -> None:
+        self.updates: list[tuple[str, Any]] = []
+        self.permission_requests: list[tuple[str, ToolCallUpdate, list[PermissionOption]]] = []
+        self.answer: PermissionAnswer = refuse_to_be_asked
+        self._changed = asyncio.Condition()
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        async with self._changed:
+            self.updates.append((session_id, update))
+            self._changed.notify_all()
+
+    async def request_permission(
+        self,
+        session_id: str,
+        tool_call: ToolCallUpdate,
+        options: list[PermissionOption],
+        **kwargs: Any,
+    ) -> RequestPermissionResponse:
+        async with self._changed:
+            self.permission_requests.append((session_id, tool_call, options))
+            self._changed.notify_all()
+        chosen = await self.answer(tool_call, options)
+        if chosen is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=chosen)
+        )
+
+    async def wait_for_update(self, predicate: Callable[[Any], bool]) -> Any:
+        async def find() -> Any:
+            async with self._changed:
+                while True:
+                    for _, update in self.updates:
+                        if predicate(update):
+                            return update
+                    await self._changed.wait()
+
+        return await asyncio.wait_for(find(), WAIT_S)
+
+    def session_updates(self, session_id: str) -> list[Any]:
+        return [update for sid, update in self.updates if sid == session_id]
+
+    def tool_updates(self, session_id: str, call_id: str) -> list[Any]:
+        return [
+            u
+            for u in self.session_updates(session_id)
+            if u.session_update in ("tool_call", "tool_call_update") and u.tool_call_id == call_id
+        ]
+
+    def text(self, session_id: str) -> str:
+        return "".join(
+            u.content.text
+            for u in self.session_updates(session_id)
+            if u.session_update == "agent_message_chunk"
+        )
+
+
+# -- the agent process -----------------------------------------------------------------------
+
+
+class AgentProcess:
+    """`python -m cleveragents serve --acp`, driven by the ACP SDK's client side.
+
+    Both pipes go through relays that record every line as it crosses, so the tests can check
+    the exact bytes on the wire (not what the SDK made of them) against the schema.
+    """
+
+    def __init__(self, process: asyncio.subprocess.Process, client: RecordingClient) -> None:
+        self.process = process
+        self.client = client
+        self.wire: list[tuple[str, bytes]] = []
+        self.injected: list[bytes] = []
+        self.stderr = bytearray()
+        self.connection: ClientSideConnection | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._sdk_writer: asyncio.StreamWriter | None = None
+        self._relay_transport: asyncio.BaseTransport | None = None
+
+    @classmethod
+    async def start(
+        cls, home: Path, env: dict[str, str], *args: str, client: RecordingClient | None = None
+    ) -> AgentProcess:
+        command = [
+            sys.executable,
+            "-m",
+            "cleveragents",
+            "serve",
+            "--acp",
+            "--history",
+            str(home / "history.sqlite3"),
+            *args,
+        ]
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            cwd=str(home),
+            limit=LINE_LIMIT,
+        )
+        agent = cls(process, client or RecordingClient())
+        await agent._connect()
+        return agent
+
+    async def _connect(self) -> None:
+        loop = asyncio.get_running_loop()
+        # What the SDK reads: the agent's stdout, line by line, after we recorded it.
+        sdk_reader = asyncio.StreamReader(limit=LINE_LIMIT)
+        # What the SDK writes: a pipe we read on the other end, record, and pass on.
+        read_fd, write_fd = os.pipe()
+        relay_reader = asyncio.StreamReader(limit=LINE_LIMIT)
+        self._relay_transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(relay_reader), os.fdopen(read_fd, "rb", 0)
+        )
+        write_protocol = asyncio.StreamReaderProtocol(asyncio.StreamReader())
+        transport, _ = await loop.connect_write_pipe(
+            lambda: write_protocol, os.fdopen(write_fd, "wb", 0)
+        )
+        self._sdk_writer = asyncio.StreamWriter(transport, write_protocol, None, loop)
+        self._tasks = [
+            asyncio.ensure_future(self._from_agent(sdk_reader)),
+            asyncio.ensure_future(self._to_agent(relay_reader)),
+            asyncio.ensure_future(self._read_stderr()),
+        ]
+        # The recording client implements the Client methods the agent calls; the SDK answers
+        # method-not-found for the others (fs/*, terminal/*), which the agent never uses.
+        client = cast(Client, self.client)
+        self.connection = connect_to_agent(client, self._sdk_writer, sdk_reader)
+
+    async def _from_agent(self, sdk_reader: asyncio.StreamReader) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        while line := await stdout.readline():
+            self.wire.append((TO_CLIENT, line))
+            sdk_reader.feed_data(line)
+        sdk_reader.feed_eof()
+
+    async def _to_agent(self, relay_reader: asyncio.StreamReader) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        while line := await relay_reader.readline():
+            self.wire.append((TO_AGENT, line))
+            stdin.write(line)
+            await stdin.drain()
+        stdin.close()
+
+    async def _read_stderr(self) -> None:
+        stderr = self.process.stderr
+        assert stderr is not None
+        while chunk := await stderr.read(65536):
+            self.stderr += chunk
+
+    @property
+    def conn(self) -> ClientSideConnection:
+        assert self.connection is not None
+        return self.connection
+
+    def inject(self, raw: bytes) -> None:
+        """Bytes straight onto the agent's stdin, past the SDK (malformed input)."""
+        stdin = self.process.stdin
+        assert stdin is not None
+        self.injected.append(raw)
+        stdin.write(raw)
+
+    def messages(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every line that crossed, parsed; each must be exactly one JSON object and a newline."""
+        parsed = []
+        for direction, line in self.wire:
+            assert line.endswith(b"\n"), f"{direction}: a message without its newline: {line!r}"
+            message = json.loads(line)
+            assert isinstance(message, dict), f"{direction}: not an object: {line!r}"
+            parsed.append((direction, message))
+        return parsed
+
+    def received(self, method: str) -> list[dict[str, Any]]:
+        return [m for d, m in self.messages() if d == TO_CLIENT and m.get("method") == method]
+
+    async def close(self) -> int:
+        """Close our end as an editor does; the agent's exit code."""
+        if self.connection is not None:
+            await self.connection.close()
+        if self._sdk_writer is not None:
+            self._sdk_writer.close()
+        code = await asyncio.wait_for(self.process.wait(), WAIT_S)
+        await asyncio.wait_for(asyncio.gather(*self._tasks), WAIT_S)
+        return code
+
+    def kill(self) -> None:
+        """Whatever state the test left: no process, no relay, no open pipe."""
+        if self.process.returncode is None:
+            self.process.kill()
+        for task in self._tasks:
+            task.cancel()
+        if self._sdk_writer is not None:
+            self._sdk_writer.close()
+        if self._relay_transport is not None:
+            self._relay_transport.close()
+
+
+# What the `start_agent` fixture returns (in this module, not conftest: test modules cannot
+# import from a conftest reliably when several test folders have one).
+StartAgent = Callable[..., AbstractAsyncContextManager[AgentProcess]]
