@@ -108,9 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(acp_main([a for a in argv[1:] if a != "--acp"]))
     if argv[:1] == ["serve"]:
         # The daemon parses its own options (argparse.REMAINDER would not pass `--stdio` on).
-        from .daemon.server import main as serve_main
+        from .daemon.startup import import_server_main
 
-        return int(serve_main(argv[1:]))
+        return int(import_server_main()(argv[1:]))
     args = _parser().parse_args(argv)
     try:
         if args.command == "run":

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Iterable
-from importlib.metadata import entry_points
 
 from .tool.registry import ToolRegistry, ToolSpec, spec_of
 
@@ -45,6 +44,9 @@ def tools_from_entry_points() -> list[ToolSpec]:
 
     An entry point names a module (all its @tool functions), a @tool function, or a ToolSpec.
     """
+    # importlib.metadata is imported here: scanning installed packages is start-up cost.
+    from importlib.metadata import entry_points
+
     specs: list[ToolSpec] = []
     for point in entry_points(group=ENTRY_POINT_GROUP):
         try:

@@ -2,6 +2,6 @@
 
 import sys
 
-from .server import main
+from .startup import import_server_main
 
-sys.exit(main(sys.argv[1:]))
+sys.exit(import_server_main()(sys.argv[1:]))
