@@ -417,3 +417,81 @@ def test_serve_hands_its_options_to_the_daemon() -> None:
     assert done.returncode == 2 and "not allowed with argument" in done.stderr
     shown = cli("serve", "--help")
     assert shown.returncode == 0 and "--history PATH" in shown.stdout
+
+
+def test_tools_from_a_py_file_and_from_the_current_folder(workspace: Path, tmp_path: Path) -> None:
+    (tmp_path / "localtools.py").write_text(
+        "from cleveragents.tool import tool\n\n"
+        "@tool\n"
+        "def local_one() -> str:\n"
+        '    """A tool next to the project."""\n'
+        '    return "here"\n'
+    )
+    by_path = cli("tools", "--tools", str(tmp_path / "localtools.py"), "--json")
+    assert by_path.returncode == 0, by_path.stderr
+    assert "local_one" in {r["name"] for r in json.loads(by_path.stdout)}
+    by_name = subprocess.run(
+        [*CLI, "tools", "--tools", "localtools", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert by_name.returncode == 0, by_name.stderr
+    missing = cli("tools", "--tools", str(tmp_path / "absent.py"))
+    assert missing.returncode == 1 and "no such file" in missing.stderr
+
+
+def test_ctrl_d_at_the_approval_prompt_denies(workspace: Path, tmp_path: Path) -> None:
+    import pty
+
+    script = replay_script(
+        tmp_path,
+        [
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "a.txt", "content": "a"}}
+                ]
+            },
+            {"text": "done"},
+        ],
+    )
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [
+            *CLI,
+            "run",
+            "x",
+            "--sandbox",
+            str(workspace),
+            "--provider",
+            "replay",
+            "--script",
+            script,
+            "--no-history",
+        ],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        close_fds=True,
+        env={**os.environ, "TERM": "dumb", "COLUMNS": "200"},
+    )
+    os.close(follower)
+    screen = b""
+    sent = False
+    deadline = time.monotonic() + 60
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            screen += os.read(leader, 4096)
+        except OSError:
+            break
+        if not sent and b"always this run" in screen:
+            os.write(leader, b"\x04")  # Ctrl-D: end of input
+            sent = True
+    process.wait(timeout=30)
+    os.close(leader)
+    text = screen.decode(errors="replace")
+    assert process.returncode == 0, text
+    assert not (workspace / "a.txt").exists()
+    assert "denied" in text and "EOFError" not in text

@@ -157,3 +157,25 @@ def test_registry_decorator_and_order() -> None:
     assert "b" in registry and len(registry) == 2
     registry.unregister("b")
     assert registry.names() == ["a_tool"]
+
+
+def test_an_invalid_explicit_schema_is_refused_at_registration() -> None:
+    registry = ToolRegistry()
+    with pytest.raises(ValueError, match="not valid JSON Schema"):
+        registry.register(
+            "bad",
+            lambda **kw: kw,
+            input_schema={"type": "object", "properties": {"x": {"type": 7}}},
+        )
+
+
+def test_reserved_keys_leave_explicit_schemas_without_touching_the_callers() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "sandbox_root": {"type": "string"}},
+        "required": ["path", "sandbox_root"],
+    }
+    spec = ToolRegistry().register("read", lambda path, sandbox_root: path, input_schema=schema)
+    assert spec.input_schema["required"] == ["path"]
+    assert set(spec.input_schema["properties"]) == {"path"}
+    assert set(schema["properties"]) == {"path", "sandbox_root"}  # the caller's, unchanged

@@ -152,3 +152,46 @@ async def test_a_tools_own_timeout_error_is_not_reported_as_ours() -> None:
     record = await run(registry, "connect", {})
     assert record.error_kind == "execution_error"
     assert record.error == "connect raised TimeoutError: connect timed out"
+
+
+async def test_a_tool_calling_sys_exit_is_a_failed_record_not_the_end_of_the_loop() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def quits() -> None:
+        """Like an argparse error inside a tool."""
+        raise SystemExit(2)
+
+    record = await run(registry, "quits", {})
+    assert record.error_kind == "execution_error" and record.error == "quits called sys.exit(2)"
+
+
+async def test_an_approver_that_raises_denies_the_call() -> None:
+    from cleveragents.tool.policy import Authorizer
+
+    registry = ToolRegistry()
+    ran: list[int] = []
+
+    @registry.tool(mutating=True)
+    def change() -> None:
+        """Changes something."""
+        ran.append(1)
+
+    async def broken(request: Any) -> Any:
+        raise EOFError("terminal closed")
+
+    authorizer = Authorizer("ask", broken, "run_1")
+    record = await ToolRunner(registry).run(
+        ToolCallRequest("c1", "change", {}), None, 1, authorizer
+    )
+    assert record.error_kind == "denied" and "EOFError" in (record.error or "")
+    assert ran == []
+
+
+async def test_nan_and_infinity_arguments_are_not_json() -> None:
+    for raw in ('{"x": NaN}', '{"x": Infinity}', '{"x": -Infinity}'):
+        request = ToolCallRouter.from_openai_tool_call(
+            {"id": "c1", "function": {"name": "echo", "arguments": raw}}
+        )
+        record = await ToolRunner(registry_with_echo()).run(request)
+        assert record.error_kind == "invalid_arguments", raw

@@ -388,3 +388,24 @@ def test_continuing_a_conversation_closes_dangling_tool_calls() -> None:
         "UserMessage",
     ]
     assert result.messages[:4] == sent
+
+
+def test_varying_reserved_keys_does_not_get_round_the_repeat_guard() -> None:
+    registry = ToolRegistry()
+    runs: list[str] = []
+
+    @registry.tool
+    def look(path: str) -> str:
+        """Look."""
+        runs.append(path)
+        return path
+
+    llm = script(*(calls(("look", {"path": "a", "sandbox_root": f"/x{n}"})) for n in range(5)))
+    result = runtime_for(registry, llm).run_tool_loop("go")
+    assert runs == ["a", "a", "a"]
+    assert [r.error_kind for r in result.tool_call_history][3:] == ["repeated_call"] * 2
+
+
+def test_the_runner_must_serve_the_runtimes_registry() -> None:
+    with pytest.raises(ValueError, match="same ToolRegistry"):
+        ToolCallingRuntime(ToolRegistry(), ToolRunner(ToolRegistry()), script())

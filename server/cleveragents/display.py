@@ -105,19 +105,52 @@ class TerminalApprover:
         self.display = display
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        import asyncio
-
         self.display.stop()
         console = self.display.console
+        inputs = escape(_short(_model_inputs(request.inputs), 300))
         console.print(
-            f"[yellow]?[/] [bold]{escape(request.tool_name)}[/] wants to run with "
-            f"{escape(_short(request.inputs, 300))}"
+            f"[yellow]?[/] [bold]{escape(request.tool_name)}[/] wants to run with {inputs}"
         )
         while True:
-            answer = await asyncio.to_thread(
-                console.input, "  allow? [bold]y[/]es / [bold]n[/]o / [bold]a[/]lways this run: "
-            )
+            try:
+                answer = await _read_line(
+                    console, "  allow? [bold]y[/]es / [bold]n[/]o / [bold]a[/]lways this run: "
+                )
+            except EOFError:  # Ctrl-D, or the terminal went away: nobody said yes
+                return "deny"
             choice = answer.strip().lower()[:1]
             if choice in ("y", "n", "a"):
                 break
         return {"y": "allow", "n": "deny", "a": "allow_for_run"}[choice]  # type: ignore[return-value]
+
+
+async def _read_line(console: Console, prompt: str) -> str:
+    """console.input on a daemon thread of its own.
+
+    Not the loop's default executor: that one is joined when the loop closes, so a Ctrl-C
+    during the prompt would wait for someone to press Enter.
+    """
+    import asyncio
+    import threading
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str] = loop.create_future()
+
+    def settle(value: str | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value or "")
+
+    def read() -> None:
+        try:
+            line = console.input(prompt)
+        except BaseException as exc:  # EOFError, KeyboardInterrupt: hand it to the caller
+            loop.call_soon_threadsafe(settle, None, exc)
+            return
+        loop.call_soon_threadsafe(settle, line, None)
+
+    threading.Thread(target=read, name="cleveragents-prompt", daemon=True).start()
+    return await future

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
+import os
+import sys
 from collections.abc import Iterable
+from types import ModuleType
 
 from .tool.registry import ToolRegistry, ToolSpec, spec_of
 
@@ -15,13 +19,34 @@ class ToolLoadError(RuntimeError):
     """A user tool module or entry point could not be loaded; the message says which."""
 
 
+def _import(module_name: str) -> ModuleType:
+    """A module by dotted name (the current folder on the path, as `python -m` has it) or by
+    the path of a `.py` file."""
+    if module_name.endswith(".py") or os.sep in module_name:
+        path = os.path.abspath(module_name)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no such file: {path}")
+        name = os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"{path} is not a Python module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    return importlib.import_module(module_name)
+
+
 def tools_in_module(module_name: str) -> list[ToolSpec]:
     """Every `@tool`-decorated function (or ToolSpec) defined at the top of a module."""
     try:
-        module = importlib.import_module(module_name)
+        module = _import(module_name)
     except Exception as exc:
         raise ToolLoadError(
-            f"cannot import tool module {module_name!r}: {type(exc).__name__}: {exc}"
+            f"cannot import tool module {module_name!r}: {type(exc).__name__}: {exc} "
+            "(give a dotted module name importable from here or PYTHONPATH, or a .py file)"
         ) from exc
     specs: list[ToolSpec] = []
     for _, value in inspect.getmembers(module):

@@ -7,14 +7,13 @@ and this module stay importable without it.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..tool.llm import TextSink
 from ..tool.messages import LLMRequest, LLMResponse, ToolCallRequest
 from ..tool.records import Usage
-from ..tool.router import ANTHROPIC_CONTENT, ToolCallRouter
+from ..tool.router import ANTHROPIC_CONTENT, ToolCallRouter, loads_strict
 from .errors import ProviderError
 
 if TYPE_CHECKING:
@@ -238,8 +237,8 @@ class _TurnAssembler:
         if not raw.strip():  # a call without arguments streams no input_json_delta
             return ToolCallRouter.from_anthropic_tool_use(block)
         try:
-            arguments = json.loads(raw)
-        except json.JSONDecodeError as exc:
+            arguments = loads_strict(raw)
+        except ValueError as exc:
             # Usually output cut at max_tokens: the runner reports it instead of running
             # the tool on half its arguments.
             call = ToolCallRouter.from_anthropic_tool_use(block)

@@ -23,6 +23,7 @@ from typing import Any
 from ..tool.llm import TextSink
 from ..tool.messages import LLMRequest, LLMResponse, ToolCallRequest
 from ..tool.records import Usage
+from ..tool.router import loads_strict
 
 
 class ReplayScriptError(ValueError):
@@ -43,8 +44,8 @@ def _parse_call(raw: Any, where: str, index: int) -> ToolCallRequest:
     parse_error = None
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError as exc:
+            arguments = loads_strict(arguments)
+        except ValueError as exc:
             parse_error = str(exc)
     call_id = raw.get("id") or f"{where.replace(' ', '_')}_call_{index}"
     return ToolCallRequest(str(call_id), raw["name"], arguments, parse_error)
@@ -89,6 +90,8 @@ class ReplayCaller:
                 data = json.load(handle)
         except FileNotFoundError:
             raise ReplayScriptError(f"replay script not found: {path}") from None
+        except OSError as exc:
+            raise ReplayScriptError(f"cannot read replay script {path}: {exc.strerror}") from None
         except json.JSONDecodeError as exc:
             raise ReplayScriptError(f"replay script {path} is not valid JSON: {exc}") from None
         return cls(parse_script(data))

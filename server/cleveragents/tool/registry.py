@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 import re
 from collections.abc import Callable, Iterator
@@ -48,6 +49,18 @@ def _check_name(name: str) -> None:
         raise ValueError(f"invalid tool name {name!r}: use 1 to 64 letters, digits, '_' or '-'")
 
 
+def _check_schema(tool_name: str, schema: dict[str, Any]) -> None:
+    """A schema that is not valid JSON Schema is refused at registration, not at first call."""
+    from jsonschema import exceptions, validators
+
+    try:
+        validators.validator_for(schema).check_schema(schema)
+    except exceptions.SchemaError as exc:
+        raise ValueError(
+            f"tool {tool_name}: input_schema is not valid JSON Schema: {exc.message}"
+        ) from None
+
+
 def _accepted_reserved(handler: Callable[..., Any]) -> frozenset[str]:
     try:
         parameters = inspect.signature(handler).parameters
@@ -81,12 +94,17 @@ def make_spec(
     else:
         if not isinstance(input_schema, dict) or input_schema.get("type", "object") != "object":
             raise ValueError(f"tool {tool_name}: input_schema must be a JSON Schema object")
-        schema = dict(input_schema)
+        schema = copy.deepcopy(input_schema)  # never edit the caller's schema
         schema.setdefault("type", "object")
+        _check_schema(tool_name, schema)
         doc_description = inspect.getdoc(handler) or ""
         reserved = _accepted_reserved(handler)
-        for key in RESERVED_PARAMS:
-            schema.get("properties", {}).pop(key, None)
+        properties = schema.get("properties")
+        if isinstance(properties, dict):
+            for key in RESERVED_PARAMS:
+                properties.pop(key, None)
+        if isinstance(schema.get("required"), list):
+            schema["required"] = [k for k in schema["required"] if k not in RESERVED_PARAMS]
     return ToolSpec(
         name=tool_name,
         description=(description if description is not None else doc_description) or tool_name,

@@ -32,6 +32,15 @@ ANTHROPIC_CONTENT = "anthropic_content"
 """Key in `provider_data` for an assistant turn's content blocks as the API sent them."""
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def loads_strict(text: str) -> Any:
+    """json.loads without NaN and Infinity, which Python accepts and JSON clients reject."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
 def _field(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, dict):
         return obj.get(name, default)
@@ -160,8 +169,8 @@ class ToolCallRouter:
         if isinstance(raw, str):
             if raw.strip():
                 try:
-                    arguments = json.loads(raw)
-                except json.JSONDecodeError as exc:
+                    arguments = loads_strict(raw)
+                except ValueError as exc:
                     arguments, parse_error = raw, str(exc)
         else:
             arguments = raw

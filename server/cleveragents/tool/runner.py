@@ -147,8 +147,14 @@ class ToolRunner:
                 raise ToolFailure(
                     "execution_error", f"{spec.name} raised TimeoutError: {exc}"
                 ) from None
+            # A thread cannot be stopped from outside: say so rather than imply it ended.
+            still = "" if spec.is_async else " (it may still be running in its worker thread)"
             raise ToolFailure(
-                "timeout", f"{spec.name} did not finish within {spec.timeout_s:g} s"
+                "timeout", f"{spec.name} did not finish within {spec.timeout_s:g} s{still}"
+            ) from None
+        except SystemExit as exc:  # sys.exit or argparse in a tool must not stop the loop
+            raise ToolFailure(
+                "execution_error", f"{spec.name} called sys.exit({exc.code!r})"
             ) from None
         except ToolError as exc:
             raise ToolFailure(exc.kind, str(exc)) from None
@@ -197,9 +203,21 @@ class ToolRunner:
         inputs: dict[str, Any] | None = None
         try:
             spec = self.resolve(request)
-            inputs = self.validate(spec, request, context)
+            try:
+                inputs = self.validate(spec, request, context)
+            except ToolFailure:
+                raise
+            except Exception as exc:  # the tool's own schema is broken (an MCP server's, say)
+                raise ToolFailure(
+                    "validation_error",
+                    f"{spec.name} has an input schema that cannot be checked: "
+                    f"{type(exc).__name__}: {exc}",
+                ) from None
             if authorizer is not None:
-                denial = await authorizer.check(spec, inputs, request.call_id, iteration)
+                try:
+                    denial = await authorizer.check(spec, inputs, request.call_id, iteration)
+                except Exception as exc:  # an approver that fails must not let the call run
+                    denial = f"asking for approval failed ({type(exc).__name__}: {exc})"
                 if denial is not None:
                     raise ToolFailure("denied", denial)
             output = await self.execute(spec, inputs)

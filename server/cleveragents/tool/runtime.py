@@ -43,6 +43,7 @@ from .records import ToolCallRecord, ToolCallRunResult, Usage
 from .registry import ToolRegistry
 from .router import ToolCallRouter, result_from_record
 from .runner import ToolRunner
+from .schema import RESERVED_PARAMS
 
 DEFAULT_MAX_ITERATIONS = 25
 DEFAULT_MAX_REPEATED_CALLS = 3
@@ -130,8 +131,12 @@ _CALL_KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=repr)
 
 
 def _call_key(call: ToolCallRequest) -> str:
+    arguments: Any = call.arguments
+    if isinstance(arguments, dict):
+        # The reserved keys are dropped before a tool runs: varying them is not a new call.
+        arguments = {k: v for k, v in arguments.items() if k not in RESERVED_PARAMS}
     try:
-        arguments = _CALL_KEY_ENCODER.encode(call.arguments)
+        arguments = _CALL_KEY_ENCODER.encode(arguments)
     except (TypeError, ValueError):
         arguments = repr(call.arguments)
     return f"{call.tool_name}\0{arguments}"
@@ -343,6 +348,8 @@ class ToolCallingRuntime:
             raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
         if max_repeated_calls < 1:
             raise ValueError(f"max_repeated_calls must be at least 1, got {max_repeated_calls}")
+        if runner.registry is not registry:
+            raise ValueError("runner must run the same ToolRegistry the runtime offers")
         if router is not None and not isinstance(router, ToolCallRouter):
             raise TypeError(f"router must be a ToolCallRouter, not {type(router).__name__}")
         self.registry = registry
@@ -455,8 +462,7 @@ class ToolCallingRuntime:
 
 
 async def _stop(task: asyncio.Future[Any]) -> None:
+    # asyncio.wait, not await: the task's outcome no longer matters, but a cancellation aimed
+    # at our caller while we wait must still reach it.
     task.cancel()
-    try:
-        await task
-    except BaseException:
-        pass
+    await asyncio.wait([task])
