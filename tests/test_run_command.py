@@ -27,6 +27,10 @@ needs_bwrap = pytest.mark.skipif(
 )
 MODES = [pytest.param(True, marks=needs_bwrap, id="confined"), pytest.param(False, id="unconfined")]
 
+# The base interpreter, not the venv's link to it: a checkout (and its .venv) under /tmp is
+# hidden inside bubblewrap's private /tmp, the interpreter itself is not.
+PYTHON = os.path.realpath(sys.executable)
+
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
@@ -123,7 +127,7 @@ async def test_refused_without_a_sandbox_root() -> None:
 
 async def test_output_over_one_mebibyte_keeps_head_and_tail(root: Path) -> None:
     command = (
-        f"{sys.executable} -c \"import sys; sys.stdout.write('HEAD' + 'a' * 3000000 + 'TAIL')\""
+        f"{PYTHON} -c \"import sys; sys.stdout.write('HEAD' + 'a' * 3000000 + 'TAIL')\""
     )
     record = await call(root, {"command": command})
     output = record.output
@@ -202,7 +206,7 @@ async def test_processes_that_start_their_own_session_are_killed_too(
 ) -> None:
     duration, marker = unique_sleep()
     escape = (
-        f"{sys.executable} -c 'import os, time; os.setsid(); "
+        f"{PYTHON} -c 'import os, time; os.setsid(); "
         f'open("escaped", "w").close(); time.sleep({duration})\''
     )
     # The shell waits until the process has left its group, then exits.
@@ -278,7 +282,7 @@ async def test_confined_command_has_no_network(root: Path) -> None:
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]
     probe = (
-        f'{sys.executable} -c "import socket; '
+        f'{PYTHON} -c "import socket; '
         f"socket.create_connection(('127.0.0.1', {port}), timeout=5); print('connected')\""
     )
     try:
@@ -309,7 +313,7 @@ async def test_confined_command_has_a_private_tmp(root: Path) -> None:
 
 @needs_bwrap
 async def test_confined_command_sees_the_system_read_only(root: Path) -> None:
-    output = await run(root, f"{sys.executable} -c 'print(1 + 1)'; touch /usr/x", confine=True)
+    output = await run(root, f"{PYTHON} -c 'print(1 + 1)'; touch /usr/x", confine=True)
     assert output["stdout"] == "2\n"
     assert "Read-only file system" in output["stderr"]
     assert not Path("/usr/x").exists()
