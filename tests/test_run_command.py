@@ -126,9 +126,7 @@ async def test_refused_without_a_sandbox_root() -> None:
 
 
 async def test_output_over_one_mebibyte_keeps_head_and_tail(root: Path) -> None:
-    command = (
-        f"{PYTHON} -c \"import sys; sys.stdout.write('HEAD' + 'a' * 3000000 + 'TAIL')\""
-    )
+    command = f"{PYTHON} -c \"import sys; sys.stdout.write('HEAD' + 'a' * 3000000 + 'TAIL')\""
     record = await call(root, {"command": command})
     output = record.output
     assert output["truncated"] is True

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import sys
+from contextlib import nullcontext
 from typing import Any
 
 from . import __version__
@@ -287,7 +288,13 @@ def _run(args: argparse.Namespace) -> int:
         loop.add_signal_handler(signal.SIGINT, _second_interrupt_kills, loop, cancel)
         try:
             # The sandbox's MCP servers run for this run only, and stop with it.
-            async with McpToolset(sandbox) as mcp_tools:
+            # A .mcp.json server is a program the workspace names: none under read-only.
+            servers: Any = (
+                nullcontext(McpToolset(sandbox))
+                if args.profile == "read-only"
+                else McpToolset(sandbox)
+            )
+            async with servers as mcp_tools:
                 add_mcp_tools(registry, mcp_tools)
                 for name, reason in mcp_tools.skipped.items():
                     console.print(f"[yellow]MCP server {name!r} not started: {reason}[/]")

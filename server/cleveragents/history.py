@@ -339,8 +339,9 @@ class RunHistory:
             )
 
     def _execute(self, sql: str, parameters: Sequence[Any]) -> None:
+        storable = [_text(p) if isinstance(p, str) else p for p in parameters]
         with self._transaction(immediate=True) as conn:
-            conn.execute(sql, parameters)
+            conn.execute(sql, storable)
 
     def _run_started(self, event: RunStarted) -> None:
         with self._lock:
@@ -521,8 +522,16 @@ _SUMMARY_COLUMNS = (
 
 
 def _dumps(value: Any) -> str:
-    # default=str: a value JSON cannot hold is stored as its text rather than losing the row.
-    return json.dumps(value, ensure_ascii=False, default=str)
+    # default=str: a value JSON cannot hold is stored as its text rather than losing the row;
+    # ASCII escapes keep lone surrogates (non-UTF-8 file names) storable.
+    return json.dumps(value, ensure_ascii=True, default=str)
+
+
+def _text(value: str | None) -> str | None:
+    """A string SQLite can store: lone surrogates become U+FFFD instead of failing the write."""
+    if value is None:
+        return None
+    return value.encode("utf-8", "replace").decode("utf-8")
 
 
 def _run_exists(conn: sqlite3.Connection, run_id: str) -> bool:

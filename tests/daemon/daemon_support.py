@@ -113,13 +113,13 @@ class RawDaemon:
         self._stderr_reader = asyncio.ensure_future(self._read_stderr())
 
     @classmethod
-    async def start(cls, home: Path, *extra: str) -> RawDaemon:
+    async def start(cls, home: Path, *extra: str, env: dict[str, str] | None = None) -> RawDaemon:
         process = await asyncio.create_subprocess_exec(
             *daemon_command(home / "history.sqlite3", *extra),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=daemon_env(home),
+            env={**daemon_env(home), **(env or {})},
             cwd=str(home),
         )
         return cls(process)

@@ -66,3 +66,32 @@ def _is_zombie(pid: int) -> bool:
             return handle.read().split(") ", 1)[1].startswith("Z")
     except OSError:
         return True
+
+
+async def test_read_only_runs_start_no_mcp_server(
+    raw: RawDaemon, tmp_path: Path, sandbox: Path
+) -> None:
+    marker = tmp_path / "started"
+    mcp_config(sandbox, {"command": "sh", "args": ["-c", f"touch {marker}; exit 1"]})
+    script = write_script(tmp_path / "script.json", {"text": "Done."})
+    await raw.initialize(replay_options(script, automationProfile="read-only"))
+    answer = await raw.request("cleveragents/run", {"prompt": "x", "sandboxRoot": str(sandbox)})
+    assert answer["result"]["content"] == "Done."
+    assert not marker.exists()
+
+
+async def test_a_secret_expanded_into_the_command_never_shows_in_the_error(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    mcp_config(sandbox, {"command": "sh", "args": ["-c", "exit 1", "${CA_TEST_SECRET_KEY}"]})
+    raw = await RawDaemon.start(tmp_path, env={"CA_TEST_SECRET_KEY": "sk-very-secret"})
+    try:
+        script = write_script(tmp_path / "script.json", {"text": "Done."})
+        await raw.initialize(replay_options(script))
+        answer = await raw.request("cleveragents/run", {"prompt": "x", "sandboxRoot": str(sandbox)})
+        message = answer["error"]["message"]
+        assert "${CA_TEST_SECRET_KEY}" in message
+        assert "sk-very-secret" not in message
+    finally:
+        raw.kill()
+        await raw.process.wait()

@@ -687,3 +687,32 @@ async def test_a_tool_thread_stuck_for_good_does_not_keep_the_daemon_alive(
     assert await raw.close() == 1
     finished = raw.notifications("cleveragents/runFinished")
     assert [f["stopReason"] for f in finished] == ["cancelled"]
+
+
+async def test_non_utf8_file_names_and_surrogates_lose_no_notification(
+    raw: RawDaemon, tmp_path: Path, sandbox: Path
+) -> None:
+    # A file name that is not UTF-8 reaches Python as a lone surrogate ("caf\udce9.txt").
+    os.close(os.open(os.path.join(os.fsencode(sandbox), b"caf\xe9.txt"), os.O_CREAT | os.O_WRONLY))
+    script = write_script(
+        tmp_path / "script.json",
+        {"tool_calls": [call("list_dir", "c1")]},
+        {"text": "Done \ud800."},
+    )
+    await raw.initialize(replay_options(script, builtinTools=True))
+    answer = await raw.request(
+        "cleveragents/run", {"prompt": "look \ud800", "sandboxRoot": str(sandbox), "runId": "r1"}
+    )
+    assert answer["result"]["toolCallHistory"][0]["success"]
+    seqs = [m["params"]["seq"] for m in raw.received if m.get("params", {}).get("runId") == "r1"]
+    assert seqs == list(range(1, len(seqs) + 1))
+    assert len(raw.notifications("cleveragents/toolCall")) == 1
+    stored = await raw.request("cleveragents/getRun", {"runId": "r1"})
+    assert len(stored["result"]["toolCallHistory"]) == 1
+
+
+async def test_a_nul_in_the_sandbox_root_is_invalid_params(raw: RawDaemon, tmp_path: Path) -> None:
+    await raw.initialize(replay_options(simple_script(tmp_path)))
+    for root in ("/tmp/a\u0000b", "file:///tmp/%00"):
+        answer = await raw.request("cleveragents/run", {"prompt": "x", "sandboxRoot": root})
+        assert answer["error"]["code"] == wire.INVALID_PARAMS, answer

@@ -22,6 +22,7 @@ from .converter import ParamsError, camel, structure
 
 DEFAULT_PROFILE = "ask"
 DEFAULT_APPROVAL_TIMEOUT_S = 600.0
+MAX_APPROVAL_TIMEOUT_S = 86_400.0
 MAX_ITERATIONS_CAP = 1000
 
 ENV_PROVIDER = "CLEVERAGENTS_PROVIDER"
@@ -140,8 +141,12 @@ def session_settings(
             if problem:
                 problems.append(f"{where}: {problem}")
     timeout = options.approval_timeout_seconds
-    if timeout is not None and timeout <= 0:
-        problems.append("initializationOptions.approvalTimeoutSeconds: must be positive")
+    # Finite and bounded: an approval that could wait forever is the hang the protocol rules out.
+    if timeout is not None and not (0 < timeout <= MAX_APPROVAL_TIMEOUT_S):
+        problems.append(
+            "initializationOptions.approvalTimeoutSeconds: must be more than 0 and at most "
+            f"{MAX_APPROVAL_TIMEOUT_S:g}"
+        )
     if options.max_tokens is not None and options.max_tokens < 1:
         problems.append("initializationOptions.maxTokens: must be at least 1")
     if problems:

@@ -11,6 +11,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 from urllib.parse import unquote, urlparse
@@ -266,7 +267,7 @@ class RunManager:
         self._active[plan.run_id] = active
         self._idle.clear()
         try:
-            async with self.mcp.lease(plan.sandbox_root) as mcp_tools:
+            async with self._mcp_for(plan) as mcp_tools:
                 registry, runner = self._tools_for(plan.tools, mcp_tools)
                 runtime = build_runtime(
                     llm,
@@ -290,6 +291,8 @@ class RunManager:
             raise DaemonError(
                 wire.TOOLS_UNAVAILABLE, str(exc), {"sandboxRoot": plan.sandbox_root}
             ) from exc
+        except DaemonError:  # bad params found once the MCP tools are known: -32602 as is
+            raise
         except Exception as exc:
             log.warning("run %s failed: %s: %s", plan.run_id, type(exc).__name__, exc)
             raise DaemonError(
@@ -312,6 +315,13 @@ class RunManager:
                 f"provider {plan.provider!r} is unavailable: {exc}",
                 {"provider": plan.provider},
             ) from exc
+
+    def _mcp_for(self, plan: RunPlan) -> AbstractAsyncContextManager[McpToolset]:
+        # Starting a `.mcp.json` server runs a program the workspace names: never under
+        # read-only, which promises nothing runs that could change anything.
+        if plan.automation_profile == "read-only":
+            return nullcontext(McpToolset(plan.sandbox_root))
+        return self.mcp.lease(plan.sandbox_root)
 
     def _tools_for(
         self, names: Sequence[str] | None, mcp_tools: McpToolset
@@ -707,6 +717,8 @@ def _sandbox_root(value: str) -> tuple[str, str | None]:
             path = path[1:]
     if not path or not os.path.isabs(path):
         return value, f"must be an absolute path, got {value!r}"
+    if "\0" in path:
+        return value, "must not contain a NUL character"
     resolved = os.path.realpath(path)
     if not os.path.isdir(resolved):
         return value, f"no such folder: {value!r}"

@@ -83,8 +83,10 @@ class Connection:
         self._pending: dict[str, asyncio.Future[Any]] = {}
 
     def send(self, message: dict[str, Any]) -> None:
-        body = json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=str)
-        self.writer.write(encode(body.encode("utf-8")))
+        # ASCII escapes: a lone surrogate (a file name that is not UTF-8, decoded by Python as
+        # \udce9) stays valid JSON instead of failing to encode and losing the message.
+        body = json.dumps(message, ensure_ascii=True, separators=(",", ":"), default=str)
+        self.writer.write(encode(body.encode("ascii")))
 
     def notify(self, method: str, params: Any) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})

@@ -37,9 +37,12 @@ class McpServerConfig:
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     config_path: str = ""
+    # The command line as written, before ${VAR} expansion: what errors and logs show, so a
+    # secret passed through a variable never lands in a message.
+    written: str = ""
 
     def command_line(self) -> str:
-        return shlex.join([self.command, *self.args])
+        return self.written or shlex.join([self.command, *self.args])
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +116,7 @@ def _server(
         args=tuple(_expand(a, where, variables) for a in args),
         env={key: _expand(value, where, variables) for key, value in env.items()},
         config_path=path,
+        written=shlex.join([command, *args]),
     )
 
 
