@@ -309,22 +309,12 @@ def test_entry_point_plugins_add_tools(workspace: Path, tmp_path: Path) -> None:
     assert rows["plugged"]["source"] == "entry-point:plugged"
 
 
-def test_terminal_approvals_allow_deny_and_allow_for_run(workspace: Path, tmp_path: Path) -> None:
+def run_under_pty(
+    workspace: Path, script: str, answers: list[bytes]
+) -> tuple[subprocess.Popen[bytes], bytes, int]:
+    """Run the CLI on a pseudo-terminal, typing the next answer at each approval prompt."""
     import pty
 
-    def write(name: str) -> dict[str, Any]:
-        return {"name": "write_file", "arguments": {"path": name, "content": name}}
-
-    script = replay_script(
-        tmp_path,
-        [
-            {"tool_calls": [write("a.txt")]},
-            {"tool_calls": [write("b.txt")]},
-            {"tool_calls": [write("c.txt")]},
-            {"tool_calls": [write("d.txt")]},
-            {"text": "done"},
-        ],
-    )
     leader, follower = pty.openpty()
     process = subprocess.Popen(
         [
@@ -347,20 +337,40 @@ def test_terminal_approvals_allow_deny_and_allow_for_run(workspace: Path, tmp_pa
     )
     os.close(follower)
     screen = b""
-    answers = iter([b"n\n", b"y\n", b"a\n"])  # deny a, allow b, allow c and the rest of the run
+    pending = iter(answers)
     prompts = 0
     deadline = time.monotonic() + 60
     while process.poll() is None and time.monotonic() < deadline:
         try:
-            chunk = os.read(leader, 4096)
+            screen += os.read(leader, 4096)
         except OSError:
             break
-        screen += chunk
         if screen.count(b"always this run") > prompts:
             prompts += 1
-            os.write(leader, next(answers))
+            answer = next(pending, None)
+            if answer is not None:
+                os.write(leader, answer)
     process.wait(timeout=30)
     os.close(leader)
+    return process, screen, prompts
+
+
+def test_terminal_approvals_allow_deny_and_allow_for_run(workspace: Path, tmp_path: Path) -> None:
+    def write(name: str) -> dict[str, Any]:
+        return {"name": "write_file", "arguments": {"path": name, "content": name}}
+
+    script = replay_script(
+        tmp_path,
+        [
+            {"tool_calls": [write("a.txt")]},
+            {"tool_calls": [write("b.txt")]},
+            {"tool_calls": [write("c.txt")]},
+            {"tool_calls": [write("d.txt")]},
+            {"text": "done"},
+        ],
+    )
+    answers = [b"n\n", b"y\n", b"a\n"]  # deny a, allow b, allow c and the rest of the run
+    process, screen, prompts = run_under_pty(workspace, script, answers)
     text = screen.decode(errors="replace")
     assert process.returncode == 0, text
     assert prompts == 3  # d.txt ran without asking: "allow for this run"
@@ -444,8 +454,6 @@ def test_tools_from_a_py_file_and_from_the_current_folder(workspace: Path, tmp_p
 
 
 def test_ctrl_d_at_the_approval_prompt_denies(workspace: Path, tmp_path: Path) -> None:
-    import pty
-
     script = replay_script(
         tmp_path,
         [
@@ -457,40 +465,7 @@ def test_ctrl_d_at_the_approval_prompt_denies(workspace: Path, tmp_path: Path) -
             {"text": "done"},
         ],
     )
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [
-            *CLI,
-            "run",
-            "x",
-            "--sandbox",
-            str(workspace),
-            "--provider",
-            "replay",
-            "--script",
-            script,
-            "--no-history",
-        ],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        close_fds=True,
-        env={**os.environ, "TERM": "dumb", "COLUMNS": "200"},
-    )
-    os.close(follower)
-    screen = b""
-    sent = False
-    deadline = time.monotonic() + 60
-    while process.poll() is None and time.monotonic() < deadline:
-        try:
-            screen += os.read(leader, 4096)
-        except OSError:
-            break
-        if not sent and b"always this run" in screen:
-            os.write(leader, b"\x04")  # Ctrl-D: end of input
-            sent = True
-    process.wait(timeout=30)
-    os.close(leader)
+    process, screen, _ = run_under_pty(workspace, script, [b"\x04"])  # Ctrl-D: end of input
     text = screen.decode(errors="replace")
     assert process.returncode == 0, text
     assert not (workspace / "a.txt").exists()
