@@ -83,6 +83,14 @@ def test_resynchronising_finds_a_header_glued_to_garbage() -> None:
     assert kinds(items) == ["error", "frame"]
 
 
+def test_a_header_after_a_miscounted_body_on_the_same_line_is_kept() -> None:
+    # A client that counted characters, not bytes: the body's tail runs into the next header.
+    short = b"Content-Length: %d\r\n\r\n" % (len(BODY) - 3) + BODY
+    items = parse(short + encode(BODY))
+    assert kinds(items) == ["frame", "error", "frame"]  # the cut body fails as JSON later
+    assert items[-1] == Frame(BODY)
+
+
 def test_an_endless_header_line_is_an_error_not_a_memory_leak() -> None:
     parser = FrameParser()
     items = parser.feed(b"X" * 20_000)

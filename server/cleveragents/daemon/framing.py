@@ -134,6 +134,11 @@ class FrameParser:
             return
         match = _HEADER.match(line)
         if match is None:
+            # The tail of a body sent with a miscounted length can share its line with the next
+            # frame's header: hand that header back, or resynchronising would skip past it.
+            header = line.lower().find(_CONTENT_LENGTH, 1)
+            if header > 0:
+                self._buffer[:0] = line[header:] + b"\n"
             self._fail(items, f"expected a header line, got {line[:40]!r}")
             return
         self._in_headers = True
