@@ -409,3 +409,48 @@ def test_varying_reserved_keys_does_not_get_round_the_repeat_guard() -> None:
 def test_the_runner_must_serve_the_runtimes_registry() -> None:
     with pytest.raises(ValueError, match="same ToolRegistry"):
         ToolCallingRuntime(ToolRegistry(), ToolRunner(ToolRegistry()), script())
+
+
+async def test_a_runs_abandoned_sync_tools_cannot_take_every_worker_thread() -> None:
+    registry = ToolRegistry()
+    release = threading.Event()
+    blocked = threading.Semaphore(0)
+
+    @registry.tool
+    def stuck(n: int) -> None:
+        """Blocks its thread until the test releases it."""
+        blocked.release()
+        release.wait(30)
+
+    @registry.tool
+    def quick() -> str:
+        """Done at once."""
+        return "ok"
+
+    # A shared pool of 4 threads; each run may hold 2 of them.
+    runner = ToolRunner(registry, max_workers=4)
+
+    def llm(request: LLMRequest) -> LLMResponse:
+        if request.messages[0].text == "hang" and request.iteration == 1:  # type: ignore[union-attr]
+            return LLMResponse(
+                tool_calls=[ToolCallRequest(f"s{n}", "stuck", {"n": n}) for n in range(6)]
+            )
+        if request.messages[0].text == "quick" and request.iteration == 1:  # type: ignore[union-attr]
+            return LLMResponse(tool_calls=[ToolCallRequest("q", "quick", {})])
+        return LLMResponse(text="done")
+
+    runtime = ToolCallingRuntime(registry, runner, llm, max_threads_per_run=2)
+    try:
+        cancel = CancelToken()
+        hung = asyncio.create_task(runtime.arun_tool_loop("hang", cancel=cancel))
+        for _ in range(2):  # both of its threads are busy
+            await asyncio.to_thread(blocked.acquire, True, 10)
+        cancel.cancel()
+        first = await asyncio.wait_for(hung, 10)
+        assert [r.error_kind for r in first.tool_call_history] == ["cancelled"] * 6
+        # Its two threads are still stuck; another run still gets a thread.
+        second = await asyncio.wait_for(runtime.arun_tool_loop("quick"), 10)
+        assert [r.output for r in second.tool_call_history] == [{"result": "ok"}]
+    finally:
+        release.set()
+        runner.shutdown()

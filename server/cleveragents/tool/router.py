@@ -22,7 +22,7 @@ from .messages import (
 )
 from .records import ToolCallRecord
 from .registry import ToolSpec
-from .runner import ToolRunner
+from .runner import ThreadBudget, ToolRunner
 
 if TYPE_CHECKING:
     from .policy import Authorizer
@@ -75,8 +75,9 @@ class ToolCallRouter:
         context: ToolActorContext | None,
         iteration: int,
         authorizer: Authorizer | None = None,
+        budget: ThreadBudget | None = None,
     ) -> ToolCallRecord:
-        return await self.runner.run(request, context, iteration, authorizer)
+        return await self.runner.run(request, context, iteration, authorizer, budget)
 
     # -- Anthropic Messages API ------------------------------------------------------------
     @staticmethod

@@ -52,6 +52,30 @@ def format_validation_error(error: Any) -> str:
     return str(error.message)
 
 
+class ThreadBudget:
+    """How many worker threads one run may hold at once.
+
+    A slot comes back when the thread finishes, not when the call's awaiter gives up: a
+    sync tool that a cancel or a timeout abandoned still holds its thread, and without a
+    budget one run's stuck tools could take every thread a daemon has.
+    """
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"a thread budget needs at least 1 thread, got {limit}")
+        self.limit = limit
+        self._slots = asyncio.Semaphore(limit)
+
+    async def acquire(self) -> None:
+        await self._slots.acquire()
+
+    def release_from_any_thread(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            loop.call_soon_threadsafe(self._slots.release)
+        except RuntimeError:  # the loop has closed: nobody is waiting any more
+            pass
+
+
 class ToolRunner:
     """Runs tool calls against a registry with validation, timeouts and records."""
 
@@ -131,7 +155,9 @@ class ToolRunner:
         return validator
 
     # -- stage 3 ---------------------------------------------------------------------------
-    async def execute(self, spec: ToolSpec, inputs: dict[str, Any]) -> dict[str, Any]:
+    async def execute(
+        self, spec: ToolSpec, inputs: dict[str, Any], budget: ThreadBudget | None = None
+    ) -> dict[str, Any]:
         # asyncio.timeout, not wait_for: on 3.11 wait_for wraps the call in one more task.
         deadline = asyncio.timeout(spec.timeout_s)
         try:
@@ -139,9 +165,7 @@ class ToolRunner:
                 if spec.is_async:
                     value = await spec.handler(**inputs)
                 else:
-                    loop = asyncio.get_running_loop()
-                    call = functools.partial(spec.handler, **inputs)
-                    value = await loop.run_in_executor(self._executor, call)
+                    value = await self._in_thread(spec, inputs, budget)
         except TimeoutError as exc:
             if not deadline.expired():  # the tool's own timeout (a socket, say), not ours
                 raise ToolFailure(
@@ -165,6 +189,23 @@ class ToolRunner:
                 "execution_error", f"{spec.name} raised {type(exc).__name__}: {exc}"
             ) from None
         return normalise_output(spec.name, value)
+
+    async def _in_thread(
+        self, spec: ToolSpec, inputs: dict[str, Any], budget: ThreadBudget | None
+    ) -> Any:
+        loop = asyncio.get_running_loop()
+        if budget is not None:
+            await budget.acquire()
+        try:
+            job = self._executor.submit(functools.partial(spec.handler, **inputs))
+        except BaseException:
+            if budget is not None:
+                budget.release_from_any_thread(loop)
+            raise
+        if budget is not None:
+            # Done means finished or cancelled before it started: either way the thread is free.
+            job.add_done_callback(lambda _: budget.release_from_any_thread(loop))
+        return await asyncio.wrap_future(job)
 
     # -- stage 4 ---------------------------------------------------------------------------
     @staticmethod
@@ -197,6 +238,7 @@ class ToolRunner:
         context: ToolActorContext | None = None,
         iteration: int = 0,
         authorizer: Authorizer | None = None,
+        budget: ThreadBudget | None = None,
     ) -> ToolCallRecord:
         """All four stages; returns a record whatever happens (cancellation re-raises)."""
         started = time.perf_counter()
@@ -220,7 +262,7 @@ class ToolRunner:
                     denial = f"asking for approval failed ({type(exc).__name__}: {exc})"
                 if denial is not None:
                     raise ToolFailure("denied", denial)
-            output = await self.execute(spec, inputs)
+            output = await self.execute(spec, inputs, budget)
         except ToolFailure as failure:
             return self.record(request, inputs, started, iteration, failure=failure)
         return self.record(request, inputs, started, iteration, output=output)

@@ -42,11 +42,14 @@ from .policy import Approver, Authorizer, check_profile
 from .records import ToolCallRecord, ToolCallRunResult, Usage
 from .registry import ToolRegistry
 from .router import ToolCallRouter, result_from_record
-from .runner import ToolRunner
+from .runner import ThreadBudget, ToolRunner
 from .schema import RESERVED_PARAMS
 
 DEFAULT_MAX_ITERATIONS = 25
 DEFAULT_MAX_REPEATED_CALLS = 3
+# Worker threads one run's sync tools may hold at once (abandoned ones included), so a run
+# whose tools hang cannot take every thread of a shared runner.
+DEFAULT_MAX_THREADS_PER_RUN = 8
 
 
 def new_run_id() -> str:
@@ -163,6 +166,7 @@ class _Run:
         self.texts: list[str] = []
         self.iterations = 0
         self.usage = Usage()
+        self.threads = ThreadBudget(runtime.max_threads_per_run)
         self._last_key: str | None = None
         self._repeats = 0
 
@@ -222,7 +226,7 @@ class _Run:
             else:
                 try:
                     record = await self.runtime.router.route(
-                        call, self.context, iteration, self.authorizer
+                        call, self.context, iteration, self.authorizer, self.threads
                     )
                 except asyncio.CancelledError:
                     record = ToolRunner.record(call, None, started, iteration)
@@ -337,6 +341,7 @@ class ToolCallingRuntime:
         approver: Approver | None = None,
         observers: Sequence[RunObserver] = (),
         max_repeated_calls: int = DEFAULT_MAX_REPEATED_CALLS,
+        max_threads_per_run: int = DEFAULT_MAX_THREADS_PER_RUN,
     ) -> None:
         if not isinstance(registry, ToolRegistry):
             raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
@@ -346,6 +351,8 @@ class ToolCallingRuntime:
             raise TypeError(f"max_iterations must be an int, not {type(max_iterations).__name__}")
         if max_iterations < 1:
             raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
+        if max_threads_per_run < 1:
+            raise ValueError(f"max_threads_per_run must be at least 1, got {max_threads_per_run}")
         if max_repeated_calls < 1:
             raise ValueError(f"max_repeated_calls must be at least 1, got {max_repeated_calls}")
         if runner.registry is not registry:
@@ -361,6 +368,7 @@ class ToolCallingRuntime:
         self.approver = approver
         self.observers = tuple(observers)
         self.max_repeated_calls = max_repeated_calls
+        self.max_threads_per_run = max_threads_per_run
 
     async def arun_tool_loop(
         self,
