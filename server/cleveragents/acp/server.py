@@ -24,7 +24,7 @@ import sys
 from typing import cast
 
 from ..daemon import wire
-from ..daemon.config import RunDefaults, history_path, session_settings
+from ..daemon.config import RunDefaults, open_history, session_settings
 from ..daemon.converter import ParamsError
 from ..daemon.processes import claim_stdio, kill_descendants
 from ..daemon.threads import DaemonThreadPool
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     except ToolLoadError as exc:
         print(f"cleveragents: {exc}", file=sys.stderr)
         return 1
-    history = None if options.no_history else _open_history(options.history)
+    history = None if options.no_history else open_history(options.history)
     in_fd, out_fd = claim_stdio()
     try:
         return asyncio.run(serve(in_fd, out_fd, registry, settings.defaults, history))
@@ -167,16 +167,3 @@ def _configure_logging(level_name: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(getattr(logging, level_name))
-
-
-def _open_history(path_argument: str | None) -> RunHistory | None:
-    path = history_path(path_argument)
-    try:
-        history = RunHistory(path)
-        interrupted = history.mark_interrupted()
-    except Exception as exc:  # an unwritable or corrupt file must not stop the agent
-        log.error("run history %s unavailable, runs will not be stored: %s", path, exc)
-        return None
-    if interrupted:
-        log.info("marked %d runs interrupted", len(interrupted))
-    return history

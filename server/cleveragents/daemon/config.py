@@ -7,6 +7,7 @@ environment only; no request can carry one.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,11 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from ..assembly import SYSTEM_PROMPT
+from ..history import RunHistory
 from ..providers import PROVIDERS
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.runtime import DEFAULT_MAX_ITERATIONS
 from . import wire
 from .converter import ParamsError, camel, structure
+
+log = logging.getLogger(__name__)
 
 DEFAULT_PROFILE = "ask"
 DEFAULT_APPROVAL_TIMEOUT_S = 600.0
@@ -189,3 +193,20 @@ def history_path(argument: str | None, env: Mapping[str, str] | None = None) -> 
     env = os.environ if env is None else env
     chosen = argument or env.get(ENV_HISTORY)
     return Path(chosen).expanduser() if chosen else default_history_path()
+
+
+def open_history(path_argument: str | None) -> RunHistory | None:
+    """The run history, or None when its file cannot be used: a server still serves then.
+
+    Runs a dead process left "running" are marked interrupted: they can never finish.
+    """
+    path = history_path(path_argument)
+    try:
+        history = RunHistory(path)
+        interrupted = history.mark_interrupted()
+    except Exception as exc:  # an unwritable or corrupt file must not stop the server
+        log.error("run history %s unavailable, runs will not be stored: %s", path, exc)
+        return None
+    if interrupted:
+        log.info("marked %d runs interrupted", len(interrupted))
+    return history

@@ -44,7 +44,7 @@ from . import wire
 from .config import (
     SessionSettings,
     client_declares_approvals,
-    history_path,
+    open_history,
     parse_initialization_options,
     session_settings,
 )
@@ -638,19 +638,6 @@ def _configure_logging(level_name: str) -> None:
     logging.getLogger("pygls.protocol.json_rpc").addFilter(_ExpectedErrors())
 
 
-def _open_history(path_argument: str | None) -> RunHistory | None:
-    path = history_path(path_argument)
-    try:
-        history = RunHistory(path)
-        interrupted = history.mark_interrupted()
-    except Exception as exc:  # an unwritable or corrupt file must not stop the daemon
-        log.error("run history %s unavailable, runs will not be stored: %s", path, exc)
-        return None
-    if interrupted:
-        log.info("marked %d runs interrupted", len(interrupted))
-    return history
-
-
 def _parse_address(value: str) -> tuple[str, int]:
     host, _, port = value.rpartition(":")
     if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
@@ -673,7 +660,7 @@ def main(args: list[str]) -> int:
         except ValueError as exc:
             print(f"cleveragents: {exc}", file=sys.stderr)
             return 2
-    history = _open_history(options.history)
+    history = open_history(options.history)
     try:
         if address is not None:
             return asyncio.run(serve_tcp(address[0], address[1], history))
