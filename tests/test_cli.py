@@ -34,6 +34,11 @@ def cli(
     )
 
 
+def replay_run(workspace: Path, script: str, prompt: str = "x") -> list[str]:
+    """`run PROMPT` on the workspace with the replay provider playing `script`."""
+    return ["run", prompt, "--sandbox", str(workspace), "--provider", "replay", "--script", script]
+
+
 def replay_script(tmp_path: Path, responses: list[dict[str, Any]]) -> str:
     path = tmp_path / "script.json"
     path.write_text(json.dumps({"responses": responses}))
@@ -97,14 +102,7 @@ def test_iteration_limit_exits_3(workspace: Path, tmp_path: Path) -> None:
         ],
     )
     done = cli(
-        "run",
-        "loop",
-        "--sandbox",
-        str(workspace),
-        "--provider",
-        "replay",
-        "--script",
-        script,
+        *replay_run(workspace, script, prompt="loop"),
         "--max-iterations",
         "2",
         "--json",
@@ -137,14 +135,7 @@ def test_a_provider_failure_mid_run_exits_1_with_the_reason(
 ) -> None:
     script = replay_script(tmp_path, [{"tool_calls": [{"name": "list_dir"}]}])
     done = cli(
-        "run",
-        "x",
-        "--sandbox",
-        str(workspace),
-        "--provider",
-        "replay",
-        "--script",
-        script,
+        *replay_run(workspace, script),
         "--no-history",
     )
     assert done.returncode == 1
@@ -226,14 +217,7 @@ def test_user_tool_modules(workspace: Path, tmp_path: Path) -> None:
         ],
     )
     done = cli(
-        "run",
-        "x",
-        "--sandbox",
-        str(workspace),
-        "--provider",
-        "replay",
-        "--script",
-        script,
+        *replay_run(workspace, script),
         "--tools",
         "mytools",
         "--json",
@@ -257,14 +241,7 @@ def test_ctrl_c_stops_the_run_and_keeps_what_finished(workspace: Path, tmp_path:
     process = subprocess.Popen(
         [
             *CLI,
-            "run",
-            "x",
-            "--sandbox",
-            str(workspace),
-            "--provider",
-            "replay",
-            "--script",
-            script,
+            *replay_run(workspace, script),
             "--json",
             "--no-history",
         ],
@@ -319,14 +296,7 @@ def run_under_pty(
     process = subprocess.Popen(
         [
             *CLI,
-            "run",
-            "x",
-            "--sandbox",
-            str(workspace),
-            "--provider",
-            "replay",
-            "--script",
-            script,
+            *replay_run(workspace, script),
             "--no-history",
         ],
         stdin=follower,
@@ -401,14 +371,7 @@ def test_mcp_servers_of_the_sandbox_are_listed_and_used(workspace: Path, tmp_pat
         ],
     )
     done = cli(
-        "run",
-        "x",
-        "--sandbox",
-        str(workspace),
-        "--provider",
-        "replay",
-        "--script",
-        script,
+        *replay_run(workspace, script),
         "--profile",
         "full-auto",
         "--json",
