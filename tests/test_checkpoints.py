@@ -662,3 +662,64 @@ def test_a_folder_with_ignored_content_where_a_file_was_is_kept(
     assert (sandbox / "x/debug.log").read_text() == "ignored, must survive\n"
     assert not (sandbox / "x/a.txt").exists()
     assert (sandbox / "y.txt").read_text() == "y\n"
+
+
+def test_stale_git_lock_files_do_not_block_snapshots(store: CheckpointStore, sandbox: Path) -> None:
+    write(sandbox, "a.txt", "a")
+    first = store.snapshot(sandbox, "run", 1)
+    git_dir = next(p for p in store.root.iterdir() if (p / "git").is_dir()) / "git"
+    (git_dir / "index.lock").write_bytes(b"")  # as a killed git leaves it
+    write(sandbox, "a.txt", "b")
+    second = store.snapshot(sandbox, "run", 2)
+    assert second.tree != first.tree and second.warnings == ()
+    assert not (git_dir / "index.lock").exists()
+
+
+def test_a_sandbox_holding_the_data_folder_never_snapshots_it(tmp_path: Path) -> None:
+    sandbox = tmp_path / "home"
+    store = CheckpointStore(sandbox / ".local/share/cleveragents")
+    write(sandbox, "notes.txt", "v1\n")
+    write(sandbox, ".local/share/cleveragents/history.sqlite3", b"history v1")
+    first = store.snapshot(sandbox, "run", 1)
+    tree = shadow_git(store, first, "ls-tree", "-r", "--name-only", first.tree).split()
+    assert tree == ["notes.txt"]
+    write(sandbox, "notes.txt", "v2\n")
+    write(sandbox, ".local/share/cleveragents/history.sqlite3", b"history v2")
+    store.snapshot(sandbox, "run", 2)
+    store.restore(sandbox, first)
+    assert (sandbox / "notes.txt").read_text() == "v1\n"
+    assert (sandbox / ".local/share/cleveragents/history.sqlite3").read_bytes() == b"history v2"
+
+
+def test_a_damaged_catalog_is_set_aside_and_started_afresh(
+    tmp_path: Path, sandbox: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = CheckpointStore(tmp_path / "data")
+    write(sandbox, "a.txt", "a")
+    store.snapshot(sandbox, "run", 1)
+    catalog = store.root / "catalog.sqlite3"
+    for leftover in store.root.glob("catalog.sqlite3-*"):
+        leftover.unlink()
+    catalog.write_bytes(b"this is not a database" * 100)
+    fresh = CheckpointStore(tmp_path / "data")
+    assert "damaged" in caplog.text
+    assert fresh.checkpoints("run") == []
+    assert list(store.root.glob("catalog.sqlite3.damaged-*"))
+    assert fresh.snapshot(sandbox, "run", 2).kind == "iteration"
+
+
+def test_a_checkpoint_missing_a_file_is_refused_before_anything_is_written(
+    store: CheckpointStore, sandbox: Path
+) -> None:
+    write(sandbox, "a.txt", "original a\n")
+    write(sandbox, "b.txt", "original b\n")
+    first = store.snapshot(sandbox, "run", 1)
+    blob = shadow_git(store, first, "rev-parse", f"{first.tree}:b.txt").strip()
+    git_dir = next(p for p in store.root.iterdir() if (p / "git").is_dir()) / "git"
+    (git_dir / "objects" / blob[:2] / blob[2:]).unlink()
+    write(sandbox, "a.txt", "edited a\n")
+    write(sandbox, "b.txt", "edited b\n")
+    state = folder_state(sandbox)
+    with pytest.raises(CheckpointError, match="damaged: 1 of its files are missing"):
+        store.restore(sandbox, first)
+    assert folder_state(sandbox) == state

@@ -57,6 +57,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 DEFAULT_MAX_FILES = 200_000
 CATALOG_FILE_NAME = "catalog.sqlite3"
+CATALOG_VERSION = 1
 GIT_TIMEOUT_S = 600.0
 
 ChangeKind = Literal["added", "modified", "deleted"]
@@ -84,6 +85,14 @@ class CheckpointError(Exception):
 
 class CheckpointsUnavailable(CheckpointError):
     """Checkpoints cannot work on this machine (git is missing or broken)."""
+
+
+class RestoreFailed(CheckpointError):
+    """A restore stopped part way: `undo` holds the folder as it was before it began."""
+
+    def __init__(self, message: str, undo: Checkpoint) -> None:
+        super().__init__(message)
+        self.undo = undo
 
 
 class _GitFailed(CheckpointError):
@@ -194,6 +203,12 @@ class DiskUsage:
 
 
 @dataclass(frozen=True, slots=True)
+class _DiffEntry:
+    changed_file: ChangedFile
+    new_id: str  # the object a restore writes at the path ("" when it deletes it)
+
+
+@dataclass(frozen=True, slots=True)
 class _Repo:
     """The shadow repository of one sandbox folder."""
 
@@ -241,7 +256,8 @@ class CheckpointStore:
                 "runs go on but cannot be undone. Install git to turn them on."
             )
         self.git = executable
-        self.root = Path(data_dir) / "checkpoints"
+        self.data_dir = Path(data_dir).resolve()
+        self.root = self.data_dir / "checkpoints"
         self.max_file_bytes = max_file_bytes
         self.max_files = max_files
         self.root.mkdir(parents=True, exist_ok=True)
@@ -390,12 +406,24 @@ class CheckpointStore:
                 )
                 current = undo.tree
             target, kept = self._reachable_target(repo, current, checkpoint.tree)
-            changed = self._diff_trees(repo, current, target)
-            if changed and not dry_run:
+            changes = self._diff_entries(repo, current, target)
+            # Every object the restore will write must be there before anything is written.
+            self._check_objects(repo, checkpoint, [c.new_id for c in changes if c.new_id])
+            changed = [c.changed_file for c in changes]
+            if changes and undo is not None:
                 # The index holds `current` with fresh stat data: a two-tree read-tree moves
                 # the work tree from it to the target, and refuses (changing nothing) if a
                 # file it does not track would be overwritten or a symlink would be followed.
-                self._run(repo, "read-tree", "-m", "-u", current, target, work_tree=repo.sandbox)
+                try:
+                    self._run(
+                        repo, "read-tree", "-m", "-u", current, target, work_tree=repo.sandbox
+                    )
+                except _GitFailed as exc:
+                    raise RestoreFailed(
+                        f"{exc}. Restore checkpoint {undo.id} to get the folder back as it "
+                        "was before this restore.",
+                        undo,
+                    ) from exc
             return RestoreResult(checkpoint, changed, undo, kept, dry_run)
 
     def prune(
@@ -604,6 +632,10 @@ class CheckpointStore:
             project_exclude = _project_exclude_file(work_tree)
             if project_exclude is not None:
                 args.append(f"--exclude-from={project_exclude}")
+            if self.data_dir.is_relative_to(work_tree):
+                # A sandbox that holds our own data (the history, this store): never
+                # snapshot it, nor let a restore write over it.
+                args.append(f"--exclude=/{self.data_dir.relative_to(work_tree).as_posix()}/")
             listing = self._run(repo, *args, work_tree=work_tree, index=repo.empty_index)
             for path in _split_z(listing):
                 if path.endswith("/"):
@@ -654,18 +686,41 @@ class CheckpointStore:
         return reachable, kept
 
     def _diff_trees(self, repo: _Repo, old: str, new: str) -> list[ChangedFile]:
+        return [entry.changed_file for entry in self._diff_entries(repo, old, new)]
+
+    def _diff_entries(self, repo: _Repo, old: str, new: str) -> list[_DiffEntry]:
         raw = self._run(repo, "diff-tree", "-r", "-z", "--no-renames", old, new)
         fields = raw.split(b"\0")
-        changes: list[ChangedFile] = []
-        # -z output: ":<modes> <ids> <status>" NUL "<path>" NUL, per change.
+        entries: list[_DiffEntry] = []
+        # -z output, per change: ":<old mode> <new mode> <old id> <new id> <status>" NUL
+        # "<path>" NUL.
         for header, path in zip(fields[0::2], fields[1::2], strict=False):
             if not header.startswith(b":"):
                 continue
-            status = header.split()[-1].decode()[:1]
-            changes.append(
-                ChangedFile(os.fsdecode(path), _CHANGE_BY_STATUS.get(status, "modified"))
+            _old_mode, _new_mode, _old_id, new_id, status = header[1:].decode().split()
+            change = _CHANGE_BY_STATUS.get(status[:1], "modified")
+            entries.append(
+                _DiffEntry(
+                    ChangedFile(os.fsdecode(path), change), "" if change == "deleted" else new_id
+                )
             )
-        return changes
+        return entries
+
+    def _check_objects(self, repo: _Repo, checkpoint: Checkpoint, object_ids: list[str]) -> None:
+        if not object_ids:
+            return
+        report = self._run(
+            repo,
+            "cat-file",
+            "--batch-check=%(objectname)",
+            input="".join(f"{oid}\n" for oid in object_ids).encode(),
+        )
+        missing = [line.split()[0] for line in report.decode().splitlines() if "missing" in line]
+        if missing:
+            raise CheckpointError(
+                f"checkpoint {checkpoint.id} is damaged: {len(missing)} of its files are missing "
+                f"from {repo.git_dir}; nothing was restored"
+            )
 
     # -- repositories ------------------------------------------------------------------------
     def _repo(self, sandbox_root: str | os.PathLike[str]) -> _Repo:
@@ -685,9 +740,18 @@ class CheckpointStore:
             )
 
     def _ensure_repo(self, repo: _Repo) -> None:
-        # A damaged repository is found when a git command fails (see _snapshot_locked).
+        """Create the repository if need be, and clear lock files a killed git left.
+
+        Called under the sandbox's lock, so no git command of ours runs on the repository:
+        any `*.lock` there is stale, and would make every later snapshot fail. A damaged
+        repository is found when a git command fails (see _snapshot_locked).
+        """
         if not (repo.git_dir / "HEAD").is_file():
             self._create(repo)
+            return
+        for stale in repo.git_dir.glob("*.lock"):
+            log.warning("removing %s, left by a git command that did not finish", stale)
+            stale.unlink(missing_ok=True)
 
     def _create(self, repo: _Repo) -> None:
         repo.home.mkdir(parents=True, exist_ok=True)
@@ -830,9 +894,18 @@ class CheckpointStore:
         try:
             with self._catalog() as conn:
                 conn.execute("PRAGMA journal_mode=WAL")
+                version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+                if version > CATALOG_VERSION:
+                    raise CheckpointsUnavailable(
+                        f"checkpoint catalog {self._catalog_path} has version {version}; this "
+                        f"cleveragents knows up to {CATALOG_VERSION}. Upgrade cleveragents."
+                    )
                 conn.execute(_CATALOG_SCHEMA)
                 conn.execute("CREATE INDEX IF NOT EXISTS checkpoints_run ON checkpoints(run_id)")
                 conn.execute("CREATE INDEX IF NOT EXISTS checkpoints_repo ON checkpoints(repo)")
+                conn.execute(f"PRAGMA user_version = {CATALOG_VERSION}")
+        except sqlite3.OperationalError:
+            raise  # busy or unwritable, not damaged: keep the file
         except sqlite3.DatabaseError as exc:
             damaged = self._catalog_path.with_name(
                 f"{CATALOG_FILE_NAME}.damaged-{int(time.time())}"
