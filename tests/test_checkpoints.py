@@ -723,3 +723,36 @@ def test_a_checkpoint_missing_a_file_is_refused_before_anything_is_written(
     with pytest.raises(CheckpointError, match="damaged: 1 of its files are missing"):
         store.restore(sandbox, first)
     assert folder_state(sandbox) == state
+
+
+def test_a_sandbox_inside_a_larger_repository_follows_its_ignore_rules(
+    store: CheckpointStore, tmp_path: Path
+) -> None:
+    monorepo = tmp_path / "monorepo"
+    monorepo.mkdir()
+    git(monorepo, "init", "-q")
+    write(monorepo, ".gitignore", "node_modules/\n*.log\nbuild/\n")
+    write(monorepo, "other/file.txt", "not in the sandbox\n")
+    sandbox = monorepo / "packages/app"
+    write(sandbox, "src/index.js", "export {}\n")
+    write(sandbox, "node_modules/dep/index.js", "dependency\n")
+    write(sandbox, "debug.log", "log\n")
+    first = store.snapshot(sandbox, "run", 1)
+    tree = shadow_git(store, first, "ls-tree", "-r", "--name-only", first.tree).split()
+    assert tree == ["src/index.js"]
+
+    # A sandbox the larger repository ignores as a whole follows only its own rules.
+    ignored_sandbox = monorepo / "build/scratch"
+    write(ignored_sandbox, "a.txt", "a\n")
+    write(ignored_sandbox, "b.log", "b\n")
+    second = store.snapshot(ignored_sandbox, "run", 1)
+    tree = shadow_git(store, second, "ls-tree", "-r", "--name-only", second.tree).split()
+    assert tree == ["a.txt", "b.log"]
+
+
+def test_too_many_files_is_a_clear_error(tmp_path: Path, sandbox: Path) -> None:
+    store = CheckpointStore(tmp_path / "data", max_files=20)
+    for i in range(21):
+        write(sandbox, f"f{i}.txt", str(i))
+    with pytest.raises(CheckpointError, match=r"more than 20 files.*no checkpoint was taken"):
+        store.snapshot(sandbox, "run", 1)

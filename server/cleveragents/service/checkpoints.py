@@ -621,33 +621,70 @@ class CheckpointStore:
 
         Listed against an index that is always empty, so ignore rules apply to every file.
         git stops at a nested repository (a submodule, a worktree, a cloned repo) and shows it
-        as `dir/`; it is listed in turn with its own ignore rules.
+        as `dir/`; it is listed in turn with its own ignore rules. A sandbox inside a larger
+        repository (a package of a monorepo) gets that repository's rules too.
         """
         found: list[str] = []
-        pending = [""]
+        enclosing = self._enclosing_work_tree(repo)
+        if enclosing is not None:
+            found, nested = self._list_level(repo, enclosing, repo.sandbox, "")
+            if not found and not nested:
+                # Rules such as "*" then "!*/" hide every file yet not the folder: a sandbox
+                # whose every file the larger repository ignores follows its own rules only.
+                enclosing = None
+            pending = nested
+        if enclosing is None:
+            found, pending = self._list_level(repo, repo.sandbox, repo.sandbox, "")
         while pending:
             prefix = pending.pop()
-            work_tree = repo.sandbox / prefix if prefix else repo.sandbox
-            args = ["ls-files", "-z", "--others", "--exclude-standard"]
-            project_exclude = _project_exclude_file(work_tree)
-            if project_exclude is not None:
-                args.append(f"--exclude-from={project_exclude}")
-            if self.data_dir.is_relative_to(work_tree):
-                # A sandbox that holds our own data (the history, this store): never
-                # snapshot it, nor let a restore write over it.
-                args.append(f"--exclude=/{self.data_dir.relative_to(work_tree).as_posix()}/")
-            listing = self._run(repo, *args, work_tree=work_tree, index=repo.empty_index)
-            for path in _split_z(listing):
-                if path.endswith("/"):
-                    pending.append(prefix + path)
-                else:
-                    found.append(prefix + path)
+            files, nested = self._list_level(
+                repo, repo.sandbox / prefix, repo.sandbox / prefix, prefix
+            )
+            found.extend(files)
+            pending.extend(nested)
             if len(found) > self.max_files:
-                raise CheckpointError(
-                    f"{repo.sandbox} holds more than {self.max_files} files that are not "
-                    "ignored: no checkpoint was taken (add a .gitignore for generated folders)"
-                )
+                break
+        if len(found) > self.max_files:
+            raise CheckpointError(
+                f"{repo.sandbox} holds more than {self.max_files} files that are not "
+                "ignored: no checkpoint was taken (add a .gitignore for generated folders)"
+            )
         return found
+
+    def _list_level(
+        self, repo: _Repo, work_tree: Path, folder: Path, prefix: str
+    ) -> tuple[list[str], list[str]]:
+        """The unignored files under `folder` (of the repository whose work tree is
+        `work_tree`) and its nested repositories, as paths in the sandbox."""
+        args = ["ls-files", "-z", "--others", "--exclude-standard"]
+        project_exclude = _project_exclude_file(work_tree)
+        if project_exclude is not None:
+            args.append(f"--exclude-from={project_exclude}")
+        if self.data_dir.is_relative_to(work_tree):
+            # A sandbox that holds our own data (the history, this store): never snapshot
+            # it, nor let a restore write over it.
+            args.append(f"--exclude=/{self.data_dir.relative_to(work_tree).as_posix()}/")
+        # Run in `folder`, ls-files lists only what is under it, relative to it.
+        listing = self._run(repo, *args, work_tree=work_tree, cwd=folder, index=repo.empty_index)
+        files: list[str] = []
+        nested: list[str] = []
+        for path in _split_z(listing):
+            (nested if path.endswith("/") else files).append(prefix + path)
+        return files, nested
+
+    def _enclosing_work_tree(self, repo: _Repo) -> Path | None:
+        """The work tree of a repository the sandbox is a sub-folder of, if the sandbox is
+        not its own repository and that repository does not ignore it."""
+        if (repo.sandbox / ".git").exists():
+            return None
+        top = next((p for p in repo.sandbox.parents if (p / ".git").exists()), None)
+        if top is None:
+            return None
+        relative = repo.sandbox.relative_to(top).as_posix() + "/"
+        check = self._git(
+            repo, "check-ignore", "-q", "--no-index", relative, work_tree=top, check=False
+        )
+        return None if check.returncode == 0 else top
 
     # -- restore -----------------------------------------------------------------------------
     def _reachable_target(
@@ -848,6 +885,7 @@ class CheckpointStore:
         *args: str,
         input: bytes | None = None,
         work_tree: Path | None = None,
+        cwd: Path | None = None,
         index: Path | None = None,
         check: bool = True,
     ) -> subprocess.CompletedProcess[bytes]:
@@ -861,7 +899,7 @@ class CheckpointStore:
             completed = subprocess.run(
                 command,
                 input=input,
-                cwd=work_tree if work_tree is not None else repo.git_dir,
+                cwd=cwd or work_tree or repo.git_dir,
                 env=self._env(repo, **extra),
                 capture_output=True,
                 timeout=GIT_TIMEOUT_S,
@@ -879,9 +917,10 @@ class CheckpointStore:
         *args: str,
         input: bytes | None = None,
         work_tree: Path | None = None,
+        cwd: Path | None = None,
         index: Path | None = None,
     ) -> bytes:
-        return self._git(repo, *args, input=input, work_tree=work_tree, index=index).stdout
+        return self._git(repo, *args, input=input, work_tree=work_tree, cwd=cwd, index=index).stdout
 
     @contextmanager
     def _locked(self, repo: _Repo) -> Iterator[None]:
