@@ -48,7 +48,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypedDict, Unpack, cast
 
 from ..history import default_history_path
 
@@ -200,6 +200,13 @@ class DiskUsage:
 
     total_bytes: int
     by_sandbox: dict[str, int]
+
+
+class _GitOptions(TypedDict, total=False):
+    input: bytes  # fed to the command's stdin
+    work_tree: Path  # GIT_WORK_TREE (and the working directory unless `cwd` is given)
+    cwd: Path
+    index: Path  # GIT_INDEX_FILE, when not the repository's persistent index
 
 
 @dataclass(frozen=True, slots=True)
@@ -880,26 +887,20 @@ class CheckpointStore:
         return env
 
     def _git(
-        self,
-        repo: _Repo,
-        *args: str,
-        input: bytes | None = None,
-        work_tree: Path | None = None,
-        cwd: Path | None = None,
-        index: Path | None = None,
-        check: bool = True,
+        self, repo: _Repo, *args: str, check: bool = True, **options: Unpack[_GitOptions]
     ) -> subprocess.CompletedProcess[bytes]:
         extra: dict[str, str] = {}
+        work_tree = options.get("work_tree")
         if work_tree is not None:
             extra["GIT_WORK_TREE"] = str(work_tree)
+        index = options.get("index")
         if index is not None:
             extra["GIT_INDEX_FILE"] = str(index)
-        command = [self.git, *args]
         try:
             completed = subprocess.run(
-                command,
-                input=input,
-                cwd=cwd or work_tree or repo.git_dir,
+                [self.git, *args],
+                input=options.get("input"),
+                cwd=options.get("cwd") or work_tree or repo.git_dir,
                 env=self._env(repo, **extra),
                 capture_output=True,
                 timeout=GIT_TIMEOUT_S,
@@ -911,16 +912,9 @@ class CheckpointStore:
             raise _GitFailed(f"git {args[0]} failed for {repo.sandbox}: {detail}")
         return completed
 
-    def _run(
-        self,
-        repo: _Repo,
-        *args: str,
-        input: bytes | None = None,
-        work_tree: Path | None = None,
-        cwd: Path | None = None,
-        index: Path | None = None,
-    ) -> bytes:
-        return self._git(repo, *args, input=input, work_tree=work_tree, cwd=cwd, index=index).stdout
+    def _run(self, repo: _Repo, *args: str, **options: Unpack[_GitOptions]) -> bytes:
+        """A git command's output; _GitFailed if it fails."""
+        return self._git(repo, *args, **options).stdout
 
     @contextmanager
     def _locked(self, repo: _Repo) -> Iterator[None]:
