@@ -16,10 +16,12 @@ its index, HEAD and stash as they were.
     store.restore(sandbox, result.undo)                     # undo the undo
 
 What a snapshot holds: every file git would see as not ignored (`.gitignore` files at every
-level, the project's `.git/info/exclude`), in nested repositories too, with content, the
-executable bit and symlinks. Files larger than `max_file_bytes` and unreadable files are
-left out and listed on the checkpoint; a restore never touches them, nor ignored files, nor
-any `.git`. Empty folders are not recorded.
+level, the project's `.git/info/exclude`, and the rules of a repository the sandbox is a
+sub-folder of), in nested repositories too, with content, the executable bit and symlinks.
+Files larger than `max_file_bytes` and unreadable files are left out and listed on the
+checkpoint; a restore never touches them, nor ignored files, nor any `.git`, nor the data
+folder. Where one of those stands where a restored file would go, that file is not written
+and the restore lists it. Empty folders are not recorded.
 
 Snapshots are incremental: a persistent index per sandbox keeps git's stat cache, so only
 files whose size or time changed are read again, and a folder that did not change yields
