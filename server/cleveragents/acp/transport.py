@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ..daemon.framing import ThreadedWriter, start_fd_reader
+from ..jsonrpc_io import ThreadedWriter, start_fd_reader
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """`cleveragents serve`: the JSON-RPC daemon (LSP base protocol and lifecycle, on pygls).
 
-Bytes come in through our own framing reader (`framing.py`) and every message is checked
+Bytes come in through our own framing reader (`jsonrpc_io.py`) and every message is checked
 here before pygls sees it: the envelope (-32600), the lifecycle (-32002 before `initialize`),
 the method (-32601) and, for our methods, the params, structured strictly from the top
 level (-32602 naming the field). pygls then dispatches requests to the async handlers below,
@@ -36,6 +36,15 @@ from pygls.protocol import (
 
 from .. import __version__
 from ..history import RunHistory
+from ..jsonrpc_io import (
+    Frame,
+    FrameError,
+    FrameParser,
+    StreamWriterAdapter,
+    ThreadedWriter,
+    encode,
+    start_fd_reader,
+)
 from ..providers import PROVIDERS
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.registry import ToolRegistry
@@ -49,15 +58,6 @@ from .config import (
     session_settings,
 )
 from .converter import ParamsError, structure, unstructure
-from .framing import (
-    Frame,
-    FrameError,
-    FrameParser,
-    StreamWriterAdapter,
-    ThreadedWriter,
-    encode,
-    start_fd_reader,
-)
 from .processes import claim_stdio, kill_descendants
 from .runs import ClientRequestError, DaemonError, RunManager
 
