@@ -171,7 +171,7 @@ async def _add_mcp_tools_once(registry: Any, sandbox: str) -> None:
 
 
 def _open_history(path: str | None) -> Any:
-    from .history import RunHistory, default_history_path
+    from .service.history import RunHistory, default_history_path
 
     return RunHistory(path or default_history_path())
 

@@ -27,7 +27,7 @@ from acp_support import (
 )
 
 from cleveragents.daemon import wire
-from cleveragents.history import RunHistory
+from cleveragents.service.history import RunHistory
 
 
 async def open_session(conn: Any, cwd: Path, **meta: Any) -> str:

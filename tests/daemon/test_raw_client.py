@@ -541,7 +541,7 @@ async def test_kill_9_mid_run_keeps_every_record_completed_before_it(
         await raw.process.wait()
     assert raw.process.returncode == -9
 
-    from cleveragents.history import RunHistory
+    from cleveragents.service.history import RunHistory
 
     with RunHistory(tmp_path / "history.sqlite3") as history:
         stored = history.get_run("doomed")

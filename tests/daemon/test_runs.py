@@ -11,7 +11,7 @@ import pytest
 from cleveragents.daemon import wire
 from cleveragents.daemon.config import RunDefaults
 from cleveragents.daemon.runs import DaemonError, RunManager
-from cleveragents.history import RunHistory
+from cleveragents.service.history import RunHistory
 from cleveragents.tool import LLMRequest, LLMResponse, ToolCallRequest, ToolRegistry
 from cleveragents.tool.llm import FunctionLLMCaller
 

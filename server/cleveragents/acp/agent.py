@@ -46,7 +46,6 @@ from .. import __version__
 from ..assembly import build_runtime
 from ..daemon import wire
 from ..daemon.config import RunDefaults
-from ..history import RunHistory
 from ..mcp import (
     McpConfig,
     McpError,
@@ -57,6 +56,7 @@ from ..mcp import (
     registry_with_mcp_tools,
 )
 from ..providers import ProviderConfigError, create_llm_caller
+from ..service.history import RunHistory
 from ..tool.context import ToolActorContext
 from ..tool.events import RunObserver
 from ..tool.llm import LLMCaller

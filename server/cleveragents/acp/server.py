@@ -26,10 +26,10 @@ from typing import cast
 from ..daemon import wire
 from ..daemon.config import RunDefaults, open_history, session_settings
 from ..daemon.converter import ParamsError
-from ..daemon.processes import claim_stdio, kill_descendants
-from ..daemon.threads import DaemonThreadPool
-from ..history import RunHistory
 from ..mcp import McpToolsetPool
+from ..service.history import RunHistory
+from ..service.processes import claim_stdio, kill_descendants
+from ..service.threads import DaemonThreadPool
 from ..tool.registry import ToolRegistry
 from ..toolsets import ToolLoadError, build_registry
 from .transport import StdioTransport

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..assembly import SYSTEM_PROMPT
-from ..history import RunHistory
 from ..providers import PROVIDERS
+from ..service.history import RunHistory
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.runtime import DEFAULT_MAX_ITERATIONS
 from . import wire
@@ -188,7 +188,7 @@ def check_max_iterations(value: int) -> str | None:
 
 def history_path(argument: str | None, env: Mapping[str, str] | None = None) -> Path:
     """`--history`, else $CLEVERAGENTS_HISTORY, else the user data folder's file."""
-    from ..history import default_history_path
+    from ..service.history import default_history_path
 
     env = os.environ if env is None else env
     chosen = argument or env.get(ENV_HISTORY)

@@ -17,9 +17,10 @@ from typing import Any, Protocol, cast
 from urllib.parse import unquote, urlparse
 
 from ..assembly import build_runtime
-from ..history import RunHistory, StoredRun
 from ..mcp import McpError, McpToolset, McpToolsetPool, registry_with_mcp_tools
 from ..providers import PROVIDERS, ProviderConfigError, create_llm_caller
+from ..service.history import RunHistory, StoredRun
+from ..service.threads import DaemonThreadPool
 from ..tool.context import ToolActorContext
 from ..tool.events import (
     IterationStarted,
@@ -42,7 +43,6 @@ from ..tool.runtime import CancelToken, new_run_id
 from . import wire
 from .config import RunDefaults, check_max_iterations
 from .converter import ParamsError, structure, unstructure
-from .threads import DaemonThreadPool
 
 log = logging.getLogger(__name__)
 

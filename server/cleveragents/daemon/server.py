@@ -35,7 +35,6 @@ from pygls.protocol import (
 )
 
 from .. import __version__
-from ..history import RunHistory
 from ..jsonrpc_io import (
     Frame,
     FrameError,
@@ -46,6 +45,8 @@ from ..jsonrpc_io import (
     start_fd_reader,
 )
 from ..providers import PROVIDERS
+from ..service.history import RunHistory
+from ..service.processes import claim_stdio, kill_descendants
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.registry import ToolRegistry
 from ..toolsets import ToolLoadError, build_registry
@@ -58,7 +59,6 @@ from .config import (
     session_settings,
 )
 from .converter import ParamsError, structure, unstructure
-from .processes import claim_stdio, kill_descendants
 from .runs import ClientRequestError, DaemonError, RunManager
 
 log = logging.getLogger(__name__)

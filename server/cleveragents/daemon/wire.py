@@ -13,7 +13,7 @@ from typing import Any, Literal
 import attrs
 
 # The runtime's own literals: the wire says exactly what the runtime and history produce.
-from ..history import RunStatus
+from ..service.history import RunStatus
 from ..tool.policy import ApprovalDecision
 from ..tool.records import ErrorKind, StopReason
 
