@@ -168,13 +168,15 @@ class Daemon:
             return
         if "method" not in message:
             if has_id and _valid_id(msg_id) and (("result" in message) != ("error" in message)):
-                if self.connection.resolve(message):
-                    pass
-                elif self.connection.was_withdrawn(msg_id):
+                if not self.connection.resolve(message):
                     # LSP clients answer requests we withdrew (`$/cancelRequest`): normal.
-                    log.debug("ignoring a late response to withdrawn request %r", msg_id)
-                else:
-                    log.warning("ignoring a response to unknown request %r", msg_id)
+                    late = self.connection.was_withdrawn(msg_id)
+                    log.log(
+                        logging.DEBUG if late else logging.WARNING,
+                        "ignoring a response to %s request %r",
+                        "withdrawn" if late else "unknown",
+                        msg_id,
+                    )
                 return
             reply(
                 reply_id,
@@ -601,11 +603,10 @@ def _parse_address(value: str) -> tuple[str, int]:
 
 def main(args: list[str]) -> int:
     """`cleveragents serve [--stdio | --tcp HOST:PORT] [--history PATH] [--log-level L]`."""
-    if "--acp" in args:  # ACP mode parses its own options
-        from ..acp.server import main as acp_main
-
-        return acp_main([arg for arg in args if arg != "--acp"])
     options = _parser().parse_args(args)
+    if options.acp:  # the launcher (`cleveragents serve --acp`) starts ACP mode, not this
+        print("cleveragents: --acp: run `cleveragents serve --acp`", file=sys.stderr)
+        return 2
     _configure_logging(options.log_level)
     address = None
     if options.tcp:
