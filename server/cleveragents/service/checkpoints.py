@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack, cast
 
-from ..history import default_history_path
+from .history import default_history_path
 
 log = logging.getLogger(__name__)
 
