@@ -600,23 +600,30 @@ class ToolCallingRuntime:
         Inside a running event loop (a notebook, an async app) the loop runs on a helper
         thread so this call still blocks and returns the result.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun_tool_loop(prompt, context, **kwargs))
         outcome: dict[str, Any] = {}
+
+        async def main() -> None:
+            # The result is handed over beside the task, not as its result: on Python 3.11
+            # asyncio.run formats the main task's repr (result included) when it checks the
+            # SIGINT handler, and a run's records can hold hundreds of MiB.
+            outcome["result"] = await self.arun_tool_loop(prompt, context, **kwargs)
 
         def target() -> None:
             try:
-                outcome["result"] = asyncio.run(self.arun_tool_loop(prompt, context, **kwargs))
+                asyncio.run(main())
             except BaseException as exc:
                 outcome["error"] = exc
 
-        thread = threading.Thread(target=target, name="cleveragents-run")
-        thread.start()
-        thread.join()
-        if "error" in outcome:
-            raise outcome["error"]
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(main())
+        else:
+            thread = threading.Thread(target=target, name="cleveragents-run")
+            thread.start()
+            thread.join()
+            if "error" in outcome:
+                raise outcome["error"]
         result: ToolCallRunResult = outcome["result"]
         return result
 
