@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from typing import Any
 
 import pytest
@@ -182,3 +183,23 @@ def test_the_cli_summary_shows_tokens_cache_share_and_cost() -> None:
     assert "context window is full" in text
     assert "10 tokens in, 5 out, cost unknown (no price for this model)" in text
     assert text.rstrip().endswith("1 iteration(s), 0 tool call(s)")
+
+
+def test_the_readme_price_table_is_the_code_s() -> None:
+    from pathlib import Path
+
+    from cleveragents.tool.models import MODEL_CONTEXT_WINDOWS, MODEL_PRICES
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    rows = re.findall(
+        r"^\| `([\w.-]+)` \| ([\d,]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$",
+        readme,
+        re.MULTILINE,
+    )
+    documented = {
+        name: (int(window.replace(",", "")), ModelPrice(*map(float, rates)))
+        for name, window, *rates in rows
+    }
+    assert documented == {
+        name: (MODEL_CONTEXT_WINDOWS[name], price) for name, price in MODEL_PRICES.items()
+    }
