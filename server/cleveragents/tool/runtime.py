@@ -313,11 +313,16 @@ class _Run:
         # model see them in request order.
         ordered = [r for r in slots if r is not None]
         self.records.extend(ordered)
-        sized = [sized_result_from_record(r, self.result_budget) for r in ordered]
-        message = ToolResultsMessage(tuple(result for result, _ in sized))
+        results: list[ToolResult] = []
+        sizes: list[int] = []
+        for record in ordered:
+            result, size = sized_result_from_record(record, self.result_budget)
+            results.append(result)
+            sizes.append(size)
+        message = ToolResultsMessage(tuple(results))
         self.messages.append(message)
         if self.guard is not None:
-            self.guard.append(message, [size for _, size in sized])
+            self.guard.append(message, sizes)
 
     def exhausted(self, detail: str) -> ToolCallRunResult:
         """The run ends because the next request cannot fit the model's window."""
@@ -380,14 +385,9 @@ class _Run:
                     guard.rejected(sent_chars)
                     if not guard.fit():
                         return self.exhausted(f"{said} {self.not_fitting(guard)}")
-            usage = response.usage
-            guard.calibrate(sent_chars, usage.input_tokens)
-            usage = Usage(
-                usage.input_tokens,
-                usage.output_tokens,
-                usage.cache_read_tokens,
-                usage.cache_write_tokens,
-            )
+            usage = response.usage  # never changed by the runtime, so kept as it came
+            if usage.input_tokens:
+                guard.calibrate(sent_chars, usage.input_tokens)
             self.usage.add(usage)
             self.iteration_usage.append(usage)
             calls = [
