@@ -154,6 +154,18 @@ def make_runtime(registry: ToolRegistry, llm: Any, **kwargs: Any) -> ToolCalling
     return ToolCallingRuntime(registry, ToolRunner(registry), llm, **kwargs)
 
 
+def dump_then_done(seen: list[LLMRequest]) -> Any:
+    """A model that calls `dump` once, then answers; keeps every request it gets."""
+
+    def llm(request: LLMRequest) -> LLMResponse:
+        seen.append(request)
+        if request.iteration == 1:
+            return LLMResponse(tool_calls=[ToolCallRequest("c1", "dump", {})])
+        return LLMResponse(text="done")
+
+    return llm
+
+
 def test_the_model_sees_the_budgeted_result_and_the_record_keeps_everything() -> None:
     registry = ToolRegistry()
     big = "z" * MiB
@@ -165,13 +177,7 @@ def test_the_model_sees_the_budgeted_result_and_the_record_keeps_everything() ->
 
     seen: list[LLMRequest] = []
     finished: list[ToolCallRecord] = []
-
-    def llm(request: LLMRequest) -> LLMResponse:
-        seen.append(request)
-        if request.iteration == 1:
-            return LLMResponse(tool_calls=[ToolCallRequest("c1", "dump", {})])
-        return LLMResponse(text="done")
-
+    llm = dump_then_done(seen)
     runtime = make_runtime(
         registry,
         llm,
@@ -199,14 +205,7 @@ def test_a_run_can_set_its_own_budget_and_bad_budgets_are_refused() -> None:
         return "q" * 50_000
 
     seen: list[LLMRequest] = []
-
-    def llm(request: LLMRequest) -> LLMResponse:
-        seen.append(request)
-        if request.iteration == 1:
-            return LLMResponse(tool_calls=[ToolCallRequest("c1", "dump", {})])
-        return LLMResponse(text="done")
-
-    runtime = make_runtime(registry, llm)
+    runtime = make_runtime(registry, dump_then_done(seen))
     runtime.run_tool_loop("go", result_budget_chars=2_000)
     runtime.run_tool_loop("go", result_budget_chars=None)
     first, second = seen[1].messages[-1], seen[3].messages[-1]
@@ -214,9 +213,9 @@ def test_a_run_can_set_its_own_budget_and_bad_budgets_are_refused() -> None:
     assert len(model_text(first.results[0].content)) <= 2_000
     assert second.results[0].content == {"result": "q" * 50_000}
     with pytest.raises(ValueError, match="result_budget_chars"):
-        make_runtime(registry, llm, result_budget_chars=10)
+        make_runtime(registry, dump_then_done([]), result_budget_chars=10)
     with pytest.raises(TypeError, match="result_budget_chars"):
-        make_runtime(registry, llm, result_budget_chars="32k")
+        make_runtime(registry, dump_then_done([]), result_budget_chars="32k")
 
 
 def test_the_read_file_marker_names_the_call_that_shows_the_missing_lines(tmp_path: Path) -> None:
