@@ -331,8 +331,8 @@ class _Run:
             "The run stopped: the conversation no longer fits the model's context window. "
             f"{detail} The model{f' {self.model}' if self.model else ''} has a window of "
             f"{limits.window:,} tokens, of which {limits.max_output:,} are kept for its answer "
-            f"and {limits.margin:,} as a margin. Start a new run with a narrower task (its "
-            "result so far is kept), or use a model with a larger window (contextWindow)."
+            f"and {limits.margin:,} as a margin. Start a new run with a narrower task (what this "
+            "run did is kept), or use a model with a larger context window."
         )
         partial = self.partial_content()
         content = f"{partial}\n\n{message}" if partial else message
