@@ -23,7 +23,7 @@ PROTOCOL_VERSION = "1.0"
 """Major.minor: a new major breaks existing clients; a new minor only adds optional things."""
 
 AutomationProfile = Literal["read-only", "ask", "auto-edit", "full-auto"]
-FinishReason = Literal["final_answer", "max_iterations", "cancelled", "error"]
+FinishReason = Literal["final_answer", "max_iterations", "cancelled", "context_exhausted", "error"]
 ProgressToken = int | str
 
 
