@@ -576,8 +576,11 @@ class ToolCallingRuntime:
             if waiter is not None:
                 waiter.cancel()
         if not body.done():  # the cancel token fired first
-            await _stop(body)
+            interrupted = await _stop(body)
             result = run.result(run.partial_content(), "cancelled")
+            if interrupted:  # our caller was cancelled too while the body wound down
+                run.emit(RunFinished(run_id, result))
+                raise asyncio.CancelledError
         else:
             try:
                 result = body.result()
@@ -628,8 +631,19 @@ class ToolCallingRuntime:
         return result
 
 
-async def _stop(task: asyncio.Future[Any]) -> None:
-    # asyncio.wait, not await: the task's outcome no longer matters, but a cancellation aimed
-    # at our caller while we wait must still reach it.
+async def _stop(task: asyncio.Future[Any]) -> bool:
+    """Cancel `task` and wait until it has wound down; True when our caller was cancelled.
+
+    asyncio.wait, not await: the task's outcome no longer matters. A cancellation aimed at our
+    caller meanwhile (a cancel token and a task cancel arriving together) does not cut the wait
+    short: the task is still recording its calls as cancelled, and the run's end is recorded
+    after that. The caller re-raises it once the run's end is recorded.
+    """
     task.cancel()
-    await asyncio.wait([task])
+    interrupted = False
+    while not task.done():
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            interrupted = True
+    return interrupted
