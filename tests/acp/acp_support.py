@@ -118,18 +118,22 @@ def check_messages(log: list[tuple[str, dict[str, Any]]]) -> int:
     for direction, message in log:
         where = f"{direction} {json.dumps(message)[:300]}"
         sender = "Client" if direction == TO_AGENT else "Agent"
-        _check(_envelope_validator(sender), message, where)
         if "method" in message:
             method = message["method"]
             part = "Request" if "id" in message else "Notification"
             definition = methods.get((method, part))
             assert definition is not None, f"{method} is not an ACP {part.lower()}: {where}"
             expected_side = "agent" if direction == TO_AGENT else "client"
-            assert _handled_by(definition) == expected_side, f"{method} sent the wrong way"
+            side = _handled_by(definition)
+            # Protocol-level methods ($/cancel_request) go either way, in their own envelope.
+            assert side in (expected_side, "protocol"), f"{method} sent the wrong way"
+            envelope = "ProtocolLevel" if side == "protocol" else sender
+            _check(_envelope_validator(envelope), message, where)
             _check(_validator(definition), message.get("params"), where)
             if "id" in message:
                 asked[(direction, message["id"])] = method
             continue
+        _check(_envelope_validator(sender), message, where)
         if "error" in message:
             _check(_validator("Error"), message["error"], where)
             if message.get("id") is not None:
@@ -333,6 +337,12 @@ class AgentProcess:
         self.injected.append(raw)
         stdin.write(raw)
 
+    def send_message(self, message: dict[str, Any]) -> None:
+        """A message the SDK cannot send ($/cancel_request), written and recorded as sent."""
+        line = json.dumps(message).encode() + b"\n"
+        self.wire.append((TO_AGENT, line))
+        self.inject(line)
+
     def messages(self) -> list[tuple[str, dict[str, Any]]]:
         """Every line that crossed, parsed; each must be exactly one JSON object and a newline."""
         parsed = []
@@ -355,6 +365,11 @@ class AgentProcess:
         code = await asyncio.wait_for(self.process.wait(), WAIT_S)
         await asyncio.wait_for(asyncio.gather(*self._tasks), WAIT_S)
         return code
+
+    async def output_read(self) -> None:
+        """Wait until the agent's stdout and stderr have been read to their end (it exited)."""
+        from_agent, _, stderr = self._tasks
+        await asyncio.wait_for(asyncio.gather(from_agent, stderr), WAIT_S)
 
     def kill(self) -> None:
         """Whatever state the test left: no process, no relay, no open pipe."""

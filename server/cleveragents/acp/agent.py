@@ -282,19 +282,29 @@ class CleverAgentsAgent:
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """`session/cancel`: the running prompt stops and answers `cancelled`."""
-        session = self.sessions.get(session_id)
-        if session is None:
+        if session_id not in self.sessions:
             log.warning("session/cancel for unknown session %s", session_id)
             return
-        if session.turn is not None:
+        self.cancel_prompt(session_id)
+
+    def cancel_prompt(self, session_id: str) -> None:
+        """Stop the session's running prompt, if any; it answers `cancelled`."""
+        session = self.sessions.get(session_id)
+        if session is not None and session.turn is not None:
             session.turn.cancel.cancel()
+
+    def cancel_all(self) -> None:
+        for session_id in self.sessions:
+            self.cancel_prompt(session_id)
+
+    def busy(self) -> list[str]:
+        """The sessions with a prompt running."""
+        return [sid for sid, session in self.sessions.items() if session.turn is not None]
 
     # -- ending ------------------------------------------------------------------------------
     async def aclose(self) -> None:
         """Stop every prompt and the servers the clients' sessions started."""
-        for session in self.sessions.values():
-            if session.turn is not None:
-                session.turn.cancel.cancel()
+        self.cancel_all()
         for session in self.sessions.values():
             if session.client_mcp is not None:
                 try:
