@@ -582,6 +582,30 @@ async def test_a_client_mcp_server_that_cannot_start_fails_session_new(
         assert (await agent.conn.new_session(cwd=str(sandbox), mcp_servers=[])).session_id
 
 
+async def test_read_only_prompts_start_no_sandbox_mcp_server(
+    tmp_path: Path, sandbox: Path, start_agent: StartAgent
+) -> None:
+    marker = tmp_path / "started"
+    (sandbox / ".mcp.json").write_text(
+        json.dumps(
+            {"mcpServers": {"demo": {"command": "sh", "args": ["-c", f"touch {marker}; exit 1"]}}}
+        )
+    )
+    script = write_script(tmp_path / "script.json", {"text": "Done."})
+    env = replay_env(tmp_path, script, CLEVERAGENTS_PROFILE="read-only")
+    async with start_agent(env) as agent:
+        sid = await open_session(agent.conn, sandbox)
+        answer = await agent.conn.prompt(session_id=sid, prompt=[text_block("Look.")])
+        assert answer.stop_reason == "end_turn"
+        assert not marker.exists()
+        # Under another mode the same server is started (and fails, as it was written to).
+        await agent.conn.set_session_mode(session_id=sid, mode_id="ask")
+        with pytest.raises(RequestError) as failed:
+            await agent.conn.prompt(session_id=sid, prompt=[text_block("Look again.")])
+        assert failed.value.code == codes.TOOLS_UNAVAILABLE
+        assert marker.exists()
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:

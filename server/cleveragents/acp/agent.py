@@ -7,9 +7,10 @@ session's `cwd` as the sandbox root and the session's conversation so far as its
 - The automation profile is the session's mode (`read-only`, `ask`, `auto-edit`,
   `full-auto`): `$CLEVERAGENTS_PROFILE` (default `ask`), `_meta.cleveragents.automationProfile`
   in `session/new`, or `session/set_mode` later.
-- MCP servers: the sandbox's `.mcp.json` ones, as for every run, plus the stdio servers the
-  client lists in `session/new`, which run while the session lives. HTTP and SSE servers are
-  not advertised (`mcpCapabilities`) and are skipped.
+- MCP servers: the sandbox's `.mcp.json` ones, as for every run (none under `read-only`,
+  as in the daemon), plus the stdio servers the client lists in `session/new`, which run
+  while the session lives. HTTP and SSE servers are not advertised (`mcpCapabilities`) and
+  are skipped.
 - Errors: a prompt whose provider cannot be set up, whose tools cannot start, or whose run
   fails (the provider gave up) is answered with a JSON-RPC error, with the daemon's codes.
 """
@@ -230,7 +231,9 @@ class CleverAgentsAgent:
                 except Exception as exc:  # the earlier run was not stored: keep going
                     log.warning("run %s not linked to %s: %s", run_id, session.last_run_id, exc)
         try:
-            async with manager.mcp.lease(session.sandbox_root) as sandbox_mcp:
+            async with manager.sandbox_mcp(
+                session.sandbox_root, turn.automation_profile
+            ) as sandbox_mcp:
                 registry = registry_with_mcp_tools(manager.registry, sandbox_mcp)
                 if session.client_mcp is not None:
                     add_mcp_tools(registry, session.client_mcp)

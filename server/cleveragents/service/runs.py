@@ -316,11 +316,17 @@ class RunManager:
         return ToolRunner(registry, executor=self.executor)
 
     def _mcp_for(self, plan: RunPlan) -> AbstractAsyncContextManager[McpToolset]:
+        return self.sandbox_mcp(plan.sandbox_root, plan.automation_profile)
+
+    def sandbox_mcp(
+        self, sandbox_root: str, automation_profile: str
+    ) -> AbstractAsyncContextManager[McpToolset]:
+        """The sandbox's `.mcp.json` servers, leased for one run of every front."""
         # Starting a `.mcp.json` server runs a program the workspace names: never under
         # read-only, which promises nothing runs that could change anything.
-        if plan.automation_profile == "read-only":
-            return nullcontext(McpToolset(plan.sandbox_root))
-        return self.mcp.lease(plan.sandbox_root)
+        if automation_profile == "read-only":
+            return nullcontext(McpToolset(sandbox_root))
+        return self.mcp.lease(sandbox_root)
 
     def _tools_for(
         self, names: Sequence[str] | None, mcp_tools: McpToolset
