@@ -218,6 +218,29 @@ class StoredRun(RunSummary):
         return data
 
 
+@dataclass(slots=True, frozen=True)
+class ConversationSummary:
+    """One conversation: a first run (its root) and every run continuing it, at any depth.
+
+    `latest_run_id` is the newest of them (by start): continuing the conversation continues
+    that run. `title` is the root's prompt, cut to `TITLE_CHARS`; `updated_at` is when the
+    latest run finished (or started, while it runs), Unix epoch seconds. `position` orders
+    conversations by their latest activity (higher is newer) and pages through them.
+    """
+
+    root_run_id: str
+    latest_run_id: str
+    sandbox_root: str | None
+    title: str
+    run_count: int
+    latest_status: RunStatus
+    updated_at: float
+    position: int
+
+
+TITLE_CHARS = 200
+
+
 class RunHistory:
     """A run observer that stores runs in SQLite, and reads them back.
 
@@ -511,6 +534,87 @@ class RunHistory:
                 parts.append(_load_own_run(conn, chained_id, prompt).messages)
         earlier = [message for part in parts[:-1] for message in part]
         return [*close_dangling_calls(earlier), *parts[-1]] if earlier else parts[-1]
+
+
+    def chain(self, run_id: str) -> list[str]:
+        """The run ids from the conversation's first run down to `run_id`; KeyError if unknown."""
+        with self._transaction(immediate=False) as conn:
+            if not _run_exists(conn, run_id):
+                raise KeyError(run_id)
+            return list(reversed(_chain(conn, run_id)))
+
+    def list_conversations(
+        self,
+        *,
+        sandbox_root: str | None = None,
+        before: int | None = None,
+        limit: int | None = None,
+    ) -> list[ConversationSummary]:
+        """Conversations, latest activity first; only those begun in `sandbox_root` when given,
+        only those whose `position` is below `before` when given."""
+        found = [
+            c
+            for c in self._conversations()
+            if (sandbox_root is None or c.sandbox_root == sandbox_root)
+            and (before is None or c.position < before)
+        ]
+        found.sort(key=lambda c: c.position, reverse=True)
+        return found if limit is None else found[:limit]
+
+    def get_conversation(self, root_run_id: str) -> ConversationSummary | None:
+        """The conversation whose first run is `root_run_id`; None if that is no first run."""
+        return next((c for c in self._conversations() if c.root_run_id == root_run_id), None)
+
+    def _conversations(self) -> list[ConversationSummary]:
+        # One pass over the runs' small columns: each run joins its parent's conversation. A
+        # history holds thousands of runs, not millions, and a recursive query would scan the
+        # runs once per level without an index on continued_from.
+        with self._transaction(immediate=False) as conn:
+            rows = conn.execute(
+                "SELECT seq, run_id, continued_from, sandbox_root, substr(prompt, 1, ?), "
+                "status, started_at, finished_at FROM runs ORDER BY seq",
+                (TITLE_CHARS,),
+            ).fetchall()
+        parent = {row[1]: row[2] for row in rows}
+        roots: dict[str, str] = {}
+
+        def root_of(run_id: str) -> str:
+            path: list[str] = []
+            node = run_id
+            while node not in roots:
+                above = parent.get(node)
+                # A parent that is gone (SET NULL does that) or a loop ends the climb.
+                if above is None or above not in parent or above == node or above in path:
+                    roots[node] = node
+                    break
+                path.append(node)
+                node = above
+            for below in path:
+                roots[below] = roots[node]
+            return roots[run_id]
+
+        first: dict[str, tuple[Any, ...]] = {}
+        latest: dict[str, tuple[Any, ...]] = {}
+        counts: dict[str, int] = {}
+        for row in rows:
+            root = root_of(row[1])
+            if root == row[1]:
+                first[root] = row
+            latest[root] = row  # rows come oldest first
+            counts[root] = counts.get(root, 0) + 1
+        return [
+            ConversationSummary(
+                root_run_id=root,
+                latest_run_id=latest[root][1],
+                sandbox_root=row[3],
+                title=row[4],
+                run_count=counts[root],
+                latest_status=latest[root][5],
+                updated_at=latest[root][7] or latest[root][6],
+                position=latest[root][0],
+            )
+            for root, row in first.items()
+        ]
 
 
 # -- helpers -------------------------------------------------------------------------------
