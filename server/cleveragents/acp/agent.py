@@ -1,4 +1,5 @@
-"""The ACP agent: initialize, session/new, session/set_mode, session/prompt, session/cancel.
+"""The ACP agent: initialize, session/new, session/load, session/list, session/set_mode,
+session/prompt, session/cancel.
 
 Each prompt is one run of the same runtime the CLI and the JSON-RPC daemon use (registry,
 provider, automation profiles, run history, the sandbox's `.mcp.json` servers), with the
@@ -11,6 +12,9 @@ session's `cwd` as the sandbox root and the session's conversation so far as its
   as in the daemon), plus the stdio servers the client lists in `session/new`, which run
   while the session lives. HTTP and SSE servers are not advertised (`mcpCapabilities`) and
   are skipped.
+- Sessions last: each is a conversation of the run history (see `stored_sessions.py`), so
+  `session/list` lists them and `session/load` replays one and continues it. Both need the
+  history (`--no-history` turns them off, and the capabilities say so).
 - Errors: a prompt whose provider cannot be set up, whose tools cannot start, or whose run
   fails (the provider gave up) is answered with a JSON-RPC error, with the daemon's codes.
 """
@@ -30,11 +34,15 @@ from acp.schema import (
     HttpMcpServer,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
     McpCapabilities,
     McpServerStdio,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    SessionCapabilities,
+    SessionListCapabilities,
     SessionMode,
     SessionModeState,
     SetSessionModeResponse,
@@ -55,22 +63,29 @@ from ..service.errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     RUN_FAILED,
+    RUN_STILL_RUNNING,
     TOOLS_UNAVAILABLE,
     ServiceError,
 )
+from ..service.history import RunHistory, StoredRun
 from ..service.runs import RunManager
 from ..service.settings import RunDefaults
 from ..tool.context import ToolActorContext
 from ..tool.events import RunObserver
 from ..tool.llm import LLMCaller
+from ..tool.messages import Message
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.records import ToolCallRunResult
 from ..tool.runtime import new_run_id
 from .prompts import ContentBlock, UnsupportedPrompt, prompt_text
 from .session import AcpSession, PromptTurn
+from .stored_sessions import BadCursor, replay, session_page
 from .updates import META_KEY, stop_reason
 
 log = logging.getLogger(__name__)
+
+# ACP's "resource not found" (its ErrorCode list): a session id that names no session.
+RESOURCE_NOT_FOUND = -32002
 
 McpServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
 CLIENT_MCP_CONFIG = "session/new mcpServers"
@@ -122,15 +137,19 @@ class CleverAgentsAgent:
                 "client %s %s, protocol %d", client_info.name, client_info.version, protocol_version
             )
         defaults = self.manager.defaults
+        stored = self.manager.history is not None
         return InitializeResponse(
             # Version 1 is the only one we speak; a client that wants another disconnects.
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
-                load_session=False,
+                load_session=stored,
                 prompt_capabilities=PromptCapabilities(
                     image=False, audio=False, embedded_context=True
                 ),
                 mcp_capabilities=McpCapabilities(http=False, sse=False),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities() if stored else None
+                ),
             ),
             auth_methods=[],
             agent_info=Implementation(
@@ -169,6 +188,63 @@ class CleverAgentsAgent:
         log.info("session %s in %s, profile %s", session_id, sandbox_root, profile)
         return NewSessionResponse(session_id=session_id, modes=_modes(profile))
 
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        """`session/list`: the history's conversations, latest first, `cwd`'s alone if given."""
+        history = self._history("session/list")
+        root = None
+        if cwd is not None:
+            if not os.path.isabs(cwd):
+                raise invalid_params(f"cwd: must be an absolute path, got {cwd!r}")
+            root = os.path.realpath(cwd)
+        try:
+            return session_page(history, root, cursor)
+        except BadCursor as exc:
+            raise invalid_params(str(exc)) from None
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: Sequence[McpServer] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        """`session/load`: replay the stored conversation, then continue it on the next prompt."""
+        sandbox_root = _sandbox_root(cwd)
+        if additional_directories:
+            raise invalid_params(
+                "additionalDirectories: not supported; the sandbox is the session's cwd alone"
+            )
+        history = self._history("session/load")
+        open_session = self.sessions.get(session_id)
+        if open_session is not None and open_session.turn is not None:
+            raise request_error(
+                INVALID_REQUEST,
+                "invalid request: a prompt is running in this session (send session/cancel first)",
+                sessionId=session_id,
+            )
+        runs = _stored_session(history, session_id, sandbox_root, open_session)
+        profile = _requested_profile(kwargs.get(META_KEY), self.manager.defaults)
+        client_mcp = await _start_client_mcp(sandbox_root, mcp_servers or ())
+        # Every update before the response: the client shows the conversation, then goes on.
+        for update in replay(runs, self.manager.registry, sandbox_root):
+            await self.client.session_update(session_id, update)
+        if open_session is not None and open_session.client_mcp is not None:
+            await open_session.client_mcp.close()
+        latest = runs[-1].run_id if runs else None
+        self.sessions[session_id] = AcpSession(
+            session_id=session_id,
+            sandbox_root=sandbox_root,
+            automation_profile=profile,
+            client_mcp=client_mcp,
+            conversation=history.conversation(latest) if latest is not None else [],
+            last_run_id=latest,
+        )
+        log.info("session %s loaded (%d runs), profile %s", session_id, len(runs), profile)
+        return LoadSessionResponse(modes=_modes(profile))
+
     async def set_session_mode(
         self, session_id: str, mode_id: str, **kwargs: Any
     ) -> SetSessionModeResponse:
@@ -200,11 +276,18 @@ class CleverAgentsAgent:
         llm = self._llm_caller()
         turn = PromptTurn(self.client, session, self.manager.defaults.approval_timeout_s)
         session.turn = turn
-        run_id = new_run_id()
+        # The session's first stored run carries its id: that is how the history knows it.
+        run_id = session.session_id if session.last_run_id is None else new_run_id()
+        history = self.manager.history
         try:
             result = await self._run(session, turn, llm, text, run_id)
         except BaseException:
             turn.abandon()
+            if turn.run_started and history is not None:
+                # A failed run is part of the conversation the history keeps: the next
+                # prompt continues it, as a load of the session would.
+                session.last_run_id = run_id
+                session.conversation = _conversation(history, run_id, session.conversation)
             raise
         finally:
             session.turn = None
@@ -315,6 +398,16 @@ class CleverAgentsAgent:
                 except Exception:
                     log.exception("stopping the MCP servers of session %s", session.session_id)
 
+    def _history(self, method: str) -> RunHistory:
+        history = self.manager.history
+        if history is None:
+            raise request_error(
+                INVALID_REQUEST,
+                f"invalid request: {method} needs the run history, which is off "
+                "(--no-history, or its file could not be opened)",
+            )
+        return history
+
     def _session(self, session_id: str) -> AcpSession:
         session = self.sessions.get(session_id)
         if session is None:
@@ -329,6 +422,43 @@ def _sandbox_root(cwd: str) -> str:
     if not os.path.isdir(root):
         raise invalid_params(f"cwd: no such folder: {cwd!r}")
     return root
+
+
+def _stored_session(
+    history: RunHistory, session_id: str, sandbox_root: str, open_session: AcpSession | None
+) -> list[StoredRun]:
+    """The runs of the stored session, first to newest; a RequestError when it cannot load."""
+    conversation = history.get_conversation(session_id)
+    if conversation is None:
+        if open_session is not None and open_session.last_run_id is None:
+            return []  # opened here, nothing stored yet: nothing to replay
+        raise request_error(
+            RESOURCE_NOT_FOUND,
+            f"no session {session_id!r} in the run history (session/list lists them)",
+            sessionId=session_id,
+        )
+    if conversation.sandbox_root != sandbox_root:
+        raise invalid_params(
+            f"cwd: session {session_id!r} ran in {conversation.sandbox_root!r}, "
+            f"not {sandbox_root!r}"
+        )
+    if conversation.latest_status == "running":
+        raise request_error(
+            RUN_STILL_RUNNING,
+            f"session {session_id!r} has a prompt running (in another agent)",
+            sessionId=session_id,
+            runId=conversation.latest_run_id,
+        )
+    runs = [history.get_run(run_id) for run_id in history.chain(conversation.latest_run_id)]
+    return [run for run in runs if run is not None]
+
+
+def _conversation(history: RunHistory, run_id: str, fallback: list[Message]) -> list[Message]:
+    try:
+        return history.conversation(run_id)
+    except Exception as exc:  # unreadable: keep what the session had
+        log.warning("conversation of run %s not read back: %s", run_id, exc)
+        return fallback
 
 
 def _requested_profile(meta: Any, defaults: RunDefaults) -> str:

@@ -17,7 +17,7 @@ from acp import Client
 from acp.schema import AgentMessageChunk, ToolCallProgress, ToolCallStart, ToolCallStatus
 
 from ..mcp import McpToolset
-from ..tool.events import RunEvent, TextDelta, ToolCallFinished, ToolCallStarted
+from ..tool.events import RunEvent, RunStarted, TextDelta, ToolCallFinished, ToolCallStarted
 from ..tool.messages import Message
 from ..tool.policy import ApprovalDecision, ApprovalRequest, verdict
 from ..tool.registry import ToolRegistry
@@ -43,6 +43,8 @@ class AcpSession:
     # The MCP servers the client asked for in `session/new`, running for the session's life.
     client_mcp: McpToolset | None = None
     conversation: list[Message] = field(default_factory=list)
+    # The session's newest stored run: the next prompt's run continues it. None until the
+    # first prompt's run (whose run id is the session id) is stored.
     last_run_id: str | None = None
     # Tools the user chose "always allow" for: later prompts of the session do not ask again.
     always_allowed: set[str] = field(default_factory=set)
@@ -97,10 +99,14 @@ class PromptTurn:
         # The run's tools, once its MCP servers are up (for tool kinds and approval rules).
         self.registry = ToolRegistry()
         self.updates = UpdateStream(client, session.session_id)
+        # Whether the run got as far as starting (and so into the history, when there is one).
+        self.run_started = False
 
     def observe(self, event: RunEvent) -> None:
         """A run observer: events the client shows become `session/update`s."""
-        if isinstance(event, TextDelta):
+        if isinstance(event, RunStarted):
+            self.run_started = True
+        elif isinstance(event, TextDelta):
             self.updates.put(message_chunk(event))
         elif isinstance(event, ToolCallStarted):
             spec = self.registry.get(event.tool_name)
