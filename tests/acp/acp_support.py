@@ -14,14 +14,16 @@ from pathlib import Path
 from typing import Any, cast
 
 import jsonschema
-from acp import Client, connect_to_agent
+from acp import Client, RequestError, connect_to_agent
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AllowedOutcome,
     DeniedOutcome,
     PermissionOption,
+    ReadTextFileResponse,
     RequestPermissionResponse,
     ToolCallUpdate,
+    WriteTextFileResponse,
 )
 
 ACP_TESTS = Path(__file__).resolve().parent
@@ -169,14 +171,47 @@ async def refuse_to_be_asked(tool_call: ToolCallUpdate, options: list[Permission
 class RecordingClient:
     """The editor's side: keeps every update and answers permission requests via `answer`.
 
-    `answer` returns the chosen option id, or None for the `cancelled` outcome.
+    `answer` returns the chosen option id, or None for the `cancelled` outcome. It serves
+    `fs/*` as an editor does (an agent uses them only when `initialize` offered them):
+    `buffers` are its open files with unsaved changes, read before the disk, and a write
+    lands in a buffer, not on disk. `fs_calls` records each (method, path).
     """
 
     def __init__(self) -> None:
         self.updates: list[tuple[str, Any]] = []
         self.permission_requests: list[tuple[str, ToolCallUpdate, list[PermissionOption]]] = []
         self.answer: PermissionAnswer = refuse_to_be_asked
+        self.buffers: dict[str, str] = {}
+        self.fs_calls: list[tuple[str, str]] = []
         self._changed = asyncio.Condition()
+
+    async def read_text_file(
+        self,
+        session_id: str,
+        path: str,
+        line: int | None = None,
+        limit: int | None = None,
+        **kwargs: Any,
+    ) -> ReadTextFileResponse:
+        self.fs_calls.append(("fs/read_text_file", path))
+        if path in self.buffers:
+            text = self.buffers[path]
+        else:
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except FileNotFoundError:
+                raise RequestError.resource_not_found(path) from None
+        lines = text.splitlines(keepends=True)
+        start = (line or 1) - 1
+        end = None if limit is None else start + limit
+        return ReadTextFileResponse(content="".join(lines[start:end]))
+
+    async def write_text_file(
+        self, session_id: str, path: str, content: str, **kwargs: Any
+    ) -> WriteTextFileResponse:
+        self.fs_calls.append(("fs/write_text_file", path))
+        self.buffers[path] = content
+        return WriteTextFileResponse()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         async with self._changed:
@@ -298,7 +333,7 @@ class AgentProcess:
             asyncio.ensure_future(self._read_stderr()),
         ]
         # The recording client implements the Client methods the agent calls; the SDK answers
-        # method-not-found for the others (fs/*, terminal/*), which the agent never uses.
+        # method-not-found for the others.
         client = cast(Client, self.client)
         self.connection = connect_to_agent(client, self._sdk_writer, sdk_reader)
 

@@ -77,6 +77,8 @@ from ..tool.messages import Message
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.records import ToolCallRunResult
 from ..tool.runtime import new_run_id
+from ..workspace.file_access import with_file_access
+from .files import EditorFiles
 from .prompts import ContentBlock, UnsupportedPrompt, prompt_text
 from .session import AcpSession, PromptTurn
 from .stored_sessions import BadCursor, replay, session_page
@@ -114,6 +116,8 @@ class CleverAgentsAgent:
         self.manager = manager
         self.sessions: dict[str, AcpSession] = {}
         self._client: Client | None = None
+        # What the client offers us (`fs/*`, terminals), from `initialize`.
+        self.client_capabilities: ClientCapabilities | None = None
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -136,6 +140,7 @@ class CleverAgentsAgent:
             log.info(
                 "client %s %s, protocol %d", client_info.name, client_info.version, protocol_version
             )
+        self.client_capabilities = client_capabilities
         defaults = self.manager.defaults
         stored = self.manager.history is not None
         return InitializeResponse(
@@ -184,6 +189,7 @@ class CleverAgentsAgent:
             sandbox_root=sandbox_root,
             automation_profile=profile,
             client_mcp=client_mcp,
+            files=EditorFiles.offered(self.client, session_id, self.client_capabilities),
         )
         log.info("session %s in %s, profile %s", session_id, sandbox_root, profile)
         return NewSessionResponse(session_id=session_id, modes=_modes(profile))
@@ -241,6 +247,7 @@ class CleverAgentsAgent:
             client_mcp=client_mcp,
             conversation=history.conversation(latest) if latest is not None else [],
             last_run_id=latest,
+            files=EditorFiles.offered(self.client, session_id, self.client_capabilities),
         )
         log.info("session %s loaded (%d runs), profile %s", session_id, len(runs), profile)
         return LoadSessionResponse(modes=_modes(profile))
@@ -320,6 +327,8 @@ class CleverAgentsAgent:
                 registry = registry_with_mcp_tools(manager.registry, sandbox_mcp)
                 if session.client_mcp is not None:
                     add_mcp_tools(registry, session.client_mcp)
+                if session.files is not None:
+                    registry = with_file_access(registry, session.files)
                 turn.registry = registry
                 runtime = build_runtime(
                     llm,

@@ -22,6 +22,7 @@ from ..tool.messages import Message
 from ..tool.policy import ApprovalDecision, ApprovalRequest, verdict
 from ..tool.registry import ToolRegistry
 from ..tool.runtime import CancelToken
+from ..workspace.file_access import FileAccess
 from .permissions import (
     decision_from,
     permission_options,
@@ -49,6 +50,8 @@ class AcpSession:
     # Tools the user chose "always allow" for: later prompts of the session do not ask again.
     always_allowed: set[str] = field(default_factory=set)
     turn: PromptTurn | None = None
+    # The editor's view of the files, when the client offers `fs/*`: file tools go through it.
+    files: FileAccess | None = None
 
 
 class UpdateStream:
