@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -18,11 +19,18 @@ from acp import Client, RequestError, connect_to_agent
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AllowedOutcome,
+    CreateTerminalResponse,
     DeniedOutcome,
+    EnvVariable,
+    KillTerminalResponse,
     PermissionOption,
     ReadTextFileResponse,
+    ReleaseTerminalResponse,
     RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
     ToolCallUpdate,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
 
@@ -168,6 +176,35 @@ async def refuse_to_be_asked(tool_call: ToolCallUpdate, options: list[Permission
     raise AssertionError(f"unexpected permission request for {tool_call.title}")
 
 
+class EditorTerminal:
+    """A terminal the test editor runs: the process, and all it printed."""
+
+    def __init__(
+        self, command: str, args: list[str], cwd: str | None, process: asyncio.subprocess.Process
+    ) -> None:
+        self.command = command
+        self.args = args
+        self.cwd = cwd
+        self.process = process
+        self.output = bytearray()
+        self.reader: asyncio.Future[None] | None = None
+        self.released = False
+
+    async def read_all(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        while chunk := await stdout.read(65536):
+            self.output += chunk
+
+    def exit_status(self) -> TerminalExitStatus | None:
+        code = self.process.returncode
+        if code is None:
+            return None
+        if code < 0:
+            return TerminalExitStatus(exit_code=None, signal=signal.Signals(-code).name)
+        return TerminalExitStatus(exit_code=code, signal=None)
+
+
 class RecordingClient:
     """The editor's side: keeps every update and answers permission requests via `answer`.
 
@@ -183,6 +220,8 @@ class RecordingClient:
         self.answer: PermissionAnswer = refuse_to_be_asked
         self.buffers: dict[str, str] = {}
         self.fs_calls: list[tuple[str, str]] = []
+        self.terminals: dict[str, EditorTerminal] = {}
+        self.terminal_calls: list[tuple[str, str]] = []
         self._changed = asyncio.Condition()
 
     async def read_text_file(
@@ -212,6 +251,77 @@ class RecordingClient:
         self.fs_calls.append(("fs/write_text_file", path))
         self.buffers[path] = content
         return WriteTextFileResponse()
+
+    # -- terminals, as an editor runs them: real processes, output kept and shown ----------
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str] | None = None,
+        env: list[EnvVariable] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **kwargs: Any,
+    ) -> CreateTerminalResponse:
+        terminal_id = f"term_{len(self.terminals) + 1}"
+        self.terminal_calls.append(("terminal/create", terminal_id))
+        environment = {**os.environ, **{v.name: v.value for v in env or []}}
+        process = await asyncio.create_subprocess_exec(
+            command,
+            *(args or []),
+            cwd=cwd,
+            env=environment,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        terminal = EditorTerminal(command, args or [], cwd, process)
+        self.terminals[terminal_id] = terminal
+        terminal.reader = asyncio.ensure_future(terminal.read_all())
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def terminal_output(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> TerminalOutputResponse:
+        self.terminal_calls.append(("terminal/output", terminal_id))
+        terminal = self.terminals[terminal_id]
+        return TerminalOutputResponse(
+            output=terminal.output.decode(errors="replace"),
+            truncated=False,
+            exit_status=terminal.exit_status(),
+        )
+
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> WaitForTerminalExitResponse:
+        self.terminal_calls.append(("terminal/wait_for_exit", terminal_id))
+        terminal = self.terminals[terminal_id]
+        await terminal.process.wait()
+        assert terminal.reader is not None
+        await terminal.reader
+        status = terminal.exit_status()
+        assert status is not None
+        return WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
+
+    async def kill_terminal(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> KillTerminalResponse:
+        """The harshest kill an editor may do: SIGKILL, to the terminal's process alone."""
+        self.terminal_calls.append(("terminal/kill", terminal_id))
+        process = self.terminals[terminal_id].process
+        if process.returncode is None:
+            process.kill()
+        return KillTerminalResponse()
+
+    async def release_terminal(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> ReleaseTerminalResponse:
+        self.terminal_calls.append(("terminal/release", terminal_id))
+        terminal = self.terminals[terminal_id]
+        if terminal.process.returncode is None:
+            terminal.process.kill()
+        terminal.released = True
+        return ReleaseTerminalResponse()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         async with self._changed:

@@ -78,10 +78,12 @@ from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.records import ToolCallRunResult
 from ..tool.runtime import new_run_id
 from ..workspace.file_access import with_file_access
+from ..workspace.terminal import with_terminal
 from .files import EditorFiles
 from .prompts import ContentBlock, UnsupportedPrompt, prompt_text
 from .session import AcpSession, PromptTurn
 from .stored_sessions import BadCursor, replay, session_page
+from .terminals import EditorTerminals
 from .updates import META_KEY, stop_reason
 
 log = logging.getLogger(__name__)
@@ -189,8 +191,8 @@ class CleverAgentsAgent:
             sandbox_root=sandbox_root,
             automation_profile=profile,
             client_mcp=client_mcp,
-            files=EditorFiles.offered(self.client, session_id, self.client_capabilities),
         )
+        self._offer_editor(self.sessions[session_id])
         log.info("session %s in %s, profile %s", session_id, sandbox_root, profile)
         return NewSessionResponse(session_id=session_id, modes=_modes(profile))
 
@@ -247,8 +249,8 @@ class CleverAgentsAgent:
             client_mcp=client_mcp,
             conversation=history.conversation(latest) if latest is not None else [],
             last_run_id=latest,
-            files=EditorFiles.offered(self.client, session_id, self.client_capabilities),
         )
+        self._offer_editor(self.sessions[session_id])
         log.info("session %s loaded (%d runs), profile %s", session_id, len(runs), profile)
         return LoadSessionResponse(modes=_modes(profile))
 
@@ -329,6 +331,8 @@ class CleverAgentsAgent:
                     add_mcp_tools(registry, session.client_mcp)
                 if session.files is not None:
                     registry = with_file_access(registry, session.files)
+                if session.terminals is not None:
+                    registry = with_terminal(registry, session.terminals)
                 turn.registry = registry
                 runtime = build_runtime(
                     llm,
@@ -406,6 +410,14 @@ class CleverAgentsAgent:
                     await session.client_mcp.close()
                 except Exception:
                     log.exception("stopping the MCP servers of session %s", session.session_id)
+
+    def _offer_editor(self, session: AcpSession) -> None:
+        """The editor's files and terminals, for the session's tools, where the client offers."""
+        capabilities = self.client_capabilities
+        session.files = EditorFiles.offered(self.client, session.session_id, capabilities)
+        session.terminals = EditorTerminals.offered(
+            self.client, session.session_id, capabilities, lambda: session.turn
+        )
 
     def _history(self, method: str) -> RunHistory:
         history = self.manager.history

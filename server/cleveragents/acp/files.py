@@ -46,10 +46,8 @@ class EditorFiles:
     async def read_text(self, path: str) -> str:
         try:
             response = await self._client.read_text_file(session_id=self._session_id, path=path)
-        except RequestError as exc:
-            raise FileAccessError(_described(exc)) from None
-        except ConnectionError as exc:
-            raise FileAccessError(f"the client went away: {exc}") from None
+        except (RequestError, ConnectionError) as exc:
+            raise FileAccessError(describe_client_error(exc)) from None
         return response.content
 
     async def write_text(self, path: str, content: str) -> None:
@@ -57,12 +55,13 @@ class EditorFiles:
             await self._client.write_text_file(
                 session_id=self._session_id, path=path, content=content
             )
-        except RequestError as exc:
-            raise FileAccessError(_described(exc)) from None
-        except ConnectionError as exc:
-            raise FileAccessError(f"the client went away: {exc}") from None
+        except (RequestError, ConnectionError) as exc:
+            raise FileAccessError(describe_client_error(exc)) from None
 
 
-def _described(error: RequestError) -> str:
-    detail = f": {error.data}" if error.data else ""
-    return f"{error} (error {error.code}){detail}"[:500]
+def describe_client_error(error: Exception) -> str:
+    """A client's error answer (or its going away), for the model to read."""
+    if isinstance(error, RequestError):
+        detail = f": {error.data}" if error.data else ""
+        return f"{error} (error {error.code}){detail}"[:500]
+    return f"the client went away: {error}"

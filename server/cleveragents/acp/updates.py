@@ -17,6 +17,7 @@ from acp.schema import (
     AgentMessageChunk,
     ContentToolCallContent,
     StopReason,
+    TerminalToolCallContent,
     TextContentBlock,
     ToolCallLocation,
     ToolCallProgress,
@@ -107,8 +108,21 @@ def call_running(call_id: str) -> ToolCallProgress:
     )
 
 
-def call_finished(record: ToolCallRecord) -> ToolCallProgress:
-    """A call's record: its status, what the model was told, and our timing and error kind."""
+def call_terminal(call_id: str, terminal_id: str) -> ToolCallProgress:
+    """A running call's content becomes the terminal that shows its output live."""
+    return ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=call_id,
+        content=[TerminalToolCallContent(type="terminal", terminal_id=terminal_id)],
+    )
+
+
+def call_finished(record: ToolCallRecord, *, in_terminal: bool = False) -> ToolCallProgress:
+    """A call's record: its status, what the model was told, and our timing and error kind.
+
+    A call shown `in_terminal` keeps the terminal as its content (an update without `content`
+    leaves it as it was); its output is in the terminal and in `rawOutput`.
+    """
     told = result_from_record(record).content
     if record.success:
         text = json.dumps(record.output, ensure_ascii=False, indent=2, default=str)
@@ -121,7 +135,9 @@ def call_finished(record: ToolCallRecord) -> ToolCallProgress:
         session_update="tool_call_update",
         tool_call_id=record.call_id,
         status="completed" if record.success else "failed",
-        content=[
+        content=None
+        if in_terminal
+        else [
             ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=text))
         ],
         raw_output=told,

@@ -535,7 +535,6 @@ class RunHistory:
         earlier = [message for part in parts[:-1] for message in part]
         return [*close_dangling_calls(earlier), *parts[-1]] if earlier else parts[-1]
 
-
     def chain(self, run_id: str) -> list[str]:
         """The run ids from the conversation's first run down to `run_id`; KeyError if unknown."""
         with self._transaction(immediate=False) as conn:

@@ -72,3 +72,14 @@ def builtin_tools() -> list[ToolSpec]:
 def register_builtin_tools(registry: ToolRegistry, *, replace: bool = False) -> list[ToolSpec]:
     """Add every built-in tool to `registry`; returns the specs added."""
     return [registry.add_spec(spec, replace=replace) for spec in builtin_tools()]
+
+
+def with_builtins_replaced(registry: ToolRegistry, replacements: list[ToolSpec]) -> ToolRegistry:
+    """A copy of `registry` whose built-in tools of these names are these specs instead."""
+    by_name = {spec.name: spec for spec in replacements}
+    swapped = ToolRegistry()
+    for spec in registry.specs():
+        if spec.source == "builtin" and spec.name in by_name:
+            spec = by_name[spec.name]
+        swapped.add_spec(spec)
+    return swapped

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,9 +164,10 @@ class _OutputPipe:
     pipes to close, which a background job holding them open would stretch to its whole life.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, echo: Callable[[bytes], None] | None = None) -> None:
         self.read_fd, self.write_fd = os.pipe()
         self.sink = CappedOutput()
+        self._echo = echo  # also shown somewhere as it comes (a terminal), uncapped
         self._transport: asyncio.BaseTransport | None = None
         self._reader: asyncio.Task[None] | None = None
 
@@ -187,6 +189,8 @@ class _OutputPipe:
     async def _drain(self, stream: asyncio.StreamReader) -> None:
         while chunk := await stream.read(_READ_CHUNK):
             self.sink.feed(chunk)
+            if self._echo is not None:
+                self._echo(chunk)
 
     async def finish(self, grace_s: float) -> None:
         """Read until end of file, or for `grace_s` if a stray process keeps the pipe open."""
@@ -265,11 +269,15 @@ async def run_in_sandbox(
     timeout_s: float,
     *,
     confine: bool | None = None,
+    echo: Callable[[bytes], None] | None = None,
+    tag: str | None = None,
 ) -> dict[str, Any]:
     """Run `command` with `bash -c` in `cwd`; `confine=None` uses bubblewrap when it works.
 
     The command's process group is killed when the shell exits (background jobs do not
-    outlive it), when `timeout_s` passes, and when this coroutine is cancelled.
+    outlive it), when `timeout_s` passes, and when this coroutine is cancelled. `echo` gets
+    every chunk of output (stdout and stderr) as it comes; `tag` is the value the command's
+    processes carry in their environment (a fresh one by default).
     """
     with closing_fd(sandbox.open_directory(cwd)):
         pass  # Checks that cwd is a real directory inside, reached without links.
@@ -281,8 +289,8 @@ async def run_in_sandbox(
     argv = [shell_executable(), "-c", command]
     if confined and status.executable is not None:
         argv = [*bubblewrap_arguments(status.executable, sandbox.root, cwd_path), *argv]
-    tag = secrets.token_hex(16)
-    out_pipe, err_pipe = _OutputPipe(), _OutputPipe()
+    tag = tag or secrets.token_hex(16)
+    out_pipe, err_pipe = _OutputPipe(echo), _OutputPipe(echo)
     pipes = [out_pipe, err_pipe]
     try:
         process = await asyncio.create_subprocess_exec(
@@ -364,10 +372,14 @@ async def run_command(
         timeout_s: Seconds before the command is killed (default 120, at most 600).
     """
     sandbox = require_sandbox(sandbox_root)
+    check_command(command, timeout_s)
+    return await run_in_sandbox(command, sandbox, sandbox.resolve(cwd), timeout_s)
+
+
+def check_command(command: str, timeout_s: float) -> None:
     if not 0 < timeout_s <= MAX_COMMAND_TIMEOUT_S:
         raise ToolError(
             f"timeout_s must be more than 0 and at most {MAX_COMMAND_TIMEOUT_S:g}, got {timeout_s}"
         )
     if "\0" in command:
         raise ToolError("command contains a NUL byte")
-    return await run_in_sandbox(command, sandbox, sandbox.resolve(cwd), timeout_s)

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from cleveragents.tool.errors import SandboxViolation, ToolError
 from cleveragents.tool.registry import ToolRegistry, ToolSpec
 
-from .builtins import builtin_tools
+from .builtins import builtin_tools, with_builtins_replaced
 from .files import (
     DEFAULT_READ_LIMIT,
     check_edit,
@@ -64,13 +64,7 @@ class FileAccess(Protocol):
 
 def with_file_access(registry: ToolRegistry, access: FileAccess) -> ToolRegistry:
     """A copy of `registry` whose built-in file tools go through `access` where it can."""
-    replacements = {spec.name: spec for spec in file_tools(access)}
-    swapped = ToolRegistry()
-    for spec in registry.specs():
-        if spec.source == "builtin" and spec.name in replacements:
-            spec = replacements[spec.name]
-        swapped.add_spec(spec)
-    return swapped
+    return with_builtins_replaced(registry, file_tools(access))
 
 
 def file_tools(access: FileAccess) -> list[ToolSpec]:
