@@ -1,0 +1,75 @@
+"""The process an editor's terminal runs for run_command: output live, the result in a file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from cleveragents.workspace import bubblewrap_status
+from cleveragents.workspace.terminal import RUNNER_MODULE, runner_environment
+
+
+def run_runner(
+    root: Path, result: Path, *args: str
+) -> tuple[subprocess.CompletedProcess[bytes], Any]:
+    process = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            RUNNER_MODULE,
+            "--sandbox-root",
+            str(root),
+            "--tag",
+            "test-tag",
+            "--result",
+            str(result),
+            *args,
+        ],
+        capture_output=True,
+        env={**os.environ, **runner_environment()},
+        timeout=120,
+        check=False,
+    )
+    return process, json.loads(result.read_text())
+
+
+def test_the_output_shows_live_and_the_result_is_run_commands(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "sub").mkdir(parents=True)
+    process, outcome = run_runner(
+        root,
+        tmp_path / "result.json",
+        "--cwd",
+        "sub",
+        "--timeout",
+        "60",
+        "--",
+        "pwd; echo to-stderr >&2; exit 7",
+    )
+    assert process.returncode == 7
+    shown = process.stdout.decode()
+    assert shown.startswith(str(root / "sub")) and "to-stderr" in shown
+    result = outcome["result"]
+    assert (result["exit_code"], result["stderr"], result["cwd"]) == (7, "to-stderr\n", "sub")
+    assert result["stdout"] == f"{root / 'sub'}\n"
+    assert result["confined"] is bubblewrap_status().available
+
+
+def test_a_timeout_and_a_folder_outside_are_errors_with_their_kind(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    process, outcome = run_runner(
+        root, tmp_path / "timeout.json", "--timeout", "0.5", "--", "sleep 30"
+    )
+    assert process.returncode == 124
+    assert outcome["kind"] == "timeout" and "timed out" in outcome["error"]
+
+    process, outcome = run_runner(
+        root, tmp_path / "outside.json", "--cwd", "..", "--timeout", "5", "--", "ls"
+    )
+    assert process.returncode == 1
+    assert outcome["kind"] == "sandbox_violation"
