@@ -55,6 +55,14 @@ async def start_waiting_prompt(
     return agent, sid, prompt
 
 
+def fresh_home(tmp_path: Path, attempt: int) -> tuple[Path, Path]:
+    """A home (history, script) and a sandbox of their own for each attempt."""
+    home = tmp_path / f"try{attempt}"
+    sandbox = home / "sandbox"
+    sandbox.mkdir(parents=True)
+    return home, sandbox
+
+
 def stored_statuses(home: Path) -> list[str]:
     with RunHistory(home / "history.sqlite3") as history:
         return [run.status for run in history.list_runs()]
@@ -77,9 +85,7 @@ async def test_session_cancel_and_sigint_together_answer_cancelled_and_record_it
     tmp_path: Path,
 ) -> None:
     for attempt in range(ATTEMPTS):
-        home = tmp_path / f"try{attempt}"
-        sandbox = home / "sandbox"
-        sandbox.mkdir(parents=True)
+        home, sandbox = fresh_home(tmp_path, attempt)
         agent, sid, prompt = await start_waiting_prompt(home, sandbox)
         try:
             await agent.conn.cancel(session_id=sid)
@@ -97,9 +103,7 @@ async def test_session_cancel_and_sigint_together_answer_cancelled_and_record_it
 
 async def test_sigterm_right_after_stdin_closes_exits_cleanly(tmp_path: Path) -> None:
     for attempt in range(ATTEMPTS):
-        home = tmp_path / f"try{attempt}"
-        sandbox = home / "sandbox"
-        sandbox.mkdir(parents=True)
+        home, sandbox = fresh_home(tmp_path, attempt)
         agent, _, prompt = await start_waiting_prompt(home, sandbox)
         try:
             stdin = agent.process.stdin
@@ -127,9 +131,7 @@ async def test_sigterm_right_after_stdin_closes_exits_cleanly(tmp_path: Path) ->
 
 async def test_two_quick_sigints_exit_130_without_a_traceback(tmp_path: Path) -> None:
     for attempt in range(ATTEMPTS):
-        home = tmp_path / f"try{attempt}"
-        sandbox = home / "sandbox"
-        sandbox.mkdir(parents=True)
+        home, sandbox = fresh_home(tmp_path, attempt)
         agent, _, _ = await start_waiting_prompt(home, sandbox)
         try:
             agent.process.send_signal(signal.SIGINT)

@@ -178,11 +178,7 @@ class CleverAgentsAgent:
         additional_directories: list[str] | None = None,
         **kwargs: Any,
     ) -> NewSessionResponse:
-        sandbox_root = _sandbox_root(cwd)
-        if additional_directories:
-            raise invalid_params(
-                "additionalDirectories: not supported; the sandbox is the session's cwd alone"
-            )
+        sandbox_root = _sandbox_root(cwd, additional_directories)
         profile = _requested_profile(kwargs.get(META_KEY), self.manager.defaults)
         client_mcp = await _start_client_mcp(sandbox_root, mcp_servers or ())
         session_id = f"sess_{os.urandom(12).hex()}"
@@ -220,11 +216,7 @@ class CleverAgentsAgent:
         **kwargs: Any,
     ) -> LoadSessionResponse:
         """`session/load`: replay the stored conversation, then continue it on the next prompt."""
-        sandbox_root = _sandbox_root(cwd)
-        if additional_directories:
-            raise invalid_params(
-                "additionalDirectories: not supported; the sandbox is the session's cwd alone"
-            )
+        sandbox_root = _sandbox_root(cwd, additional_directories)
         history = self._history("session/load")
         open_session = self.sessions.get(session_id)
         if open_session is not None and open_session.turn is not None:
@@ -436,7 +428,11 @@ class CleverAgentsAgent:
         return session
 
 
-def _sandbox_root(cwd: str) -> str:
+def _sandbox_root(cwd: str, additional_directories: list[str] | None) -> str:
+    if additional_directories:
+        raise invalid_params(
+            "additionalDirectories: not supported; the sandbox is the session's cwd alone"
+        )
     if not os.path.isabs(cwd):
         raise invalid_params(f"cwd: must be an absolute path, got {cwd!r}")
     root = os.path.realpath(cwd)
