@@ -53,6 +53,7 @@ from .command_policy import (
     ResourceLimits,
     command_environment,
     command_mounts,
+    human_size,
 )
 from .limits import MAX_OUTPUT_BYTES
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
@@ -309,15 +310,6 @@ async def _watch_limits(cgroup: CommandCgroup | None, disk_path: str, min_free: 
                 return "disk"
 
 
-def _size(value: int | None) -> str:
-    if value is None:
-        return "unlimited"
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value} bytes"
-
-
 def _limits_hit(
     limits: ResourceLimits,
     stopped: str | None,
@@ -339,18 +331,18 @@ def _limits_hit(
         )
     if stopped == "disk":
         hit.append(
-            f"the free space on the sandbox's disk fell below {_size(limits.min_free_disk)} "
+            f"the free space on the sandbox's disk fell below {human_size(limits.min_free_disk)} "
             f"and it was stopped; lower the reserve with {ENV_MIN_FREE_DISK}"
         )
     if cgroup is not None and cgroup.memory_limit_hit():
         hit.append(
             f"a process was killed for going over the memory limit "
-            f"({_size(limits.max_memory)}); raise it with {ENV_MAX_MEMORY}"
+            f"({human_size(limits.max_memory)}); raise it with {ENV_MAX_MEMORY}"
         )
     if status == 128 + signal.SIGXFSZ or "File size" in reported:
         hit.append(
             f"a process was killed for writing a file over the file size limit "
-            f"({_size(limits.max_file_size)}); raise it with {ENV_MAX_FILE_SIZE}"
+            f"({human_size(limits.max_file_size)}); raise it with {ENV_MAX_FILE_SIZE}"
         )
     if status == 128 + signal.SIGXCPU or "CPU time" in reported:
         hit.append(

@@ -187,6 +187,15 @@ _SIZE = re.compile(r"(\d+)\s*([kmgt]?)i?b?", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 
+def human_size(value: int | None) -> str:
+    if value is None:
+        return "unlimited"
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value} bytes"
+
+
 def parse_limit(text: str, *, size: bool, name: str) -> int | None:
     """`unlimited`, a whole number, or (for sizes) a number with K, M, G or T (powers of 1024)."""
     value = text.strip()
@@ -420,12 +429,12 @@ def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
             refused.append(f"{requested}: a read path must be absolute")
             continue
         real = os.path.realpath(expanded)
-        if not os.path.exists(real):
-            refused.append(f"{requested}: does not exist")
-            continue
         hidden_by = next((d for d in deny if _inside(real, d)), None)
         if hidden_by is not None:
             refused.append(f"{requested}: inside {hidden_by}, which is never visible")
+            continue
+        if not os.path.exists(real):
+            refused.append(f"{requested}: does not exist")
             continue
         if _inside(real, sandbox):
             continue  # Already there, and writable.
