@@ -184,6 +184,7 @@ _LIMIT_VARIABLES = {
 """Limit field -> (environment variable, whether it is a size that takes K/M/G suffixes)."""
 
 _SIZE = re.compile(r"(\d+)\s*([kmgt]?)i?b?", re.IGNORECASE)
+_COUNT = re.compile(r"(\d+)()")
 _SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 
@@ -201,7 +202,7 @@ def parse_limit(text: str, *, size: bool, name: str) -> int | None:
     value = text.strip()
     if value.lower() in ("unlimited", "none", "off"):
         return None
-    match = _SIZE.fullmatch(value) if size else re.fullmatch(r"\d+", value)
+    match = (_SIZE if size else _COUNT).fullmatch(value)
     if match is None:
         example = "4G, 512M or unlimited" if size else "a whole number or unlimited"
         raise ValueError(f"{name}: {text!r} is not a valid limit (use {example})")
@@ -458,7 +459,12 @@ def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
         *ordered,
         Mount("dev", "/dev", "a minimal /dev (null, zero, random, tty, pts)"),
         Mount("proc", "/proc", "this command's own processes only"),
-        *[link for link in links if not visible(link.path)],
+        # A link cannot go where a mount already made a folder (a read path under /var/tmp).
+        *[
+            link
+            for link in links
+            if not visible(link.path) and not any(_inside(m.path, link.path) for m in layers)
+        ],
         *sorted(hidden, key=lambda m: m.path.count("/")),
     ]
     sandbox_hidden_by = next((d for d in deny if _inside(sandbox, d)), None)
