@@ -19,12 +19,12 @@ import asyncio
 import contextlib
 import os
 import re
-import resource
 import secrets
 import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +57,12 @@ from .command_policy import (
 )
 from .limits import MAX_OUTPUT_BYTES
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
+
+_resource: Any
+try:
+    import resource as _resource
+except ImportError:  # Windows: no rlimits at all
+    _resource = None
 
 DEFAULT_COMMAND_TIMEOUT_S = 120.0
 MAX_COMMAND_TIMEOUT_S = 600.0
@@ -252,10 +258,12 @@ def process_rlimit(limits: ResourceLimits) -> int | None:
     return _user_task_count(os.getuid()) + limits.max_processes
 
 
-def _within_own_limit(resource_id: int, wanted: int) -> int:
+def _within_own_limit(rlimit_name: str, wanted: int) -> int:
     """`wanted`, or the daemon's own hard limit when that is lower (it cannot be raised)."""
-    _, hard = resource.getrlimit(resource_id)
-    return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if _resource is None:
+        return wanted
+    _, hard = _resource.getrlimit(getattr(_resource, rlimit_name))
+    return wanted if hard == _resource.RLIM_INFINITY else min(wanted, int(hard))
 
 
 def launcher_script(limits: ResourceLimits, nproc: int | None, procs_files: list[str]) -> str:
@@ -269,21 +277,24 @@ def launcher_script(limits: ResourceLimits, nproc: int | None, procs_files: list
         lines.append(f"echo $$ > {shlex.quote(procs)} || fail 'cannot join its cgroup'")
     # bash's ulimit counts -f and -v in KiB, -t in seconds, -u in processes.
     settings = [
-        ("-u", resource.RLIMIT_NPROC, nproc, 1, "processes", 0),
-        ("-f", resource.RLIMIT_FSIZE, limits.max_file_size, 1024, "file size", 0),
-        ("-v", resource.RLIMIT_AS, limits.max_address_space, 1024, "address space", 0),
+        ("-u", "RLIMIT_NPROC", nproc, 1, "processes", 0),
+        ("-f", "RLIMIT_FSIZE", limits.max_file_size, 1024, "file size", 0),
+        ("-v", "RLIMIT_AS", limits.max_address_space, 1024, "address space", 0),
         # CPU time: SIGXCPU at the soft limit (a clear "CPU time limit exceeded"), SIGKILL a
         # little later at the hard one for a process that ignores it.
-        ("-t", resource.RLIMIT_CPU, limits.max_cpu_seconds, 1, "CPU time", _CPU_GRACE_S),
+        ("-t", "RLIMIT_CPU", limits.max_cpu_seconds, 1, "CPU time", _CPU_GRACE_S),
     ]
-    for flag, resource_id, value, unit, what, grace in settings:
+    # Linux sets every one of these; elsewhere (macOS refuses some, e.g. the address space)
+    # they are best effort rather than a command that can never run.
+    otherwise = "fail 'cannot limit its {}'" if sys.platform.startswith("linux") else "true"
+    for flag, rlimit_name, value, unit, what, grace in settings:
         if value is None:
             continue
-        hard = _within_own_limit(resource_id, value + grace * unit)
+        hard = _within_own_limit(rlimit_name, value + grace * unit)
         soft = min(value, hard)
         lines.append(
             f"ulimit -S {flag} {max(1, soft // unit)} && ulimit -H {flag} {max(1, hard // unit)} "
-            f"|| fail 'cannot limit its {what}'"
+            f"|| {otherwise.format(what)}"
         )
     lines.append('exec "$@"')
     return "\n".join(lines)
@@ -308,6 +319,10 @@ async def _watch_limits(cgroup: CommandCgroup | None, disk_path: str, min_free: 
             free = _free_disk(disk_path)
             if free is not None and free < min_free and free < start_free - _DISK_SLACK_BYTES:
                 return "disk"
+
+
+def _signal_number(name: str) -> int:
+    return int(getattr(signal, name, -1000))  # -1000: no such signal here, no status matches
 
 
 def _limits_hit(
@@ -339,12 +354,12 @@ def _limits_hit(
             f"a process was killed for going over the memory limit "
             f"({human_size(limits.max_memory)}); raise it with {ENV_MAX_MEMORY}"
         )
-    if status == 128 + signal.SIGXFSZ or "File size" in reported:
+    if status == 128 + _signal_number("SIGXFSZ") or "File size" in reported:
         hit.append(
             f"a process was killed for writing a file over the file size limit "
             f"({human_size(limits.max_file_size)}); raise it with {ENV_MAX_FILE_SIZE}"
         )
-    if status == 128 + signal.SIGXCPU or "CPU time" in reported:
+    if status == 128 + _signal_number("SIGXCPU") or "CPU time" in reported:
         hit.append(
             f"a process was killed for using more than {limits.max_cpu_seconds} s of CPU time; "
             f"raise it with {ENV_MAX_CPU_SECONDS}"
