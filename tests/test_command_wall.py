@@ -28,6 +28,7 @@ from cleveragents.tool import (
     ToolActorContext,
     ToolCallingRuntime,
     ToolCallRequest,
+    ToolError,
     ToolRegistry,
     ToolRunner,
 )
@@ -326,7 +327,7 @@ async def test_a_fork_bomb_ends_as_a_failed_record(root: Path, confine: bool) ->
     marker = secrets.token_hex(6)
     command = f"while :; do sleep 300{marker[:0]} & done # {marker}"
     box = Sandbox(str(root))
-    with pytest.raises(Exception) as failure:
+    with pytest.raises(ToolError) as failure:
         await run_in_sandbox(command, box, box.resolve("."), 20, confine=confine, policy=policy)
     assert "process limit (64 processes" in str(failure.value) or "timed out" in str(failure.value)
     assert live_processes_with(marker) == []
@@ -350,7 +351,7 @@ async def test_a_file_over_the_size_limit_ends_as_a_failed_record(
 ) -> None:
     policy = small_limits(max_file_size=1024 * 1024)
     box = Sandbox(str(root))
-    with pytest.raises(Exception) as failure:
+    with pytest.raises(ToolError) as failure:
         await run_in_sandbox(
             "yes > big; ls -l big", box, box.resolve("."), TIMEOUT_S, confine=confine, policy=policy
         )
