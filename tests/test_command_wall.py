@@ -13,7 +13,6 @@ import secrets
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -43,6 +42,7 @@ from cleveragents.workspace import (
 )
 from cleveragents.workspace.cgroups import cgroup_support
 from cleveragents.workspace.command import CommandTool, process_rlimit, run_in_sandbox
+from live_processes import wait_until_gone
 
 BWRAP = bubblewrap_status()
 needs_bwrap = pytest.mark.skipif(
@@ -330,7 +330,7 @@ async def test_a_fork_bomb_ends_as_a_failed_record(root: Path, confine: bool) ->
     with pytest.raises(ToolError) as failure:
         await run_in_sandbox(command, box, box.resolve("."), 20, confine=confine, policy=policy)
     assert "process limit (64 processes" in str(failure.value) or "timed out" in str(failure.value)
-    assert live_processes_with(marker) == []
+    assert wait_until_gone(marker) == []
     # The machine is still usable: the next command runs as usual.
     after = await call(root, "echo still here", policy)
     assert after.output["stdout"] == "still here\n"
@@ -396,25 +396,6 @@ async def test_memory_over_the_cgroup_limit_ends_as_a_failed_record(root: Path) 
     record = await call(root, f"{PYTHON} -c 'x = bytearray(512 * 1024 * 1024); print(1)'", policy)
     assert record.success is False
     assert "memory limit (128 MiB)" in (record.error or "")
-
-
-def live_processes_with(marker: str) -> list[int]:
-    deadline = time.monotonic() + 10
-    while True:
-        found = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                continue
-            if marker.encode() in cmdline and state not in ("Z", "X"):
-                found.append(int(entry))
-        if not found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
 
 
 # -- unconfined means asked -------------------------------------------------------------------

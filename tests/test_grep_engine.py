@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import random
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from cleveragents.tool import ToolActorContext, ToolCallRequest, ToolError, Tool
 from cleveragents.workspace import Sandbox, register_builtin_tools
 from cleveragents.workspace.grep_engine import GrepRequest, compile_line_pattern, re2_available
 from cleveragents.workspace.search import grep, search_files
+from live_processes import wait_until_gone
 
 needs_re2 = pytest.mark.skipif(not re2_available(), reason="google-re2 is not installed")
 CATASTROPHIC_LINE = "a" * 30_000 + "b\n"
@@ -26,22 +26,6 @@ def root(tmp_path: Path) -> Path:
     sandbox = tmp_path / "ws"
     sandbox.mkdir()
     return sandbox
-
-
-def grep_processes() -> list[int]:
-    """Live grep child processes (our own `python -m cleveragents.workspace.grep_engine`)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if b"cleveragents.workspace.grep_engine" in cmdline and state not in ("Z", "X"):
-            found.append(int(entry))
-    return found
 
 
 @needs_re2
@@ -63,10 +47,7 @@ async def test_a_catastrophic_backtracking_pattern_is_killed_at_its_timeout(root
     record = await runner.run(request, ToolActorContext(sandbox_root=str(root)))
     assert record.error_kind == "timeout"
     assert "lookaround or a backreference" in (record.error or "")
-    deadline = time.monotonic() + 10
-    while grep_processes() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert grep_processes() == []
+    assert wait_until_gone("cleveragents.workspace.grep_engine") == []
     # The worker that ran grep returned: the next call runs at once on the same runner.
     again = await runner.run(
         ToolCallRequest("g2", "grep", {"pattern": "b$"}), ToolActorContext(sandbox_root=str(root))

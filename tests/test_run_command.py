@@ -20,6 +20,7 @@ from cleveragents.tool import ToolActorContext, ToolCallRequest, ToolError, Tool
 from cleveragents.tool.records import ToolCallRecord
 from cleveragents.workspace import Sandbox, bubblewrap_status, register_builtin_tools
 from cleveragents.workspace.command import probe_bubblewrap, run_in_sandbox
+from live_processes import live_processes_with, wait_until_gone
 
 BWRAP = bubblewrap_status()
 needs_bwrap = pytest.mark.skipif(
@@ -50,30 +51,6 @@ async def call(sandbox: Path, arguments: dict[str, Any]) -> ToolCallRecord:
 async def run(sandbox: Path, command: str, *, confine: bool, timeout_s: float = 60) -> Any:
     box = Sandbox(str(sandbox))
     return await run_in_sandbox(command, box, box.resolve("."), timeout_s, confine=confine)
-
-
-def live_processes_with(marker: str) -> list[int]:
-    """Pids whose command line holds `marker`, zombies excluded (they are already dead)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if marker.encode() in cmdline and state not in ("Z", "X"):
-            found.append(int(entry))
-    return found
-
-
-def wait_until_gone(marker: str) -> list[int]:
-    """The processes still alive after a bounded wait (SIGKILL is delivered asynchronously)."""
-    deadline = time.monotonic() + 10
-    while (left := live_processes_with(marker)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
 
 
 def unique_sleep() -> tuple[str, str]:
