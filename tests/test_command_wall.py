@@ -497,3 +497,33 @@ def test_settings_from_the_environment_and_later_layers() -> None:
             CommandPolicy.from_environment({variable: value})
     with pytest.raises(ValueError, match="unknown command limit"):
         policy.with_settings(limits={"max_bananas": 1})
+
+
+# -- cleveragents doctor -------------------------------------------------------------------------
+def test_doctor_shows_the_policy_commands_get(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from cleveragents.cli import main
+
+    monkeypatch.setenv("GITHUB_PAT", "ghp_doctor")
+    monkeypatch.setenv("MY_SETTING", "x")
+    monkeypatch.setenv("CLEVERAGENTS_COMMAND_ENV", "MY_SETTING")
+    monkeypatch.setenv("CLEVERAGENTS_COMMAND_MAX_PROCESSES", "99")
+    assert main(["doctor", "--json", "--sandbox", str(root)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    view = command_mounts(CommandPolicy.from_environment(), str(root))
+    assert report["mounts"] == [mount.to_dict() for mount in view.mounts]
+    assert report["confined"] is BWRAP.available
+    assert "MY_SETTING" in report["environment"]["passed"]
+    assert "GITHUB_PAT" in report["environment"]["dropped"]
+    assert "ghp_doctor" not in json.dumps(report)  # names only, never values
+    limits = {row["name"]: row for row in report["limits"]}
+    assert limits["max_processes"]["value"] == 99
+    assert main(["doctor", "--sandbox", str(root)]) == 0
+    text = capsys.readouterr().out
+    assert "read-write /" in text and str(root) in text and "max_processes" in text
+    monkeypatch.setenv("CLEVERAGENTS_COMMAND_MAX_PROCESSES", "lots")
+    assert main(["doctor", "--sandbox", str(root)]) == 2
+    assert "CLEVERAGENTS_COMMAND_MAX_PROCESSES" in capsys.readouterr().err
