@@ -501,6 +501,7 @@ async def _run_prepared(
         # Cancelled (the run was stopped, or the runner's own timeout): nothing may survive.
         _kill_everything(process.pid, tag, confined, cgroup)
         await _settle(process, pipes)
+        waiter.cancel()
         raise
     finally:
         watcher.cancel()
