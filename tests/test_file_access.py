@@ -16,7 +16,7 @@ import pytest
 from cleveragents.tool import ToolActorContext, ToolCallRecord, ToolCallRequest, ToolRunner
 from cleveragents.tool.registry import ToolRegistry
 from cleveragents.workspace import register_builtin_tools
-from cleveragents.workspace.file_access import FileAccessError, file_tools, with_file_access
+from cleveragents.workspace.file_access import FileAccessError, file_handlers, with_file_access
 
 
 class BufferEditor:
@@ -147,7 +147,7 @@ async def test_what_the_editor_does_not_offer_stays_on_disk(root: Path) -> None:
     (root / "m.py").write_text("a = 1\n")
     reader = BufferEditor(writes=False)
     reader.buffers[str(root / "m.py")] = "a = 2\n"
-    assert [spec.name for spec in file_tools(reader)] == ["read_file", "edit_file"]
+    assert sorted(file_handlers(reader)) == ["edit_file", "read_file"]
     runner = tools_through(reader)
     edited = await call(runner, root, "edit_file", path="m.py", old_text="a = 2", new_text="a = 3")
     assert edited.success, edited.error
@@ -156,7 +156,7 @@ async def test_what_the_editor_does_not_offer_stays_on_disk(root: Path) -> None:
     assert written.success and (root / "w.txt").read_text() == "disk"
     assert reader.calls == [("read", str(root / "m.py"))]
 
-    assert file_tools(BufferEditor(reads=False, writes=False)) == []
+    assert file_handlers(BufferEditor(reads=False, writes=False)) == {}
 
 
 def test_the_swapped_tools_look_the_same_to_the_model() -> None:

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cleveragents.workspace import bubblewrap_status
+from cleveragents.workspace import CommandPolicy, bubblewrap_status
 from cleveragents.workspace.terminal import RUNNER_MODULE, runner_environment
+from cleveragents.workspace.terminal_runner import write_spec
 
 
 def run_runner(
@@ -73,3 +74,26 @@ def test_a_timeout_and_a_folder_outside_are_errors_with_their_kind(tmp_path: Pat
     )
     assert process.returncode == 1
     assert outcome["kind"] == "sandbox_violation"
+
+
+def test_the_command_gets_the_agents_policy_and_variables_not_the_editors(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    policy = CommandPolicy(env_allow=("CA_TEST_PASSED",))
+    spec = tmp_path / "spec.json"
+    write_spec(str(spec), policy, {"PATH": os.environ["PATH"], "CA_TEST_PASSED": "from-agent"})
+    os.environ["CA_TEST_EDITORS_OWN"] = "from-editor"
+    try:
+        _, outcome = run_runner(
+            root,
+            tmp_path / "result.json",
+            "--spec",
+            str(spec),
+            "--timeout",
+            "60",
+            "--",
+            'echo "$CA_TEST_PASSED/${CA_TEST_EDITORS_OWN:-unset}"',
+        )
+    finally:
+        del os.environ["CA_TEST_EDITORS_OWN"]
+    assert outcome["result"]["stdout"] == "from-agent/unset\n"

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import inspect
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cleveragents.tool.registry import ToolRegistry, ToolSpec, make_spec
 from cleveragents.tool.schema import schema_from_function
 
-from .command import MAX_COMMAND_TIMEOUT_S, run_command
+from .command import MAX_COMMAND_TIMEOUT_S, CommandTool
+from .command_policy import CommandPolicy
 from .files import edit_file, list_dir, read_file, write_file
 from .search import MAX_GREP_RESULTS, glob, grep
 
@@ -41,8 +44,13 @@ def _spec(
     )
 
 
-def builtin_tools() -> list[ToolSpec]:
-    """read_file, write_file, edit_file, list_dir, glob, grep and run_command."""
+def builtin_tools(command_policy: CommandPolicy | None = None) -> list[ToolSpec]:
+    """read_file, write_file, edit_file, list_dir, glob, grep and run_command.
+
+    `command_policy` decides what run_command can reach; by default the environment's
+    (CommandPolicy.from_environment, which raises ValueError on a malformed setting).
+    """
+    commands = CommandTool(command_policy)
     return [
         _spec(read_file, constraints={"offset": {"minimum": 1}, "limit": {"minimum": 1}}),
         _spec(write_file, mutating=True),
@@ -57,7 +65,7 @@ def builtin_tools() -> list[ToolSpec]:
             },
         ),
         _spec(
-            run_command,
+            commands.run_command,
             constraints={
                 "command": {"minLength": 1},
                 "timeout_s": {"exclusiveMinimum": 0, "maximum": MAX_COMMAND_TIMEOUT_S},
@@ -69,17 +77,30 @@ def builtin_tools() -> list[ToolSpec]:
     ]
 
 
-def register_builtin_tools(registry: ToolRegistry, *, replace: bool = False) -> list[ToolSpec]:
+def register_builtin_tools(
+    registry: ToolRegistry,
+    *,
+    replace: bool = False,
+    command_policy: CommandPolicy | None = None,
+) -> list[ToolSpec]:
     """Add every built-in tool to `registry`; returns the specs added."""
-    return [registry.add_spec(spec, replace=replace) for spec in builtin_tools()]
+    return [registry.add_spec(spec, replace=replace) for spec in builtin_tools(command_policy)]
 
 
-def with_builtins_replaced(registry: ToolRegistry, replacements: list[ToolSpec]) -> ToolRegistry:
-    """A copy of `registry` whose built-in tools of these names are these specs instead."""
-    by_name = {spec.name: spec for spec in replacements}
+def with_builtins_replaced(
+    registry: ToolRegistry, handlers: Mapping[str, Callable[..., Any]]
+) -> ToolRegistry:
+    """A copy of `registry` whose built-in tools named in `handlers` run those instead.
+
+    Each keeps its spec (name, schema, description, flags, timeout): the model, the approval
+    rules and the history see the same tool.
+    """
     swapped = ToolRegistry()
     for spec in registry.specs():
-        if spec.source == "builtin" and spec.name in by_name:
-            spec = by_name[spec.name]
+        handler = handlers.get(spec.name) if spec.source == "builtin" else None
+        if handler is not None:
+            spec = dataclasses.replace(
+                spec, handler=handler, is_async=inspect.iscoroutinefunction(handler)
+            )
         swapped.add_spec(spec)
     return swapped

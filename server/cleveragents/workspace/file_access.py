@@ -21,16 +21,16 @@ swapped in after the check, cannot reach into another program.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import io
 import os
 import stat
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from cleveragents.tool.errors import SandboxViolation, ToolError
-from cleveragents.tool.registry import ToolRegistry, ToolSpec
+from cleveragents.tool.registry import ToolRegistry
 
-from .builtins import builtin_tools, with_builtins_replaced
+from .builtins import with_builtins_replaced
 from .files import (
     DEFAULT_READ_LIMIT,
     check_edit,
@@ -64,24 +64,20 @@ class FileAccess(Protocol):
 
 def with_file_access(registry: ToolRegistry, access: FileAccess) -> ToolRegistry:
     """A copy of `registry` whose built-in file tools go through `access` where it can."""
-    return with_builtins_replaced(registry, file_tools(access))
+    return with_builtins_replaced(registry, file_handlers(access))
 
 
-def file_tools(access: FileAccess) -> list[ToolSpec]:
-    """The built-in specs of the file tools `access` takes part in, with its handlers."""
+def file_handlers(access: FileAccess) -> dict[str, Callable[..., Any]]:
+    """The file tools `access` takes part in, by name, going through it."""
     tools = _ThroughAccess(access)
-    handlers: dict[str, Any] = {}
+    handlers: dict[str, Callable[..., Any]] = {}
     if access.reads:
         handlers["read_file"] = tools.read_file
     if access.writes:
         handlers["write_file"] = tools.write_file
     if access.reads or access.writes:
         handlers["edit_file"] = tools.edit_file
-    return [
-        dataclasses.replace(spec, handler=handlers[spec.name], is_async=True)
-        for spec in builtin_tools()
-        if spec.name in handlers
-    ]
+    return handlers
 
 
 class _ThroughAccess:

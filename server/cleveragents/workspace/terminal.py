@@ -4,17 +4,19 @@ An editor that offers terminals (ACP's `terminal/*`) runs the processes it is as
 shows their output live. `with_terminal` swaps the built-in run_command for one with the same
 name, schema, description and flags that asks the editor's terminal to run
 `python -m cleveragents.workspace.terminal_runner`, which runs the model's command exactly as
-run_command does anywhere (`run_in_sandbox`: under bubblewrap where it works, with secrets
-stripped from its environment, its process group killed at exit, on timeout and on cancel)
-and copies the output to the terminal as it comes. The model gets run_command's usual result
-(stdout and stderr apart, capped the same way), which the runner writes to a private file.
+run_command does anywhere (`run_in_sandbox` with the same command policy: under bubblewrap
+where it works, with the allow-listed environment and the limits, every process killed at
+exit, on timeout and on cancel) and copies the output to the terminal as it comes. The model
+gets run_command's usual result (stdout and stderr apart, capped the same way), which the
+runner writes to a private file.
 The core and the tools know nothing of the protocol behind the `TerminalHost`.
 
 What the editor owning the process changes, and what it does not:
 - the path checks (the working folder inside the sandbox) happen here, before the editor is
   asked anything; the command then runs under the same wall as ever;
-- the runner starts with the editor's environment (plus PYTHONPATH for this package); the
-  command gets that environment minus the secret-looking names, as run_command does;
+- the runner starts with the editor's environment (plus PYTHONPATH for this package), but the
+  command gets the variables this process lets commands have (the policy's allow-list), passed
+  in a private spec file with the policy itself; unconfined commands are asked about as ever;
 - the terminal's title is the runner's command line, with the model's command at its end;
 - a cancelled call asks the editor to kill the runner, which kills the command's processes;
   a runner killed outright (SIGKILL) takes a confined command with it (bubblewrap's
@@ -25,7 +27,6 @@ What the editor owning the process changes, and what it does not:
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
 import secrets
@@ -35,13 +36,21 @@ from typing import Any, Protocol, cast
 
 import cleveragents
 from cleveragents.tool.errors import ToolError
+from cleveragents.tool.policy import UnconfinedCode
 from cleveragents.tool.records import ERROR_KINDS, ErrorKind
-from cleveragents.tool.registry import ToolRegistry, ToolSpec
+from cleveragents.tool.registry import ToolRegistry
 
-from .builtins import builtin_tools, with_builtins_replaced
-from .command import DEFAULT_COMMAND_TIMEOUT_S, check_command, kill_tagged_processes
+from .builtins import with_builtins_replaced
+from .command import (
+    DEFAULT_COMMAND_TIMEOUT_S,
+    CommandTool,
+    check_command,
+    kill_tagged_processes,
+)
+from .command_policy import passes_variable
 from .limits import MAX_OUTPUT_BYTES
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
+from .terminal_runner import write_spec
 
 RUNNER_MODULE = "cleveragents.workspace.terminal_runner"
 OUTPUT_TAIL_CHARS = 4000
@@ -72,22 +81,25 @@ class TerminalHost(Protocol):
 
 
 def with_terminal(registry: ToolRegistry, host: TerminalHost) -> ToolRegistry:
-    """A copy of `registry` whose built-in run_command shows its output in `host`'s terminal."""
-    return with_builtins_replaced(registry, command_tools(host))
-
-
-def command_tools(host: TerminalHost) -> list[ToolSpec]:
-    handler = _InTerminal(host).run_command
-    return [
-        dataclasses.replace(spec, handler=handler, is_async=True)
-        for spec in builtin_tools()
-        if spec.name == "run_command"
-    ]
+    """A copy of `registry` whose built-in run_command shows its output in `host`'s terminal,
+    under the same command policy."""
+    spec = registry.get("run_command")
+    owner = getattr(spec.handler, "__self__", None) if spec is not None else None
+    if spec is None or spec.source != "builtin" or not isinstance(owner, CommandTool):
+        return registry
+    return with_builtins_replaced(registry, {"run_command": _InTerminal(host, owner).run_command})
 
 
 class _InTerminal:
-    def __init__(self, host: TerminalHost) -> None:
+    """run_command through an editor's terminal, for one CommandTool (its policy)."""
+
+    def __init__(self, host: TerminalHost, commands: CommandTool) -> None:
         self.host = host
+        self.commands = commands
+
+    async def unconfined_code(self) -> UnconfinedCode | None:
+        """As the CommandTool says: the approval rules ask before an unconfined command."""
+        return await self.commands.unconfined_code()
 
     async def run_command(
         self,
@@ -101,11 +113,17 @@ class _InTerminal:
         where = sandbox.resolve(cwd)
         await asyncio.to_thread(_check_directory, sandbox, where)
         tag = secrets.token_hex(16)
+        policy = self.commands.policy
         with tempfile.TemporaryDirectory(prefix="cleveragents-terminal-") as private:
             result_file = os.path.join(private, "result.json")
+            spec_file = os.path.join(private, "spec.json")
+            allowed = {k: v for k, v in os.environ.items() if passes_variable(k, policy)}
+            await asyncio.to_thread(write_spec, spec_file, policy, allowed)
             args = [
                 "-m",
                 RUNNER_MODULE,
+                "--spec",
+                spec_file,
                 "--sandbox-root",
                 sandbox.root,
                 "--cwd",
