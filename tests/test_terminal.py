@@ -1,4 +1,5 @@
-"""The process an editor's terminal runs for run_command: output live, the result in a file."""
+"""run_command in an editor's terminal: the swapped tool, and the process the terminal runs
+(output live, the result in a file)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cleveragents.workspace import CommandPolicy, bubblewrap_status
-from cleveragents.workspace.terminal import RUNNER_MODULE, runner_environment
+from cleveragents.tool.policy import unconfined_code
+from cleveragents.tool.registry import ToolRegistry
+from cleveragents.workspace import CommandPolicy, bubblewrap_status, register_builtin_tools
+from cleveragents.workspace.terminal import RUNNER_MODULE, runner_environment, with_terminal
 from cleveragents.workspace.terminal_runner import write_spec
 
 
@@ -97,3 +100,35 @@ def test_the_command_gets_the_agents_policy_and_variables_not_the_editors(tmp_pa
     finally:
         del os.environ["CA_TEST_EDITORS_OWN"]
     assert outcome["result"]["stdout"] == "from-agent/unset\n"
+
+
+class UnusedEditor:
+    """An editor (outside the project) that this test never gets to ask for anything."""
+
+    async def start(self, command: str, args: list[str], cwd: str, env: dict[str, str]) -> str:
+        raise AssertionError("not asked")
+
+    async def wait_for_exit(self, terminal_id: str) -> None:
+        raise AssertionError("not asked")
+
+    async def output(self, terminal_id: str) -> str:
+        raise AssertionError("not asked")
+
+    async def kill(self, terminal_id: str) -> None:
+        raise AssertionError("not asked")
+
+    async def release(self, terminal_id: str) -> None:
+        raise AssertionError("not asked")
+
+
+async def test_the_terminal_run_command_keeps_its_spec_and_the_unconfined_question() -> None:
+    registry = ToolRegistry()
+    register_builtin_tools(registry, command_policy=CommandPolicy(bubblewrap="none"))
+    swapped = with_terminal(registry, UnusedEditor())
+    before, after = registry.get("run_command"), swapped.get("run_command")
+    assert before is not None and after is not None and after is not before
+    assert after.to_schema() == before.to_schema() and after.is_async
+    assert swapped.get("read_file") is registry.get("read_file")
+    # Unconfined here (bubblewrap switched off): the approval rules still hear of it.
+    gap = await unconfined_code(after)
+    assert gap is not None and gap == await unconfined_code(before)
