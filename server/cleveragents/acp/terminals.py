@@ -11,6 +11,7 @@ sent is the terminal released (ACP: a terminal must be embedded before its relea
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from acp import Client, RequestError
@@ -19,6 +20,8 @@ from acp.schema import ClientCapabilities, EnvVariable
 from ..workspace.terminal import TERMINAL_OUTPUT_LIMIT, TerminalError
 from .files import describe_client_error
 from .session import PromptTurn
+
+FLUSH_TIMEOUT_S = 5.0
 
 
 class EditorTerminals:
@@ -84,8 +87,11 @@ class EditorTerminals:
     async def release(self, terminal_id: str) -> None:
         turn = self._turn()
         if turn is not None:
-            # The call's updates embedding this terminal go out before it is released.
-            await turn.updates.flush()
+            # The call's updates embedding this terminal go out before it is released (a
+            # client that stopped reading does not hold the release up for long).
+            flushing = asyncio.ensure_future(turn.updates.flush())
+            await asyncio.wait([flushing], timeout=FLUSH_TIMEOUT_S)
+            flushing.cancel()
         try:
             await self._client.release_terminal(
                 session_id=self._session_id, terminal_id=terminal_id

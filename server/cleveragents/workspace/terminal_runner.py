@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -68,8 +69,11 @@ async def _run(options: argparse.Namespace) -> tuple[dict[str, Any], int]:
     assert task is not None
     loop = asyncio.get_running_loop()
     # The editor's "kill" (or closing the terminal): stop the command and everything it began.
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        loop.add_signal_handler(signum, task.cancel)
+    for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is not None:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signum, task.cancel)
     out = sys.stdout.buffer
 
     def show(chunk: bytes) -> None:
