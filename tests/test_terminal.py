@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -10,10 +11,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cleveragents.tool.policy import unconfined_code
 from cleveragents.tool.registry import ToolRegistry
 from cleveragents.workspace import CommandPolicy, bubblewrap_status, register_builtin_tools
-from cleveragents.workspace.terminal import RUNNER_MODULE, runner_environment, with_terminal
+from cleveragents.workspace.terminal import (
+    RUNNER_MODULE,
+    TerminalError,
+    runner_environment,
+    with_terminal,
+)
 from cleveragents.workspace.terminal_runner import write_spec
 
 
@@ -132,3 +140,38 @@ async def test_the_terminal_run_command_keeps_its_spec_and_the_unconfined_questi
     # Unconfined here (bubblewrap switched off): the approval rules still hear of it.
     gap = await unconfined_code(after)
     assert gap is not None and gap == await unconfined_code(before)
+
+
+class StuckEditor(UnusedEditor):
+    """An editor whose terminal never ends and which cannot kill it any more."""
+
+    def __init__(self) -> None:
+        self.waiting = asyncio.Event()
+        self.released = False
+
+    async def start(self, command: str, args: list[str], cwd: str, env: dict[str, str]) -> str:
+        return "t1"
+
+    async def wait_for_exit(self, terminal_id: str) -> None:
+        self.waiting.set()
+        await asyncio.Event().wait()
+
+    async def kill(self, terminal_id: str) -> None:
+        raise TerminalError("the terminal is gone")
+
+    async def release(self, terminal_id: str) -> None:
+        self.released = True
+
+
+async def test_a_cancel_stays_a_cancel_when_the_editor_cannot_kill(tmp_path: Path) -> None:
+    registry = ToolRegistry()
+    register_builtin_tools(registry)
+    editor = StuckEditor()
+    spec = with_terminal(registry, editor).get("run_command")
+    assert spec is not None
+    call = asyncio.ensure_future(spec.handler(command="true", sandbox_root=str(tmp_path)))
+    await asyncio.wait_for(editor.waiting.wait(), 30)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert editor.released
