@@ -18,6 +18,7 @@ from .errors import ToolError
 from .messages import ToolCallRequest
 from .records import ErrorKind, ToolCallRecord
 from .registry import ToolRegistry, ToolSpec
+from .validation import format_validation_error as format_validation_error  # its old home
 
 if TYPE_CHECKING:
     from .policy import Authorizer
@@ -30,26 +31,6 @@ class ToolFailure(Exception):
         super().__init__(message)
         self.kind = kind
         self.message = message
-
-
-def _describe_path(path: Any) -> str:
-    parts = [str(p) for p in path]
-    return ".".join(parts) if parts else ""
-
-
-def format_validation_error(error: Any) -> str:
-    """One jsonschema error as a sentence that names the offending field."""
-    field = _describe_path(error.absolute_path)
-    if error.validator == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else error.message
-        where = f"{field}." if field else ""
-        return f"missing required argument '{where}{missing}'"
-    if error.validator == "additionalProperties" and not error.absolute_path:
-        extras = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-        return "unexpected argument " + ", ".join(f"'{e}'" for e in extras)
-    if field:
-        return f"argument '{field}': {error.message}"
-    return str(error.message)
 
 
 class ThreadBudget:
@@ -94,7 +75,6 @@ class ToolRunner:
         self._executor = executor or ThreadPoolExecutor(
             max_workers=max_workers, thread_name_prefix="cleveragents-tool"
         )
-        self._validators: dict[str, tuple[ToolSpec, Any]] = {}
 
     # -- stage 1 ---------------------------------------------------------------------------
     def resolve(self, request: ToolCallRequest) -> ToolSpec:
@@ -128,11 +108,8 @@ class ToolRunner:
         inputs = {
             k: v for k, v in arguments.items() if k not in ("sandbox_root", "resource_bindings")
         }
-        errors = sorted(
-            self._validator(spec).iter_errors(inputs), key=lambda e: list(map(str, e.path))
-        )
-        if errors:
-            detail = "; ".join(format_validation_error(e) for e in errors[:5])
+        detail = spec.validator.problems(inputs)
+        if detail is not None:
             raise ToolFailure("validation_error", f"invalid arguments for {spec.name}: {detail}")
         if context is not None:
             if "sandbox_root" in spec.context_params and context.sandbox_root is not None:
@@ -140,19 +117,6 @@ class ToolRunner:
             if "resource_bindings" in spec.context_params:
                 inputs["resource_bindings"] = dict(context.resource_bindings)
         return inputs
-
-    def _validator(self, spec: ToolSpec) -> Any:
-        cached = self._validators.get(spec.name)
-        if cached is not None and cached[0] is spec:
-            return cached[1]
-        # Imported here: jsonschema costs tens of milliseconds and `import
-        # cleveragents.tool` must stay fast.
-        from jsonschema import validators
-
-        cls = validators.validator_for(spec.input_schema)
-        validator = cls(spec.input_schema)
-        self._validators[spec.name] = (spec, validator)
-        return validator
 
     # -- stage 3 ---------------------------------------------------------------------------
     async def execute(
