@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import enum
+import json
 import threading
 import time
 from typing import Any
 
 from cleveragents.tool import ToolCallRequest, ToolError, ToolRegistry, ToolRunner
 from cleveragents.tool.router import ToolCallRouter
+from cleveragents.tool.runner import ToolFailure, normalise_output
 
 
 def registry_with_echo() -> ToolRegistry:
@@ -195,3 +198,57 @@ async def test_nan_and_infinity_arguments_are_not_json() -> None:
         )
         record = await ToolRunner(registry_with_echo()).run(request)
         assert record.error_kind == "invalid_arguments", raw
+
+
+class Level(enum.IntEnum):
+    HIGH = 2
+
+
+def nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def circular() -> list[Any]:
+    loop: list[Any] = []
+    loop.append(loop)
+    return loop
+
+
+OUTPUTS: list[Any] = [
+    {"n": 1, "s": "x", "f": 1.5, "b": True, "z": None, "l": [1, (2, 3)], "d": {"k": []}},
+    {"big": 10**700},
+    {"huge": 10**5000},
+    {"nan": [1.0, float("nan")]},
+    {"inf": {"x": float("-inf")}},
+    {1: "int key", None: "null key", 2.5: "float key"},
+    {(1, 2): "tuple key"},
+    {"level": Level.HIGH, "text": type("Text", (str,), {})("sub")},
+    {"set": {1, 2}},
+    {"bytes": b"x"},
+    {"many": list(range(1000))},
+    {"deep": nested(300)},
+    {"loop": circular()},
+]
+
+
+def test_tool_output_is_accepted_exactly_when_json_can_hold_it() -> None:
+    for value in OUTPUTS:
+        try:
+            json.dumps(value, allow_nan=False)
+            expected: str | None = None
+        except (TypeError, ValueError) as exc:
+            expected = str(exc)
+        try:
+            assert normalise_output("t", value) is value
+            got: str | None = None
+        except ToolFailure as failure:
+            assert failure.kind == "invalid_output"
+            got = failure.message
+        assert got == (
+            None
+            if expected is None
+            else f"t returned a value that is not JSON-serialisable: {expected}"
+        ), value

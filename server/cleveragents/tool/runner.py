@@ -9,7 +9,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import math
 import time
+import types
+from collections.abc import Generator
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -122,16 +125,29 @@ class ToolRunner:
     async def execute(
         self, spec: ToolSpec, inputs: dict[str, Any], budget: ThreadBudget | None = None
     ) -> dict[str, Any]:
-        # asyncio.timeout, not wait_for: on 3.11 wait_for wraps the call in one more task.
-        deadline = asyncio.timeout(spec.timeout_s)
+        deadline: asyncio.Timeout | None = None
         try:
-            async with deadline:
-                if spec.is_async:
-                    value = await spec.handler(**inputs)
+            if spec.is_async:
+                # Started by hand: a call that finishes without ever waiting (most async tools
+                # that only compute) could not have been stopped by a deadline, which acts only
+                # at a wait, so it gets none; one that waits gets the rest of its time.
+                started = asyncio.get_running_loop().time()
+                steps = _steps_of(spec.handler(**inputs))
+                try:
+                    waiting_on = steps.send(None)
+                except StopIteration as done:
+                    value = done.value
                 else:
+                    deadline = asyncio.timeout_at(started + spec.timeout_s)
+                    async with deadline:
+                        value = await _resume(steps, waiting_on)
+            else:
+                # asyncio.timeout, not wait_for: on 3.11 wait_for wraps the call in one more task.
+                deadline = asyncio.timeout(spec.timeout_s)
+                async with deadline:
                     value = await self._in_thread(spec, inputs, budget)
         except TimeoutError as exc:
-            if not deadline.expired():  # the tool's own timeout (a socket, say), not ours
+            if deadline is None or not deadline.expired():  # the tool's own (a socket's, say)
                 raise ToolFailure(
                     "execution_error", f"{spec.name} raised TimeoutError: {exc}"
                 ) from None
@@ -236,6 +252,44 @@ class ToolRunner:
 
 
 _OUTPUT_ENCODER = json.JSONEncoder(allow_nan=False)
+# Values the encoder always accepts, checked in Python for small outputs, where building the
+# encoder's state costs more than the walk; bigger or unusual outputs go to the encoder.
+_WALK_BUDGET = 256
+# Python refuses to turn ints of more digits than its limit (at least 640) into text.
+_ENCODABLE_INT = 10**639
+
+
+def _steps_of(awaitable: Any) -> Generator[Any, None, Any]:
+    """What `await awaitable` iterates over, refused with the message `await` would give."""
+    try:
+        steps: Generator[Any, None, Any] = awaitable.__await__()
+    except AttributeError:
+        raise TypeError(
+            f"object {type(awaitable).__name__} can't be used in 'await' expression"
+        ) from None
+    return steps
+
+
+@types.coroutine
+def _resume(steps: Generator[Any, None, Any], waiting_on: Any) -> Generator[Any, None, Any]:
+    """Await the rest of an awaitable whose steps already ran up to its first wait.
+
+    `waiting_on` is what it yielded there (a future, or None for a bare yield); the task
+    running us waits on it, then the awaitable goes on exactly as if it had been awaited.
+    """
+    while True:
+        try:
+            yield waiting_on
+        except GeneratorExit:
+            steps.close()
+            raise
+        except BaseException as exc:  # thrown in by the task (a cancellation): pass it on
+            try:
+                waiting_on = steps.throw(exc)
+            except StopIteration as done:
+                return done.value
+            continue
+        return (yield from steps)
 
 
 def normalise_output(tool_name: str, value: Any) -> dict[str, Any]:
@@ -247,6 +301,8 @@ def normalise_output(tool_name: str, value: Any) -> dict[str, Any]:
         output = value
     else:
         output = {"result": value}
+    if _plain_json(output, _WALK_BUDGET) >= 0:
+        return output
     try:
         _OUTPUT_ENCODER.encode(output)
     except (TypeError, ValueError) as exc:
@@ -254,3 +310,40 @@ def normalise_output(tool_name: str, value: Any) -> dict[str, Any]:
             "invalid_output", f"{tool_name} returned a value that is not JSON-serialisable: {exc}"
         ) from None
     return output
+
+
+def _plain_json(value: Any, budget: int) -> int:
+    """What is left of `budget` after checking that `value` is plain JSON, or -1 when unsure.
+
+    Plain: exact str, bool, None, int, finite float, lists, tuples and dicts with str keys.
+    Each container costs one plus its length, which also bounds the depth. -1 (a subclass, a
+    non-str key, NaN, a huge int, too big) means only the encoder can say.
+    """
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return budget
+    if kind is int:
+        return budget if -_ENCODABLE_INT < value < _ENCODABLE_INT else -1
+    if kind is float:
+        return budget if math.isfinite(value) else -1
+    if kind is dict:
+        budget -= 1 + len(value)
+        if budget < 0:
+            return -1
+        for key, item in value.items():
+            if type(key) is not str:
+                return -1
+            budget = _plain_json(item, budget)
+            if budget < 0:
+                return -1
+        return budget
+    if kind is list or kind is tuple:
+        budget -= 1 + len(value)
+        if budget < 0:
+            return -1
+        for item in value:
+            budget = _plain_json(item, budget)
+            if budget < 0:
+                return -1
+        return budget
+    return -1
