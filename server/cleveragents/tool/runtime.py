@@ -145,6 +145,70 @@ def _call_key(call: ToolCallRequest) -> str:
     return f"{call.tool_name}\0{arguments}"
 
 
+def same_call(first: ToolCallRequest, second: ToolCallRequest) -> bool:
+    """Whether the repeat guard sees one call twice: same tool, same arguments as JSON.
+
+    Compares the arguments where it can (plain JSON values) rather than encoding both: the
+    same answer as comparing `_call_key`s, which it falls back to for anything unusual.
+    """
+    if first.tool_name != second.tool_name:
+        return False
+    same = _same_json(first.arguments, second.arguments, RESERVED_PARAMS)
+    return _call_key(first) == _call_key(second) if same is None else same
+
+
+_SCALARS = (str, int, bool, type(None))
+_PLAIN = (*_SCALARS, float, dict, list, tuple)
+
+
+def _same_json(a: Any, b: Any, skip: frozenset[str] = frozenset()) -> bool | None:
+    """Whether a and b encode to the same JSON (sorted keys); None when only encoding can tell.
+
+    Exact types only: an int subclass, say, may encode like an int, and only the encoder knows.
+    `skip` names keys of a top-level object to leave out.
+    """
+    kind = type(a)
+    if kind is not type(b):
+        if kind in (list, tuple) and type(b) in (list, tuple):  # both a JSON array
+            kind = list
+        else:
+            return False if kind in _PLAIN and type(b) in _PLAIN else None
+    if kind in _SCALARS:
+        return bool(a == b)
+    if kind is float:
+        return repr(a) == repr(b)  # 0.0 and -0.0 differ in JSON, NaN and NaN do not
+    if kind is dict:
+        count = 0
+        for key, value in a.items():
+            if key in skip:
+                continue
+            if type(key) is not str:
+                return None
+            if key not in b:
+                return _str_keys_only(b)
+            same = _same_json(value, b[key])
+            if not same:
+                return same
+            count += 1
+        # Every key of a is in b: the same keys unless b has more.
+        return count == len(b) - sum(key in b for key in skip) or _str_keys_only(b)
+    if kind is list or kind is tuple:
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b, strict=True):
+            same = _same_json(x, y)
+            if not same:
+                return same
+        return True
+    return None
+
+
+def _str_keys_only(mapping: dict[Any, Any]) -> bool | None:
+    """False when every key is a string (a missing key is then a difference), else None: the
+    encoder writes the key 1 as "1", so only encoding tells whether two such objects match."""
+    return False if all(type(key) is str for key in mapping) else None
+
+
 class _Run:
     """The state of one run; lives only while `arun_tool_loop` does."""
 
@@ -167,7 +231,7 @@ class _Run:
         self.iterations = 0
         self.usage = Usage()
         self.threads = ThreadBudget(runtime.max_threads_per_run)
-        self._last_key: str | None = None
+        self._streak: ToolCallRequest | None = None  # the first of the latest identical calls
         self._repeats = 0
 
     def emit(self, event: Any) -> None:
@@ -190,15 +254,15 @@ class _Run:
 
     def finish(self, record: ToolCallRecord) -> None:
         self.context.tool_call_history.append(record)
-        self.emit(ToolCallFinished(self.run_id, record))
+        if self.observers:  # an event nobody receives is not built
+            self.emit(ToolCallFinished(self.run_id, record))
 
     def is_repeat(self, call: ToolCallRequest) -> bool:
         """True when this call repeats the previous N identical calls in a row."""
-        key = _call_key(call)
-        if key == self._last_key:
+        if self._streak is not None and same_call(self._streak, call):
             self._repeats += 1
         else:
-            self._last_key, self._repeats = key, 1
+            self._streak, self._repeats = call, 1
         return self._repeats > self.runtime.max_repeated_calls
 
     async def call_tools(self, calls: Sequence[ToolCallRequest], iteration: int) -> None:
@@ -209,11 +273,12 @@ class _Run:
 
         async def one(index: int, call: ToolCallRequest) -> None:
             started = time.perf_counter()
-            self.emit(
-                ToolCallStarted(
-                    self.run_id, iteration, call.call_id, call.tool_name, call.arguments
+            if self.observers:
+                self.emit(
+                    ToolCallStarted(
+                        self.run_id, iteration, call.call_id, call.tool_name, call.arguments
+                    )
                 )
-            )
             if repeats[index]:
                 record = ToolRunner.record(call, None, started, iteration)
                 record.success = False
@@ -293,7 +358,8 @@ class _Run:
         self.messages.append(UserMessage(prompt))
         for iteration in range(1, runtime.max_iterations + 1):
             self.iterations = iteration
-            self.emit(IterationStarted(self.run_id, iteration))
+            if self.observers:
+                self.emit(IterationStarted(self.run_id, iteration))
             request = LLMRequest(
                 messages=list(self.messages),
                 tools=tools,
