@@ -13,7 +13,7 @@ import math
 import time
 import types
 from collections.abc import Generator
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from .context import ToolActorContext
@@ -53,11 +53,9 @@ class ThreadBudget:
     async def acquire(self) -> None:
         await self._slots.acquire()
 
-    def release_from_any_thread(self, loop: asyncio.AbstractEventLoop) -> None:
-        try:
-            loop.call_soon_threadsafe(self._slots.release)
-        except RuntimeError:  # the loop has closed: nobody is waiting any more
-            pass
+    def release(self) -> None:
+        """Give a slot back; on the loop's thread (see `_hand_back` for worker threads)."""
+        self._slots.release()
 
 
 class ToolRunner:
@@ -180,12 +178,17 @@ class ToolRunner:
             job = self._executor.submit(functools.partial(spec.handler, **inputs))
         except BaseException:
             if budget is not None:
-                budget.release_from_any_thread(loop)
+                budget.release()
             raise
-        if budget is not None:
-            # Done means finished or cancelled before it started: either way the thread is free.
-            job.add_done_callback(lambda _: budget.release_from_any_thread(loop))
-        return await asyncio.wrap_future(job)
+        # One hand-back per call settles the awaiter and frees the slot: asyncio.wrap_future
+        # plus a release of its own would wake the loop twice.
+        waiter: asyncio.Future[Any] = loop.create_future()
+        job.add_done_callback(functools.partial(_hand_back, loop, waiter, budget))
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            job.cancel()  # one that has not started never will; a running one runs on
+            raise
 
     # -- stage 4 ---------------------------------------------------------------------------
     @staticmethod
@@ -257,6 +260,36 @@ _OUTPUT_ENCODER = json.JSONEncoder(allow_nan=False)
 _WALK_BUDGET = 256
 # Python refuses to turn ints of more digits than its limit (at least 640) into text.
 _ENCODABLE_INT = 10**639
+
+
+def _hand_back(
+    loop: asyncio.AbstractEventLoop,
+    waiter: asyncio.Future[Any],
+    budget: ThreadBudget | None,
+    job: Future[Any],
+) -> None:
+    """The job is done (in its worker thread, or cancelled before it started): tell the loop."""
+    try:
+        loop.call_soon_threadsafe(_settle, waiter, budget, job)
+    except RuntimeError:  # the loop has closed: nobody is waiting any more
+        pass
+
+
+def _settle(waiter: asyncio.Future[Any], budget: ThreadBudget | None, job: Future[Any]) -> None:
+    """On the loop: the thread is free again, and the awaiter (if still there) gets the job's
+    outcome."""
+    if budget is not None:
+        budget.release()
+    if waiter.done():  # its awaiter gave up (a cancel, a timeout)
+        return
+    if job.cancelled():
+        waiter.cancel()
+        return
+    error = job.exception()
+    if error is not None:
+        waiter.set_exception(error)
+    else:
+        waiter.set_result(job.result())
 
 
 def _steps_of(awaitable: Any) -> Generator[Any, None, Any]:
