@@ -21,6 +21,7 @@ from .errors import ToolError
 from .messages import ToolCallRequest
 from .records import ErrorKind, ToolCallRecord
 from .registry import ToolRegistry, ToolSpec
+from .schema import RESERVED_PARAMS
 from .validation import format_validation_error as format_validation_error  # its old home
 
 if TYPE_CHECKING:
@@ -106,9 +107,10 @@ class ToolRunner:
                 f"arguments for {spec.name} must be a JSON object, got {type(arguments).__name__}",
             )
         # The model may never choose these: drop whatever it sent, then supply the context's.
-        inputs = {
-            k: v for k, v in arguments.items() if k not in ("sandbox_root", "resource_bindings")
-        }
+        inputs = dict(arguments)
+        if not RESERVED_PARAMS.isdisjoint(inputs):
+            for key in RESERVED_PARAMS:
+                inputs.pop(key, None)
         detail = spec.validator.problems(inputs)
         if detail is not None:
             raise ToolFailure("validation_error", f"invalid arguments for {spec.name}: {detail}")
