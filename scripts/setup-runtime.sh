@@ -12,7 +12,7 @@ fi
 stamp=.venv/.cleveragents-runtime
 wanted="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ] || ! .venv/bin/python -c 'import cleveragents' 2>/dev/null; then
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e .
+  bash scripts/venv-install.sh -e .
   echo "$wanted" >"$stamp"
 fi
 

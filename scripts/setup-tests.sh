@@ -6,8 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup-runtime.sh
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+bash scripts/venv-install.sh -e '.[dev]'
 
 # The Node client test drives the daemon with vscode-jsonrpc, as VS Code does.
 if command -v npm >/dev/null 2>&1; then
