@@ -5,14 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PYTHON=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$PYTHON" -m venv .venv
-fi
+bash scripts/venv.sh create
 stamp=.venv/.cleveragents-runtime
 wanted="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ] || ! .venv/bin/python -c 'import cleveragents' 2>/dev/null; then
-  bash scripts/venv-install.sh -e .
+  bash scripts/venv.sh install -e .
   echo "$wanted" >"$stamp"
 fi
 

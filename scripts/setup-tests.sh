@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup-runtime.sh
-bash scripts/venv-install.sh -e '.[dev]'
+bash scripts/venv.sh install -e '.[dev]'
 
 # The Node client test drives the daemon with vscode-jsonrpc, as VS Code does.
 if command -v npm >/dev/null 2>&1; then
