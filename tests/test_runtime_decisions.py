@@ -30,7 +30,8 @@ from cleveragents.tool import (
     ToolRunner,
 )
 from cleveragents.tool.messages import AssistantMessage, UserMessage
-from cleveragents.tool.runtime import close_dangling_calls, same_call
+from cleveragents.tool.repeats import same_call
+from cleveragents.tool.runtime import close_dangling_calls
 
 
 def runtime_for(registry: ToolRegistry, llm: Any, **kwargs: Any) -> ToolCallingRuntime:

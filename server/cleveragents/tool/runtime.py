@@ -8,7 +8,6 @@ they run and are recorded and the result comes back with `terminated_by_limit=Tr
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import threading
 import time
@@ -41,9 +40,9 @@ from .messages import (
 from .policy import Approver, Authorizer, check_profile
 from .records import ToolCallRecord, ToolCallRunResult, Usage
 from .registry import ToolRegistry
+from .repeats import same_call
 from .router import ToolCallRouter, result_from_record
 from .runner import ThreadBudget, ToolRunner
-from .schema import RESERVED_PARAMS
 
 DEFAULT_MAX_ITERATIONS = 25
 DEFAULT_MAX_REPEATED_CALLS = 3
@@ -127,86 +126,6 @@ def _cancelled_result(call: ToolCallRequest) -> ToolResult:
         {"error": "the call was interrupted before it finished", "error_kind": "cancelled"},
         is_error=True,
     )
-
-
-# One encoder for every call: json.dumps with options builds a new one each time.
-_CALL_KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=repr)
-
-
-def _call_key(call: ToolCallRequest) -> str:
-    arguments: Any = call.arguments
-    if isinstance(arguments, dict):
-        # The reserved keys are dropped before a tool runs: varying them is not a new call.
-        arguments = {k: v for k, v in arguments.items() if k not in RESERVED_PARAMS}
-    try:
-        arguments = _CALL_KEY_ENCODER.encode(arguments)
-    except (TypeError, ValueError):
-        arguments = repr(call.arguments)
-    return f"{call.tool_name}\0{arguments}"
-
-
-def same_call(first: ToolCallRequest, second: ToolCallRequest) -> bool:
-    """Whether the repeat guard sees one call twice: same tool, same arguments as JSON.
-
-    Compares the arguments where it can (plain JSON values) rather than encoding both: the
-    same answer as comparing `_call_key`s, which it falls back to for anything unusual.
-    """
-    if first.tool_name != second.tool_name:
-        return False
-    same = _same_json(first.arguments, second.arguments, RESERVED_PARAMS)
-    return _call_key(first) == _call_key(second) if same is None else same
-
-
-_SCALARS = (str, int, bool, type(None))
-_PLAIN = (*_SCALARS, float, dict, list, tuple)
-
-
-def _same_json(a: Any, b: Any, skip: frozenset[str] = frozenset()) -> bool | None:
-    """Whether a and b encode to the same JSON (sorted keys); None when only encoding can tell.
-
-    Exact types only: an int subclass, say, may encode like an int, and only the encoder knows.
-    `skip` names keys of a top-level object to leave out.
-    """
-    kind = type(a)
-    if kind is not type(b):
-        if kind in (list, tuple) and type(b) in (list, tuple):  # both a JSON array
-            kind = list
-        else:
-            return False if kind in _PLAIN and type(b) in _PLAIN else None
-    if kind in _SCALARS:
-        return bool(a == b)
-    if kind is float:
-        return repr(a) == repr(b)  # 0.0 and -0.0 differ in JSON, NaN and NaN do not
-    if kind is dict:
-        count = 0
-        for key, value in a.items():
-            if key in skip:
-                continue
-            if type(key) is not str:
-                return None
-            if key not in b:
-                return _str_keys_only(b)
-            same = _same_json(value, b[key])
-            if not same:
-                return same
-            count += 1
-        # Every key of a is in b: the same keys unless b has more.
-        return count == len(b) - sum(key in b for key in skip) or _str_keys_only(b)
-    if kind is list or kind is tuple:
-        if len(a) != len(b):
-            return False
-        for x, y in zip(a, b, strict=True):
-            same = _same_json(x, y)
-            if not same:
-                return same
-        return True
-    return None
-
-
-def _str_keys_only(mapping: dict[Any, Any]) -> bool | None:
-    """False when every key is a string (a missing key is then a difference), else None: the
-    encoder writes the key 1 as "1", so only encoding tells whether two such objects match."""
-    return False if all(type(key) is str for key in mapping) else None
 
 
 class _Run:
