@@ -11,7 +11,7 @@ from typing import Any
 
 from cleveragents.tool import ToolCallRequest, ToolError, ToolRegistry, ToolRunner
 from cleveragents.tool.router import ToolCallRouter
-from cleveragents.tool.runner import ToolFailure, normalise_output
+from cleveragents.tool.runner import ThreadBudget, ToolFailure, normalise_output
 
 
 def registry_with_echo() -> ToolRegistry:
@@ -101,6 +101,30 @@ async def test_sync_handler_that_hangs_past_its_timeout() -> None:
     record = await run(registry, "block", {})
     release.set()
     assert record.error_kind == "timeout"
+
+
+async def test_a_sync_call_that_waits_for_a_thread_past_its_timeout_times_out() -> None:
+    registry = ToolRegistry()
+    release = threading.Event()
+
+    @registry.tool(timeout_s=0.1)
+    def block() -> None:
+        """Blocks its worker thread until released."""
+        release.wait(30)
+
+    runner = ToolRunner(registry)
+    budget = ThreadBudget(1)
+    try:
+        first = await runner.run(ToolCallRequest("c1", "block", {}), budget=budget)
+        # The run's only thread is still held by the abandoned first call.
+        second = await runner.run(ToolCallRequest("c2", "block", {}), budget=budget)
+    finally:
+        release.set()
+        runner.shutdown()
+    assert [first.error_kind, second.error_kind] == ["timeout", "timeout"]
+    assert first.error == (
+        "block did not finish within 0.1 s (it may still be running in its worker thread)"
+    )
 
 
 async def test_tool_error_kinds_pass_through() -> None:
