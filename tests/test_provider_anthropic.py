@@ -76,7 +76,8 @@ async def test_request_carries_model_system_tools_and_the_whole_conversation(
     fake: FakeAnthropic, make_caller: MakeCaller
 ) -> None:
     fake.push(StreamReply([Text(["done"])]))
-    caller = make_caller(model="claude-test-model", max_tokens=321)
+    # Without cache breakpoints, so the body is the plain translation (tests below add them).
+    caller = make_caller(model="claude-test-model", max_tokens=321, cache=False)
     history: list[Message] = [
         UserMessage("Read a.txt and b.txt"),
         AssistantMessage(
@@ -394,7 +395,9 @@ def test_a_missing_api_key_fails_at_construction(
 
 
 # -- the whole loop ----------------------------------------------------------------------
-def build_runtime(caller: AnthropicCaller, words: list[str]) -> ToolCallingRuntime:
+def build_runtime(
+    caller: AnthropicCaller, words: list[str], *, cache: bool = True
+) -> ToolCallingRuntime:
     registry = ToolRegistry()
 
     @registry.tool
@@ -408,7 +411,9 @@ def build_runtime(caller: AnthropicCaller, words: list[str]) -> ToolCallingRunti
         """Fetch a URL."""
         raise ToolError(f"network is disabled: {url}")
 
-    return ToolCallingRuntime(registry, ToolRunner(registry), caller, system_prompt="Be exact.")
+    return ToolCallingRuntime(
+        registry, ToolRunner(registry), caller, system_prompt="Be exact.", cache=cache
+    )
 
 
 async def test_the_runtime_loop_runs_tools_and_sends_their_results_back(
@@ -429,7 +434,8 @@ async def test_the_runtime_loop_runs_tools_and_sends_their_results_back(
     )
     words: list[str] = []
     deltas: list[str] = []
-    runtime = build_runtime(make_caller(), words)
+    # The runtime's setting turns the breakpoints off, so the body is the plain translation.
+    runtime = build_runtime(make_caller(), words, cache=False)
 
     result = await runtime.arun_tool_loop(
         "How many words?",
