@@ -140,19 +140,19 @@ class ChunkScript:
         self._chunk(choices=[self._choice({}, finish_reason=reason)])
         return self
 
-    def usage(self, prompt_tokens: int | None, completion_tokens: int) -> ChunkScript:
+    def usage(
+        self, prompt_tokens: int | None, completion_tokens: int, cached_tokens: int | None = None
+    ) -> ChunkScript:
         """The extra last chunk `stream_options.include_usage` asks for: no choices.
         `prompt_tokens=None`: the server's own count, with its cached tokens."""
-        self._chunk(
-            choices=[],
-            usage={
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": None
-                if prompt_tokens is None
-                else prompt_tokens + completion_tokens,
-            },
-        )
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": None if prompt_tokens is None else prompt_tokens + completion_tokens,
+        }
+        if cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+        self._chunk(choices=[], usage=usage)
         return self
 
     def reply(self, **kwargs: Any) -> StreamReply:

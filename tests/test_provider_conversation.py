@@ -156,3 +156,23 @@ def test_the_environment_turns_caching_off(
         monkeypatch.setenv(PROMPT_CACHING_ENV, value)
     assert prompt_caching_enabled() is expected
     assert prompt_caching_enabled(True) is True and prompt_caching_enabled(False) is False
+
+
+def test_the_provider_factory_passes_the_caching_and_window_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cleveragents.providers import create_llm_caller
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.delenv(PROMPT_CACHING_ENV, raising=False)
+    for provider in ("anthropic", "openai"):
+        caller = create_llm_caller(
+            provider, "some-model", cache=False, context_window=32_000, max_tokens=2_000
+        )
+        assert caller.cache is False
+        assert caller.context_window == 32_000
+        assert caller.max_tokens == 2_000
+        assert create_llm_caller(provider, "some-model").cache is True
+    monkeypatch.setenv(PROMPT_CACHING_ENV, "0")
+    assert create_llm_caller("anthropic", "some-model").cache is False
