@@ -335,7 +335,12 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str))
     else:
         display.show_result(
-            result.content, result.stop_reason, result.iterations, len(result.tool_call_history)
+            result.content,
+            result.stop_reason,
+            result.iterations,
+            len(result.tool_call_history),
+            result.usage,
+            result.cost_usd,
         )
     if result.stop_reason == "cancelled":
         return EXIT_CANCELLED

@@ -23,7 +23,7 @@ elision is due.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -240,25 +240,35 @@ class ContextGuard:
         return self.estimate() <= limit
 
     def _elide_results(self, goal: float, stop: int) -> None:
-        index = self._results_from
-        while index < stop and self.chars > goal:
-            message = self.view[index]
-            if isinstance(message, ToolResultsMessage):
-                self._replace(index, elided_results(message))
-            index += 1
-        self._results_from = index
+        self._results_from = self._elide(
+            self._results_from, stop, goal, ToolResultsMessage, elided_results
+        )
 
     def _elide_texts(self, goal: float) -> None:
         newest = max(
             (i for i, m in enumerate(self.view) if isinstance(m, AssistantMessage)), default=-1
         )
-        index = self._texts_from
-        while index < newest and self.chars > goal:
+        self._texts_from = self._elide(
+            self._texts_from, newest, goal, AssistantMessage, elided_assistant
+        )
+
+    def _elide(
+        self,
+        start: int,
+        stop: int,
+        goal: float,
+        kind: type[Message],
+        elide: Callable[[Any], Message],
+    ) -> int:
+        """Elide the `kind` messages from `start` on until the goal is met or `stop` is
+        reached; returns where to start next time (nothing before it can shrink further)."""
+        index = start
+        while index < stop and self.chars > goal:
             message = self.view[index]
-            if isinstance(message, AssistantMessage):
-                self._replace(index, elided_assistant(message))
+            if isinstance(message, kind):
+                self._replace(index, elide(message))
             index += 1
-        self._texts_from = index
+        return index
 
     # -- learning from the provider ------------------------------------------------------
     def calibrate(self, sent_chars: int, reported_tokens: int) -> None:

@@ -25,6 +25,7 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 # Fields smaller than this are kept whole: cutting them saves nothing and loses meaning.
 _SMALL_FIELD_CHARS = 256
 _MAX_ATTEMPTS = 4
+_RATIO_SAMPLE = 32_768
 
 _HINTS: dict[str, str] = {
     "run_command": (
@@ -74,27 +75,29 @@ def fit_to_budget(tool_name: str, content: dict[str, Any], budget: int | None) -
 def fit_with_size(
     tool_name: str, content: dict[str, Any], budget: int | None
 ) -> tuple[dict[str, Any], int]:
-    """`fit_to_budget` and about the JSON length of what it returns (so callers need not
-    measure again)."""
+    """`fit_to_budget` and `approx_chars` of what it returns (the context guard's measure,
+    so callers need not measure again)."""
     quick = approx_chars(content)
     if budget is None or quick * _JSON_PER_REPR <= budget:
         return content, quick  # surely fits: no need to encode it
-    size = json_chars(content)
-    if size <= budget:
-        return content, size
+    # repr is at most 10x the JSON (an escaped astral character against the raw one): a
+    # result this far over needs no exact measure to know it must be cut.
+    if quick <= budget * 10 and json_chars(content) <= budget:
+        return content, quick
     cutter = _Cutter(tool_name, content, budget)
     target = budget
     for _ in range(_MAX_ATTEMPTS):
-        cut = cutter.shrink(content, target, "the result", size)
+        # Known to be over budget: the size only has to say so.
+        cut = cutter.shrink(content, target, "the result", max(quick, budget + 1))
         cut_size = json_chars(cut)
         if cut_size <= budget:
-            return cut, cut_size
+            return cut, approx_chars(cut)
         # Escapes and markers made it longer than planned: aim lower by the overshoot.
         target -= cut_size - budget + 64
         if target <= 0:
             break
     fallback = cutter.whole_text(content, budget)
-    return fallback, json_chars(fallback)
+    return fallback, approx_chars(fallback)
 
 
 class _Cutter:
@@ -126,7 +129,11 @@ class _Cutter:
     def _cut_string(self, text: str, target: int, label: str) -> str:
         total = len(text)
         # Characters of JSON per character of text (escapes: \n, \", \\ count two).
-        ratio = max(1.0, (json_chars(text) - 2) / max(1, total))
+        # Measured on the ends, which are what is kept (a 1 MiB middle need not be encoded).
+        sample = (
+            text if total <= 2 * _RATIO_SAMPLE else text[:_RATIO_SAMPLE] + text[-_RATIO_SAMPLE:]
+        )
+        ratio = max(1.0, (json_chars(sample) - 2) / max(1, len(sample)))
         marker_room = len(self._marker(label, total, total, self._line_hint(text, 0, total)))
         keep = int((target - 2 - marker_room * 1.1) / ratio)
         if keep <= 0:
@@ -211,7 +218,8 @@ class _Cutter:
 
     # -- objects --------------------------------------------------------------------------
     def _cut_dict(self, value: dict[str, Any], target: int) -> dict[str, Any]:
-        sizes = {key: json_chars(item) for key, item in value.items()}
+        # Approximate sizes pick the cap; the caller checks the exact length of the outcome.
+        sizes = {key: approx_chars(item) for key, item in value.items()}
         # The keys and punctuation stay whatever happens; "null" stands in for each value.
         frame = json_chars(dict.fromkeys(value)) - 4 * len(value)
         cap = _water_level(list(sizes.values()), target - frame, _SMALL_FIELD_CHARS)

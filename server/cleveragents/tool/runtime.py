@@ -313,11 +313,16 @@ class _Run:
         # model see them in request order.
         ordered = [r for r in slots if r is not None]
         self.records.extend(ordered)
-        sized = [sized_result_from_record(r, self.result_budget) for r in ordered]
-        message = ToolResultsMessage(tuple(result for result, _ in sized))
+        results: list[ToolResult] = []
+        sizes: list[int] = []
+        for record in ordered:
+            result, size = sized_result_from_record(record, self.result_budget)
+            results.append(result)
+            sizes.append(size)
+        message = ToolResultsMessage(tuple(results))
         self.messages.append(message)
         if self.guard is not None:
-            self.guard.append(message, [size for _, size in sized])
+            self.guard.append(message, sizes)
 
     def exhausted(self, detail: str) -> ToolCallRunResult:
         """The run ends because the next request cannot fit the model's window."""
@@ -326,8 +331,8 @@ class _Run:
             "The run stopped: the conversation no longer fits the model's context window. "
             f"{detail} The model{f' {self.model}' if self.model else ''} has a window of "
             f"{limits.window:,} tokens, of which {limits.max_output:,} are kept for its answer "
-            f"and {limits.margin:,} as a margin. Start a new run with a narrower task (its "
-            "result so far is kept), or use a model with a larger window (contextWindow)."
+            f"and {limits.margin:,} as a margin. Start a new run with a narrower task (what this "
+            "run did is kept), or use a model with a larger context window."
         )
         partial = self.partial_content()
         content = f"{partial}\n\n{message}" if partial else message
@@ -380,14 +385,9 @@ class _Run:
                     guard.rejected(sent_chars)
                     if not guard.fit():
                         return self.exhausted(f"{said} {self.not_fitting(guard)}")
-            usage = response.usage
-            guard.calibrate(sent_chars, usage.input_tokens)
-            usage = Usage(
-                usage.input_tokens,
-                usage.output_tokens,
-                usage.cache_read_tokens,
-                usage.cache_write_tokens,
-            )
+            usage = response.usage  # never changed by the runtime, so kept as it came
+            if usage.input_tokens:
+                guard.calibrate(sent_chars, usage.input_tokens)
             self.usage.add(usage)
             self.iteration_usage.append(usage)
             calls = [
@@ -600,23 +600,30 @@ class ToolCallingRuntime:
         Inside a running event loop (a notebook, an async app) the loop runs on a helper
         thread so this call still blocks and returns the result.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun_tool_loop(prompt, context, **kwargs))
         outcome: dict[str, Any] = {}
+
+        async def main() -> None:
+            # The result is handed over beside the task, not as its result: on Python 3.11
+            # asyncio.run formats the main task's repr (result included) when it checks the
+            # SIGINT handler, and a run's records can hold hundreds of MiB.
+            outcome["result"] = await self.arun_tool_loop(prompt, context, **kwargs)
 
         def target() -> None:
             try:
-                outcome["result"] = asyncio.run(self.arun_tool_loop(prompt, context, **kwargs))
+                asyncio.run(main())
             except BaseException as exc:
                 outcome["error"] = exc
 
-        thread = threading.Thread(target=target, name="cleveragents-run")
-        thread.start()
-        thread.join()
-        if "error" in outcome:
-            raise outcome["error"]
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(main())
+        else:
+            thread = threading.Thread(target=target, name="cleveragents-run")
+            thread.start()
+            thread.join()
+            if "error" in outcome:
+                raise outcome["error"]
         result: ToolCallRunResult = outcome["result"]
         return result
 
