@@ -9,11 +9,13 @@ rest is the product's real path: the runtime (result budget, context guard) -> t
 prompt cache by the service's documented rules (the fakes' docstrings give the rules and
 the fixed token estimate: 4 characters of JSON a token).
 
-Three runs: Claude (claude-sonnet-4-5) with caching on, the same with caching off, and
-OpenAI (gpt-4.1, which caches identical prefixes by itself). For each: model calls, input
-tokens (all, uncached, written to and read from the cache), billable input (input tokens at
-the uncached input price that cost the same), output, USD at the runtime's price table
-(tool/models.py), the largest request, and the share of input read from the cache.
+Four runs: Claude (claude-sonnet-4-5) with caching on, the same with caching off, OpenAI
+(gpt-4.1, which caches identical prefixes by itself), and Claude with caching on in a 40k
+window the task outgrows, so the context guard elides. For each: model calls, input tokens
+(all, uncached, written to and read from the cache), billable input (input tokens at the
+uncached input price that cost the same), output, USD at the runtime's price table
+(tool/models.py), the largest request, the share of input read from the cache, and how many
+results were elided in the last request.
 
 Targets: with caching, the Claude bill is at most 0.25x the uncached one; no request
 exceeds the model's window (none refused, the largest within it).
@@ -54,6 +56,8 @@ from cleveragents.toolsets import build_registry  # noqa: E402
 
 CLAUDE = "claude-sonnet-4-5"
 GPT = "gpt-4.1"
+SMALL_WINDOW = 40_000
+"""A window the task outgrows (a local model's, say): the context guard has to elide."""
 MAX_OUTPUT_TOKENS = 8_000
 BILL_TARGET = 0.25
 QUICK_STEPS = 7
@@ -187,6 +191,7 @@ class RunFigures:
     model: str
     window: int
     calls: int
+    elided_messages: int
     input_tokens: int
     uncached_tokens: int
     cache_write_tokens: int
@@ -201,10 +206,16 @@ class RunFigures:
 
 
 def figures(
-    label: str, model: str, result: ToolCallRunResult, counted: list[Any], refused: int
+    label: str,
+    caller: Any,
+    result: ToolCallRunResult,
+    counted: list[Any],
+    refused: int,
+    elided: int,
 ) -> RunFigures:
+    model = caller.model
     price = price_for(model)
-    window = context_window_for(model)
+    window = caller.context_window or context_window_for(model)
     if price is None or window is None or result.cost_usd is None:
         raise RuntimeError(f"no price or window for {model}: the bench needs both")
     usage = result.usage
@@ -221,6 +232,7 @@ def figures(
         model=model,
         window=window,
         calls=len(result.iteration_usage),
+        elided_messages=elided,
         input_tokens=usage.input_tokens,
         uncached_tokens=usage.uncached_input_tokens,
         cache_write_tokens=usage.cache_write_tokens,
@@ -271,8 +283,13 @@ async def run_task(
                 await caller.aclose()
             counted = [r.usage for r in server.requests if r.usage is not None]
             refused = len(server.requests) - len(counted)
+            elided = sum(  # in the last request; the system prompt quotes the note too
+                json.dumps(m).count("elided to fit the context")
+                for m in server.requests[-1].body["messages"]
+                if m["role"] != "system"
+            )
         check_done(label, result, steps, workspace)
-        return figures(label, caller.model, result, counted, refused)
+        return figures(label, caller, result, counted, refused, elided)
 
 
 async def measure(quick: bool) -> list[RunFigures]:
@@ -283,7 +300,7 @@ async def measure(quick: bool) -> list[RunFigures]:
     claude_window = context_window_for(CLAUDE)
     gpt_window = context_window_for(GPT)
 
-    def claude(cache: bool) -> Callable[[str], AnthropicCaller]:
+    def claude(cache: bool, window: int | None = None) -> Callable[[str], AnthropicCaller]:
         return lambda url: AnthropicCaller(
             CLAUDE,
             api_key=fake_anthropic.API_KEY,
@@ -291,10 +308,11 @@ async def measure(quick: bool) -> list[RunFigures]:
             max_tokens=MAX_OUTPUT_TOKENS,
             max_retries=0,
             cache=cache,
+            context_window=window,
         )
 
-    def claude_server() -> fake_anthropic.FakeAnthropic:
-        server = fake_anthropic.FakeAnthropic(context_window=claude_window)
+    def claude_server(window: int | None = claude_window) -> fake_anthropic.FakeAnthropic:
+        server = fake_anthropic.FakeAnthropic(context_window=window)
         server.push(*anthropic_replies(steps))
         return server
 
@@ -307,6 +325,13 @@ async def measure(quick: bool) -> list[RunFigures]:
         await run_task("claude, cache on", steps, sources, claude(True), claude_server()),
         await run_task("claude, cache off", steps, sources, claude(False), claude_server()),
         await run_task("gpt, automatic cache", steps, sources, gpt, gpt_server),
+        await run_task(
+            f"claude, {SMALL_WINDOW // 1000}k window",
+            steps,
+            sources,
+            claude(True, SMALL_WINDOW),
+            claude_server(SMALL_WINDOW),
+        ),
     ]
 
 
@@ -322,7 +347,7 @@ class Verdict:
 
 
 def verdicts(runs: list[RunFigures]) -> list[Verdict]:
-    on, off, gpt = runs
+    on, off, gpt, small = runs
     ratio = on.cost_usd / off.cost_usd
     found = [
         Verdict(
@@ -351,13 +376,23 @@ def verdicts(runs: list[RunFigures]) -> list[Verdict]:
             f"{gpt.cache_hit_share:.0%} of input read from the cache",
         )
     )
+    found.append(
+        Verdict(
+            False,
+            True,
+            f"{small.label}: bill / the same tokens uncached: "
+            f"{small.cost_usd / small.cost_without_cache_usd:.3f}x (each elision rewrites the "
+            "cache from the elided message on)",
+        )
+    )
     return found
 
 
 def table(runs: list[RunFigures]) -> str:
     header = (
         f"{'run':22} {'calls':>5} {'input':>10} {'uncached':>9} {'cache wr':>9} "
-        f"{'cache rd':>10} {'billable':>10} {'output':>7} {'USD':>8} {'peak req':>9} {'hits':>5}"
+        f"{'cache rd':>10} {'billable':>10} {'output':>7} {'USD':>8} {'peak req':>9} {'hits':>5} "
+        f"{'elided':>6}"
     )
     rows = [header]
     for r in runs:
@@ -365,7 +400,7 @@ def table(runs: list[RunFigures]) -> str:
             f"{r.label:22} {r.calls:>5} {r.input_tokens:>10,} {r.uncached_tokens:>9,} "
             f"{r.cache_write_tokens:>9,} {r.cache_read_tokens:>10,} "
             f"{r.billable_input_tokens:>10,.0f} {r.output_tokens:>7,} {r.cost_usd:>8.4f} "
-            f"{r.peak_request_tokens:>9,} {r.cache_hit_share:>5.0%}"
+            f"{r.peak_request_tokens:>9,} {r.cache_hit_share:>5.0%} {r.elided_messages:>6}"
         )
     return "\n".join(rows)
 
