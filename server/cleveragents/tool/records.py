@@ -103,8 +103,6 @@ class ToolCallRunResult:
     messages: list[Any] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        from .messages import message_to_dict
-
         return {
             "run_id": self.run_id,
             "content": self.content,
@@ -115,5 +113,5 @@ class ToolCallRunResult:
             "cost_usd": self.cost_usd,
             "iteration_usage": [u.to_dict() for u in self.iteration_usage],
             "tool_call_history": [r.to_dict() for r in self.tool_call_history],
-            "messages": [message_to_dict(m) for m in self.messages],
+            "messages": [m.to_dict() for m in self.messages],
         }
