@@ -723,6 +723,10 @@ async def test_a_request_over_the_window_is_a_context_length_error(caller: OpenA
         openai_error(
             400, "The decoder prompt (length 5000) is longer than the maximum model length of 4096."
         ),
+        # Ollama
+        openai_error(400, "the input length exceeds the context length"),
+        # a LiteLLM gateway
+        openai_error(400, "litellm.ContextWindowExceededError: prompt has 300000 tokens"),
     ],
 )
 async def test_local_servers_too_long_answers_are_context_length_errors(
@@ -748,3 +752,15 @@ async def test_max_tokens_is_sent_under_the_servers_name(server: FakeOpenAIServe
     assert "max_completion_tokens" not in official.request_params(ask("x"))
     official.max_tokens = 100
     assert official.request_params(ask("x"))["max_completion_tokens"] == 100
+
+
+async def test_other_bad_requests_are_not_context_length_errors(
+    server: FakeOpenAIServer, caller: OpenAICaller
+) -> None:
+    from cleveragents.providers.errors import ProviderContextLengthError
+
+    server.enqueue(openai_error(400, "'messages' must contain the word 'json'"))
+    with pytest.raises(ProviderError) as caught:
+        await caller.complete(ask("hello"))
+    assert not isinstance(caught.value, ProviderContextLengthError)
+    assert caught.value.status_code == 400

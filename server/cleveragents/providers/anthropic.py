@@ -63,7 +63,7 @@ _TYPE_BY_STATUS = {
 # What the API says when a request holds more tokens than the model reads (400
 # invalid_request_error): "prompt is too long: 210000 tokens > 200000 maximum", and since
 # Claude 3.7 "input length and `max_tokens` exceed context limit: ...".
-_TOO_LONG_MARKERS = ("prompt is too long", "exceed context limit", "context window")
+_TOO_LONG_MARKERS = ("prompt is too long", "exceed context limit")
 
 
 def _is_too_long(status: int, error_type: str | None, detail: str) -> bool:

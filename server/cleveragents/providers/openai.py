@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
@@ -38,21 +39,16 @@ _OPENAI_HOST = "api.openai.com"
 # How servers say a request holds more tokens than the model reads. OpenAI: 400 with code
 # context_length_exceeded ("This model's maximum context length is ..."); vLLM: the same
 # words, or "... is longer than the maximum model length of ..."; llama.cpp: type
-# exceed_context_size_error ("the request exceeds the available context size"); Ollama and
-# others: "prompt is too long", "input length exceeds the maximum context length".
+# exceed_context_size_error ("the request exceeds the available context size"); Ollama, LM
+# Studio and gateways: "prompt is too long", "exceeds the context length", "greater than the
+# context length", "context window exceeded".
 _TOO_LONG_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
-_TOO_LONG_MARKERS = (
-    "maximum context length",
-    "context_length_exceeded",
-    "exceeds the available context size",
-    "exceed_context_size",
-    "longer than the maximum model length",
-    "prompt is too long",
-    "prompt too long",
-    "context length exceeded",
-    "exceeds maximum context length",
-    "exceeds the maximum context length",
-    "context window",
+_TOO_LONG = re.compile(
+    r"maximum context length|context[ _]length[ _]exceeded|available context size"
+    r"|exceed_context_size|longer than the maximum model length|prompt (?:is )?too long"
+    r"|exceeds? (?:the )?(?:maximum )?context length|greater than the context length"
+    r"|context ?window ?exceeded|exceeds? the context window",
+    re.IGNORECASE,
 )
 
 
@@ -161,8 +157,7 @@ def _is_too_long(exc: Any, message: str) -> bool:
     kinds = {getattr(exc, "code", None), getattr(exc, "type", None)}
     if kinds & _TOO_LONG_CODES:
         return True
-    lowered = message.lower()
-    return any(marker in lowered for marker in _TOO_LONG_MARKERS)
+    return _TOO_LONG.search(message) is not None
 
 
 def _is_local(base_url: str) -> bool:
