@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -852,3 +855,30 @@ def test_the_caller_says_its_model_output_room_and_window() -> None:
     assert AnthropicCaller(api_key="k").context_window is None
     with pytest.raises(ValueError, match="context_window"):
         AnthropicCaller(api_key="k", context_window=0)
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_the_cli_flag_turns_the_breakpoints_off(
+    fake: FakeAnthropic, tmp_path: Path, flag: bool
+) -> None:
+    fake.push(StreamReply([Text(["Nothing to do."])]))
+    env = {
+        **os.environ,
+        "ANTHROPIC_API_KEY": API_KEY,
+        "ANTHROPIC_BASE_URL": fake.base_url,
+        "CLEVERAGENTS_PROVIDER": "",
+    }
+    env.pop("CLEVERAGENTS_PROMPT_CACHING", None)
+    command = [sys.executable, "-m", "cleveragents", "run", "hi", "--sandbox", str(tmp_path)]
+    command += ["--provider", "anthropic", "--no-history", "--json"]
+    completed = subprocess.run(
+        [*command, *(["--no-prompt-cache"] if flag else [])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    (sent,) = fake.requests
+    assert (marks(sent.body) == 0) is flag
