@@ -48,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--base-url", help="provider base URL (OpenAI-compatible servers, proxies)")
     run.add_argument("--script", metavar="FILE", help="replay provider: the JSON script to play")
     run.add_argument(
+        "--no-prompt-cache",
+        action="store_true",
+        help="send no prompt-cache breakpoints (also: CLEVERAGENTS_PROMPT_CACHING=0)",
+    )
+    run.add_argument(
         "--max-iterations",
         type=int,
         default=25,
@@ -263,7 +268,13 @@ def _run(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     try:
         provider = resolve_provider_name(args.provider)
-        llm = create_llm_caller(provider, args.model, base_url=args.base_url, script=args.script)
+        llm = create_llm_caller(
+            provider,
+            args.model,
+            base_url=args.base_url,
+            script=args.script,
+            cache=False if args.no_prompt_cache else None,
+        )
         registry = build_registry(args.tools, builtins=not args.no_builtins)
     except (ProviderConfigError, ToolLoadError, ValueError, RuntimeError) as exc:
         return _fail(str(exc))
