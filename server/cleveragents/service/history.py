@@ -628,13 +628,19 @@ class RunHistory:
             ).fetchall()
         return [str(run_id) for (run_id,) in rows]
 
-    def forget_checkpoints(self, run_ids: Sequence[str]) -> int:
-        """Drop the checkpoint rows of these runs (their snapshots were pruned)."""
+    def forget_checkpoints(self, run_ids: Sequence[str], reason: str) -> int:
+        """Drop the checkpoint rows of these runs (their snapshots were pruned), noting why
+        they can no longer be undone."""
         with self._transaction(immediate=True) as conn:
-            return sum(
-                conn.execute("DELETE FROM checkpoints WHERE run_id = ?", (run_id,)).rowcount
-                for run_id in run_ids
-            )
+            removed = 0
+            for run_id in run_ids:
+                removed += conn.execute(
+                    "DELETE FROM checkpoints WHERE run_id = ?", (run_id,)
+                ).rowcount
+                conn.execute(
+                    "UPDATE runs SET checkpoint_warning = ? WHERE run_id = ?", (reason, run_id)
+                )
+            return removed
 
     # -- reading ---------------------------------------------------------------------------
     def list_runs(self, limit: int = 50, offset: int = 0) -> list[RunSummary]:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .changes import ChangedFile
 from .checkpoints import (
@@ -86,6 +86,17 @@ class RestoreOutcome:
     kept: list[SkippedFile] = field(default_factory=list)
     dry_run: bool = False
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "restore_id": self.restore_id,
+            "run_id": self.run_id,
+            "iteration": self.iteration,
+            "sandbox_root": self.sandbox_root,
+            "changed_files": [c.to_dict() for c in self.changed_files],
+            "kept": [k.to_dict() for k in self.kept],
+            "dry_run": self.dry_run,
+        }
+
 
 class Undo:
     """The checkpoints of one process's runs, kept next to its run history."""
@@ -93,7 +104,11 @@ class Undo:
     def __init__(self, history: RunHistory | None, data_dir: str | os.PathLike[str] | None = None):
         self.history = history
         self.data_dir = (
-            Path(data_dir) if data_dir is not None else history.path.parent if history else None
+            Path(data_dir).resolve()
+            if data_dir is not None
+            else history.path.resolve().parent
+            if history
+            else None
         )
         # Snapshots wait for git; daemon threads, so a stuck one never holds the process open.
         self.executor = DaemonThreadPool(4, "cleveragents-checkpoint")
@@ -260,7 +275,8 @@ class Undo:
         doomed = history.runs_with_checkpoints_before(older_than) if older_than else []
         keep = history.run_ids() - set(doomed)
         result = store.prune(keep_run_ids=keep)
-        history.forget_checkpoints(doomed)
+        when = time.strftime("%Y-%m-%d", time.localtime())
+        history.forget_checkpoints(doomed, f"its checkpoints were pruned on {when}")
         self._stamp_housekeeping()
         return result
 
