@@ -368,18 +368,19 @@ class RunCheckpoints:
         await self.undo.in_thread(self._finish)
 
     # -- on checkpoint threads ---------------------------------------------------------------
-    def _warn(self, message: str) -> None:
+    def _warn(self, message: str, *, logged: bool = False) -> None:
+        """Keep the run's first warning; log it unless it was logged already."""
         if self.warning is None:
             self.warning = message
-            log.warning("run %s: %s", self.run_id, message)
+            if not logged:
+                log.warning("run %s: %s", self.run_id, message)
 
     def _snapshot(self, iteration: int) -> None:
         history = self.undo.history
         store = self.undo.store()
         if history is None or store is None:
-            self._warn(
-                f"checkpoints are off, so this run cannot be undone: {self.undo.unavailable}"
-            )
+            # `store()` logged why, once for the process.
+            self._warn(f"this run cannot be undone: {self.undo.unavailable}", logged=True)
             return
         try:
             checkpoint = store.snapshot(self.sandbox_root, self.run_id, iteration)
