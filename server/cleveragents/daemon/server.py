@@ -405,7 +405,6 @@ class Daemon:
             self.state = "new"
             raise
         self.manager = RunManager(registry, settings.defaults, self.history)
-        self.manager.undo.schedule_housekeeping()  # on a checkpoint thread, once a day
         self.connection.approvals = settings.approvals
         self.protocol.capability = unstructure(
             wire.ServerCapability(

@@ -148,8 +148,10 @@ class RunManager:
         self.registry = registry
         self.defaults = defaults
         self.history = history
-        # Checkpoints of every run, kept next to the history; restores.
+        # Checkpoints of every run, kept next to the history; restores. Once a day, checkpoints
+        # of runs the history dropped are pruned and the rest packed, on a checkpoint thread.
         self.undo = undo if undo is not None else Undo(history)
+        self.undo.schedule_housekeeping()
         self.llm_factory = llm_factory
         # One pool for every run's sync tools: never the event loop's default executor.
         self.executor = DaemonThreadPool(max_tool_workers, "cleveragents-tool")
