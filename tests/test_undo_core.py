@@ -210,3 +210,27 @@ async def test_without_a_history_runs_work_and_say_they_cannot_be_undone(sandbox
         await manager.restore("r")
     assert raised.value.code == CHECKPOINTS_UNAVAILABLE
     await manager.aclose()
+
+
+async def test_housekeeping_runs_once_a_day_and_prunes_what_the_history_dropped(
+    sandbox: Path, tmp_path: Path
+) -> None:
+    with RunHistory(tmp_path / "h.sqlite3") as history:
+        manager = RunManager(tools(), RunDefaults(), history, llm_factory=script([put("a", "1")]))
+        await manager.run(request(sandbox, "gone"), Sink())
+        await manager.run(request(sandbox, "stays"), Sink())
+        undo = manager.undo
+        stamp = tmp_path / "checkpoints" / "last-housekeeping"
+        assert undo.housekeeping_due()  # never tidied yet
+        with sqlite3.connect(history.path) as raw:
+            raw.execute("PRAGMA foreign_keys = ON")
+            raw.execute("DELETE FROM runs WHERE run_id = 'gone'")
+        done = undo.schedule_housekeeping()
+        assert done is not None
+        await asyncio.wrap_future(done)
+        assert stamp.exists() and not undo.housekeeping_due()
+        assert undo.schedule_housekeeping() is None  # not again the same day
+        store = undo.store()
+        assert store is not None
+        assert store.checkpoints("gone") == [] and store.checkpoints("stays") != []
+        await manager.aclose()
