@@ -12,7 +12,6 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +20,10 @@ import pytest
 CLI = [sys.executable, "-m", "cleveragents"]
 Entry = tuple[bytes, int]
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
-
-@pytest.fixture(autouse=True)
-def fixed_umask() -> Iterator[None]:
-    previous = os.umask(0o022)  # modes are compared exactly
-    try:
-        yield
-    finally:
-        os.umask(previous)
+pytestmark = [
+    pytest.mark.skipif(shutil.which("git") is None, reason="needs git"),
+    pytest.mark.usefixtures("fixed_umask"),  # modes are compared exactly
+]
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +24,13 @@ from daemon_support import (
     write_script,
 )
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("git") is None, reason="needs git"),
+    pytest.mark.usefixtures("fixed_umask"),  # modes are compared exactly
+]
 
 Entry = tuple[str, bytes, int]
 RUN_ACTIVE = -32002
-
-
-@pytest.fixture(autouse=True)
-def fixed_umask() -> Iterator[None]:
-    # Modes are compared exactly; the daemon (and git in it) inherits this umask.
-    previous = os.umask(0o022)
-    try:
-        yield
-    finally:
-        os.umask(previous)
 
 
 def tree(root: Path) -> dict[str, Entry]:

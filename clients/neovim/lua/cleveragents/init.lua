@@ -751,18 +751,26 @@ function M.runs(opts)
   end)
 end
 
+-- The run named, else the one on the cursor's line of a runs list, else the current buffer's
+-- run, else the latest; nil when there is none.
+local function chosen_run_id(run_id)
+  if run_id and run_id ~= '' then
+    return run_id
+  end
+  local ids = listed_runs[vim.api.nvim_get_current_buf()]
+  local listed = ids and ids[vim.api.nvim_win_get_cursor(0)[1]]
+  if listed then
+    return listed
+  end
+  local run = M.current_run()
+  return run and run.id
+end
+
 --- Show one run from the history (default: the run on the cursor's line of a runs list, else
 --- the current buffer's run, else the latest). Returns the view (`result`: a RunDetail).
 ---@param run_id? string
 function M.show_run(run_id)
-  if not run_id or run_id == '' then
-    local ids = listed_runs[vim.api.nvim_get_current_buf()]
-    run_id = ids and ids[vim.api.nvim_win_get_cursor(0)[1]]
-    if not run_id then
-      local run = M.current_run()
-      run_id = run and run.id
-    end
-  end
+  run_id = chosen_run_id(run_id)
   if not run_id then
     vim.notify('cleveragents: no run to show', vim.log.levels.WARN)
     return nil
@@ -781,14 +789,7 @@ end
 ---@param opts? { iteration?: integer, confirm?: boolean, dry_run?: boolean }
 function M.restore(run_id, opts)
   opts = opts or {}
-  if not run_id or run_id == '' then
-    local ids = listed_runs[vim.api.nvim_get_current_buf()]
-    run_id = ids and ids[vim.api.nvim_win_get_cursor(0)[1]]
-    if not run_id then
-      local run = M.current_run()
-      run_id = run and run.id
-    end
-  end
+  run_id = chosen_run_id(run_id)
   if not run_id then
     vim.notify('cleveragents: no run to restore', vim.log.levels.WARN)
     return nil
