@@ -127,6 +127,12 @@ def _parser() -> argparse.ArgumentParser:
         "serve", help="serve the JSON-RPC daemon (stdio or TCP) for editors and other clients"
     )
 
+    doctor = commands.add_parser(
+        "doctor", help="show what run_command can reach here: mounts, variables, limits"
+    )
+    doctor.add_argument("--sandbox", metavar="DIR", help="the project folder (default: here)")
+    doctor.add_argument("--json", action="store_true", help="print the report as JSON")
+
     tools = commands.add_parser("tools", help="list every tool with its source and schema")
     tools.add_argument("--sandbox", metavar="DIR", help="also list MCP tools of this folder")
     tools.add_argument("--tools", action="append", default=[], metavar="MODULE")
@@ -146,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
             return _runs(args)
         if args.command == "serve":
             return _fail("`serve` starts through the cleveragents command", EXIT_USAGE)
+        if args.command == "doctor":
+            return _doctor(args)
     except KeyboardInterrupt:
         return EXIT_CANCELLED
     return EXIT_USAGE
@@ -185,6 +193,21 @@ def _tools(args: argparse.Namespace) -> int:
         )
         table.add_row(row["name"], row["source"], effect, params, row["description"].split("\n")[0])
     Console().print(table)
+    return EXIT_OK
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from .workspace.command_policy import CommandPolicy
+    from .workspace.doctor import command_policy_report, render_report
+
+    sandbox = os.path.realpath(args.sandbox or os.getcwd())
+    if not os.path.isdir(sandbox):
+        return _fail(f"sandbox {args.sandbox!r} is not a folder", EXIT_USAGE)
+    try:
+        report = command_policy_report(CommandPolicy.from_environment(), sandbox)
+    except ValueError as exc:  # a malformed CLEVERAGENTS_COMMAND_* setting
+        return _fail(str(exc), EXIT_USAGE)
+    print(json.dumps(report, indent=2) if args.json else render_report(report))
     return EXIT_OK
 
 

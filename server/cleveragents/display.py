@@ -191,6 +191,8 @@ class TerminalApprover:
         console.print(
             f"[yellow]?[/] [bold]{escape(request.tool_name)}[/] wants to run with {inputs}"
         )
+        if request.note:
+            console.print(f"  [bold red]![/] {escape(request.note)}")
         while True:
             try:
                 answer = await _read_line(
