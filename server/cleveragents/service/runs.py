@@ -321,11 +321,13 @@ class RunManager:
                 {"runId": plan.run_id, "errorType": type(exc).__name__},
             ) from exc
         finally:
-            # Still active until the state it left is recorded: no restore can come between.
-            await checkpoints.finish()
-            del self._active[plan.run_id]
-            if not self._active:
-                self._idle.set()
+            try:
+                # Still active until the state it left is recorded: no restore comes between.
+                await checkpoints.finish()
+            finally:
+                del self._active[plan.run_id]
+                if not self._active:
+                    self._idle.set()
         return RunOutcome(result, checkpoints.changed_files, checkpoints.warning)
 
     def llm_caller(self, provider: str, model: str | None, options: dict[str, Any]) -> LLMCaller:
