@@ -42,6 +42,7 @@ local run_counter = 0
 local listed_runs = {}
 
 local DECISIONS = { allow = true, deny = true, allow_for_run = true }
+local describe_undo -- defined with the views
 
 -- -- small helpers ---------------------------------------------------------------------------
 
@@ -550,6 +551,41 @@ local function describe_runs(buf, result)
   return lines
 end
 
+-- -- undo ----------------------------------------------------------------------------------
+
+local CHANGE_MARKS = { added = '+', modified = '~', deleted = '-' }
+
+local function change_lines(changed)
+  return vim.tbl_map(function(file)
+    return string.format('  %s %s (%s)', CHANGE_MARKS[file.change] or '?', file.path, file.change)
+  end, changed or {})
+end
+
+-- What a stored run changed and how to undo it; nothing for a run that changed no file.
+describe_undo = function(detail)
+  local lines = {}
+  local changed = detail.changedFiles or {}
+  if not is_null(detail.checkpointWarning) then
+    lines[#lines + 1] = '! ' .. one_line(detail.checkpointWarning, 200)
+  end
+  if #changed > 0 then
+    lines[#lines + 1] = 'changed ' .. plural(#changed, 'file') .. ':'
+    vim.list_extend(lines, change_lines(changed))
+    local steps = vim.tbl_filter(function(checkpoint)
+      return not is_null(checkpoint.iteration)
+    end, detail.checkpoints or {})
+    lines[#lines + 1] = 'undo: :CleverAgentsRestore ' .. detail.runId .. (#steps > 1 and ' [iteration]' or '')
+  end
+  return lines
+end
+
+local function restore_title(run_id, iteration)
+  if iteration then
+    return string.format('cleveragents restore ▸ run %s to before iteration %d', run_id, iteration)
+  end
+  return 'cleveragents restore ▸ undo ' .. run_id
+end
+
 -- A stored run, laid out as its live buffer was: the model's text and one line per call for
 -- each iteration, then the closing block.
 local function describe_stored_run(detail)
@@ -586,10 +622,11 @@ local function describe_stored_run(detail)
     end
   end
   local reason = is_null(detail.stopReason) and detail.status or detail.stopReason
-  return vim.list_extend(
+  vim.list_extend(
     lines,
     final_lines(reason, detail.iterations, detail.toolCallCount, detail.content, detail.error)
   )
+  return vim.list_extend(lines, describe_undo(detail))
 end
 
 -- -- the API ---------------------------------------------------------------------------------
@@ -619,6 +656,14 @@ function M.setup(opts)
   command('CleverAgentsShowRun', function(args)
     M.show_run(args.args)
   end, { nargs = '?', desc = 'cleveragents: show a run from the history' })
+  command('CleverAgentsRestore', function(args)
+    local run_id, iteration = unpack(args.fargs)
+    M.restore(run_id, { iteration = tonumber(iteration), confirm = not args.bang })
+  end, {
+    nargs = '*',
+    bang = true,
+    desc = 'cleveragents: put the files back as before a run (or before its iteration N); !: without asking',
+  })
   vim.api.nvim_create_autocmd('VimLeavePre', {
     group = vim.api.nvim_create_augroup('cleveragents', { clear = true }),
     callback = function()
@@ -706,24 +751,120 @@ function M.runs(opts)
   end)
 end
 
+-- The run named, else the one on the cursor's line of a runs list, else the current buffer's
+-- run, else the latest; nil when there is none.
+local function chosen_run_id(run_id)
+  if run_id and run_id ~= '' then
+    return run_id
+  end
+  local ids = listed_runs[vim.api.nvim_get_current_buf()]
+  local listed = ids and ids[vim.api.nvim_win_get_cursor(0)[1]]
+  if listed then
+    return listed
+  end
+  local run = M.current_run()
+  return run and run.id
+end
+
 --- Show one run from the history (default: the run on the cursor's line of a runs list, else
 --- the current buffer's run, else the latest). Returns the view (`result`: a RunDetail).
 ---@param run_id? string
 function M.show_run(run_id)
-  if not run_id or run_id == '' then
-    local ids = listed_runs[vim.api.nvim_get_current_buf()]
-    run_id = ids and ids[vim.api.nvim_win_get_cursor(0)[1]]
-    if not run_id then
-      local run = M.current_run()
-      run_id = run and run.id
-    end
-  end
+  run_id = chosen_run_id(run_id)
   if not run_id then
     vim.notify('cleveragents: no run to show', vim.log.levels.WARN)
     return nil
   end
   local view = new_view('history/' .. run_id, 'cleveragents run ' .. run_id .. ' · reading…')
   return request_view(view, 'cleveragents/getRun', { runId = run_id }, describe_stored_run)
+end
+
+--- Put a run's folder back as it was before the run, or before its iteration `opts.iteration`
+--- (a restore's id undoes that restore). Lists the files that will change in a
+--- `cleveragents://restore/<runId>` buffer and asks with `vim.ui.select` (unless
+--- `opts.confirm == false`), then restores. `opts.dry_run` only lists. Default run: the one on
+--- the cursor's line of a runs list, else the current buffer's, else the latest. Returns the
+--- view: `done`, then `result` (the RestoreResult), `error`, or `declined`.
+---@param run_id? string
+---@param opts? { iteration?: integer, confirm?: boolean, dry_run?: boolean }
+function M.restore(run_id, opts)
+  opts = opts or {}
+  run_id = chosen_run_id(run_id)
+  if not run_id then
+    vim.notify('cleveragents: no run to restore', vim.log.levels.WARN)
+    return nil
+  end
+  local title = restore_title(run_id, opts.iteration)
+  local view = new_view('restore/' .. run_id, title .. ' · asking the daemon…')
+  local params = { runId = run_id, iteration = opts.iteration, dryRun = true }
+  local function fail(d_err)
+    view.error = error_message(d_err)
+    fill_view(view, { title, '✗ ' .. view.error })
+    view.done = true
+  end
+  with_daemon(function(d, why)
+    if not d then
+      return fail(why)
+    end
+    d.rpc.request('cleveragents/restore', params, function(err, preview)
+      if err then
+        return fail(err)
+      end
+      local changed = preview.changedFiles or {}
+      local lines = { title .. ' · sandbox ' .. preview.sandboxRoot }
+      if #changed == 0 then
+        view.result = preview
+        fill_view(view, vim.list_extend(lines, { 'nothing to restore: the files are as they were' }))
+        view.done = true
+        return
+      end
+      lines[#lines + 1] = 'will change ' .. plural(#changed, 'file') .. ':'
+      vim.list_extend(lines, change_lines(changed))
+      fill_view(view, lines)
+      if opts.dry_run then
+        view.result = preview
+        view.done = true
+        return
+      end
+      local function restore()
+        d.rpc.request('cleveragents/restore', { runId = run_id, iteration = opts.iteration }, function(err2, done)
+          if err2 then
+            return fail(err2)
+          end
+          view.result = done
+          local after = { title .. ' · sandbox ' .. done.sandboxRoot }
+          after[#after + 1] = 'restored ' .. plural(#done.changedFiles, 'file') .. ':'
+          vim.list_extend(after, change_lines(done.changedFiles))
+          for _, path in ipairs(done.kept or {}) do
+            after[#after + 1] = '  kept ' .. path .. ': an ignored or too-large file is in the way'
+          end
+          if not is_null(done.restoreId) then
+            after[#after + 1] = 'undo this restore: :CleverAgentsRestore ' .. done.restoreId
+          end
+          fill_view(view, after)
+          view.done = true
+        end)
+      end
+      if opts.confirm == false then
+        return restore()
+      end
+      vim.ui.select({ 'restore', 'cancel' }, {
+        prompt = string.format('cleveragents: restore %s in %s?', plural(#changed, 'file'), preview.sandboxRoot),
+        kind = 'cleveragents_restore',
+        format_item = function(item)
+          return item == 'restore' and 'Restore these files' or 'Cancel'
+        end,
+      }, function(choice)
+        if choice == 'restore' then
+          return restore()
+        end
+        view.declined = true
+        fill_view(view, vim.list_extend(vim.deepcopy(lines), { 'not restored: nothing was changed' }))
+        view.done = true
+      end)
+    end)
+  end)
+  return view
 end
 
 --- Shut the daemon down (its runs are cancelled). `on_exit(code, signal)` runs when it has
