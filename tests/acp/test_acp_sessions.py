@@ -59,6 +59,18 @@ async def initialize(conn: Any) -> Any:
     )
 
 
+REPLAYED = ("user_message_chunk", "agent_message_chunk", "tool_call")
+
+
+def conversation_updates(client: RecordingClient, session_id: str) -> list[Any]:
+    """The session's updates that redraw the conversation (not its slash commands, say)."""
+    return [
+        u
+        for u in client.session_updates(session_id)
+        if u.session_update in (*REPLAYED, "tool_call_update")
+    ]
+
+
 def shape(update: Any) -> tuple[Any, ...]:
     """What a replayed update says, in a form a test can compare."""
     kind = update.session_update
@@ -95,7 +107,7 @@ async def test_a_session_lists_loads_with_its_replay_and_continues(
             one = await first.conn.prompt(session_id=sid, prompt=[text_block("Read the notes.")])
             two = await first.conn.prompt(session_id=sid, prompt=[text_block("And then?")])
             assert (one.stop_reason, two.stop_reason) == ("end_turn", "end_turn")
-            live = [shape(u) for u in first_client.session_updates(sid)]
+            live = [shape(u) for u in conversation_updates(first_client, sid)]
         run_one = (one.field_meta or {})["cleveragents"]["runId"]
         run_two = (two.field_meta or {})["cleveragents"]["runId"]
         assert run_one == sid  # the session's first run carries its id
@@ -119,7 +131,7 @@ async def test_a_session_lists_loads_with_its_replay_and_continues(
                 cwd=str(sandbox), session_id=sid, mcp_servers=[]
             )
             assert loaded.modes is not None and loaded.modes.current_mode_id == "full-auto"
-            replayed = client.session_updates(sid)
+            replayed = conversation_updates(client, sid)
             assert [shape(u) for u in replayed] == [
                 ("user_message_chunk", "Read the notes."),
                 ("agent_message_chunk", "Let me look."),
@@ -149,7 +161,10 @@ async def test_a_session_lists_loads_with_its_replay_and_continues(
                 i for i, (d, m) in enumerate(wire) if d == TO_CLIENT and m.get("id") == load_id
             )
             last_update = max(
-                i for i, (d, m) in enumerate(wire) if m.get("method") == "session/update"
+                i
+                for i, (d, m) in enumerate(wire)
+                if m.get("method") == "session/update"
+                and m["params"]["update"]["sessionUpdate"] in REPLAYED
             )
             assert last_update < answered
 
@@ -238,7 +253,7 @@ async def test_list_filters_by_cwd_pages_and_load_refuses_what_it_cannot_continu
 
         # A conversation begun elsewhere loads and continues like any other.
         await agent.conn.load_session(cwd=str(sandbox), session_id="run_00", mcp_servers=[])
-        assert [shape(u) for u in client.session_updates("run_00")] == [
+        assert [shape(u) for u in conversation_updates(client, "run_00")] == [
             ("user_message_chunk", "question run_00\nmore lines"),
             ("agent_message_chunk", "ok"),
             ("user_message_chunk", "follow-up"),

@@ -49,6 +49,8 @@ class AcpSession:
     # The session's newest stored run: the next prompt's run continues it. None until the
     # first prompt's run (whose run id is the session id) is stored.
     last_run_id: str | None = None
+    # The session's last `/undo` or `/restore`, until its next prompt: `/undo` then undoes it.
+    last_restore_id: str | None = None
     # Tools the user chose "always allow" for: later prompts of the session do not ask again.
     always_allowed: set[str] = field(default_factory=set)
     turn: PromptTurn | None = None
