@@ -58,7 +58,7 @@ from ..service.errors import (
     ServiceError,
 )
 from ..service.runs import RunManager
-from ..service.settings import RunDefaults
+from ..service.settings import RunDefaults, check_context_window, check_result_budget
 from ..tool.context import ToolActorContext
 from ..tool.events import RunObserver
 from ..tool.llm import LLMCaller
@@ -67,7 +67,7 @@ from ..tool.records import ToolCallRunResult
 from ..tool.runtime import new_run_id
 from .prompts import ContentBlock, UnsupportedPrompt, prompt_text
 from .session import AcpSession, PromptTurn
-from .updates import META_KEY, stop_reason
+from .updates import META_KEY, stop_reason, turn_usage, usage_meta
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +157,7 @@ class CleverAgentsAgent:
                 "additionalDirectories: not supported; the sandbox is the session's cwd alone"
             )
         profile = _requested_profile(kwargs.get(META_KEY), self.manager.defaults)
+        runtime_options = _requested_runtime_options(kwargs.get(META_KEY))
         client_mcp = await _start_client_mcp(sandbox_root, mcp_servers or ())
         session_id = f"sess_{os.urandom(12).hex()}"
         self.sessions[session_id] = AcpSession(
@@ -164,6 +165,7 @@ class CleverAgentsAgent:
             sandbox_root=sandbox_root,
             automation_profile=profile,
             client_mcp=client_mcp,
+            runtime_options=runtime_options,
         )
         log.info("session %s in %s, profile %s", session_id, sandbox_root, profile)
         return NewSessionResponse(session_id=session_id, modes=_modes(profile))
@@ -196,7 +198,7 @@ class CleverAgentsAgent:
                 "(send session/cancel first)",
                 sessionId=session_id,
             )
-        llm = self._llm_caller()
+        llm = self._llm_caller(session)
         turn = PromptTurn(self.client, session, self.manager.defaults.approval_timeout_s)
         session.turn = turn
         run_id = new_run_id()
@@ -212,7 +214,9 @@ class CleverAgentsAgent:
         # A run that ended on its own just as the client cancelled still answers `cancelled`:
         # ACP clients rely on it to confirm the cancellation.
         reason = "cancelled" if turn.cancel.cancelled else stop_reason(result)
-        return PromptResponse(stop_reason=reason, field_meta=_result_meta(result))
+        return PromptResponse(
+            stop_reason=reason, usage=turn_usage(result.usage), field_meta=_result_meta(result)
+        )
 
     async def _run(
         self, session: AcpSession, turn: PromptTurn, llm: LLMCaller, text: str, run_id: str
@@ -241,6 +245,7 @@ class CleverAgentsAgent:
                     max_iterations=defaults.max_iterations,
                     system_prompt=defaults.system_prompt,
                     runner=manager.runner_for(registry),
+                    **{**defaults.runtime_options(), **session.runtime_options},
                 )
                 result = await runtime.arun_tool_loop(
                     text,
@@ -271,12 +276,13 @@ class CleverAgentsAgent:
         await turn.finish()
         return result
 
-    def _llm_caller(self) -> LLMCaller:
+    def _llm_caller(self, session: AcpSession) -> LLMCaller:
         defaults = self.manager.defaults
+        options = defaults.provider_options()
+        if "cache" in session.runtime_options:
+            options["cache"] = session.runtime_options["cache"]
         try:
-            return self.manager.llm_caller(
-                defaults.provider, defaults.model, defaults.provider_options()
-            )
+            return self.manager.llm_caller(defaults.provider, defaults.model, options)
         except ServiceError as exc:
             raise request_error(exc.code, exc.message, **(exc.data or {})) from exc
 
@@ -331,6 +337,35 @@ def _requested_profile(meta: Any, defaults: RunDefaults) -> str:
     return str(requested)
 
 
+def _requested_runtime_options(meta: Any) -> dict[str, Any]:
+    """`toolResultBudget`, `contextWindow` and `promptCaching` of `_meta.cleveragents` in
+    `session/new`, as the runtime's keyword arguments; RequestError naming a bad one."""
+    if not isinstance(meta, dict):
+        return {}
+    options: dict[str, Any] = {}
+    for name, keyword, check in (
+        ("toolResultBudget", "result_budget_chars", check_result_budget),
+        ("contextWindow", "context_window", check_context_window),
+    ):
+        value = meta.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise invalid_params(f"_meta.{META_KEY}.{name}: expected an integer, got {value!r}")
+        problem = check(value)
+        if problem:
+            raise invalid_params(f"_meta.{META_KEY}.{name}: {problem}")
+        options[keyword] = value
+    caching = meta.get("promptCaching")
+    if caching is not None:
+        if not isinstance(caching, bool):
+            raise invalid_params(
+                f"_meta.{META_KEY}.promptCaching: expected true or false, got {caching!r}"
+            )
+        options["cache"] = caching
+    return options
+
+
 def _modes(current: str) -> SessionModeState:
     return SessionModeState(
         current_mode_id=current,
@@ -373,9 +408,6 @@ def _result_meta(result: ToolCallRunResult) -> dict[str, Any]:
             "runId": result.run_id,
             "iterations": result.iterations,
             "toolCalls": len(result.tool_call_history),
-            "usage": {
-                "inputTokens": result.usage.input_tokens,
-                "outputTokens": result.usage.output_tokens,
-            },
+            "usage": usage_meta(result.usage, result.cost_usd),
         }
     }

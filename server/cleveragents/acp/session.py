@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from acp import Client
 from acp.schema import AgentMessageChunk, ToolCallProgress, ToolCallStart, ToolCallStatus
@@ -47,6 +48,9 @@ class AcpSession:
     # Tools the user chose "always allow" for: later prompts of the session do not ask again.
     always_allowed: set[str] = field(default_factory=set)
     turn: PromptTurn | None = None
+    # The runtime's token settings `session/new` chose in `_meta.cleveragents` (build_runtime
+    # keyword arguments), over the environment's.
+    runtime_options: dict[str, Any] = field(default_factory=dict)
 
 
 class UpdateStream:

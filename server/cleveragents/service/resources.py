@@ -10,7 +10,7 @@ the budget (`tool/resources.py`). The runtime then shows them in the run's first
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..tool.errors import ToolError
@@ -37,51 +37,60 @@ class ResourceRequest:
     end_line: int | None = None
 
 
+Label = Callable[[int | None, str], str]
+"""Names a request's field in a problem: (index, field) -> `params.resources[0].path`; an
+index of None names the whole list."""
+
+
+def wire_label(index: int | None, field: str) -> str:
+    return "params.resources" if index is None else f"params.resources[{index}].{field}"
+
+
 def check_resources(
-    requests: Sequence[ResourceRequest], sandbox_root: str, where: str = "params.resources"
+    requests: Sequence[ResourceRequest], sandbox_root: str, label: Label = wire_label
 ) -> list[str]:
     """The problems with `requests` (each naming its field), reading nothing."""
     problems: list[str] = []
     if len(requests) > MAX_RESOURCES:
-        problems.append(f"{where}: at most {MAX_RESOURCES} files, got {len(requests)}")
+        problems.append(
+            f"{label(None, 'path')}: at most {MAX_RESOURCES} files, got {len(requests)}"
+        )
     sandbox = Sandbox(sandbox_root)
     for index, request in enumerate(requests):
-        label = f"{where}[{index}]"
         if not request.path.strip():
-            problems.append(f"{label}.path: must not be empty")
+            problems.append(f"{label(index, 'path')}: must not be empty")
         else:
             try:
                 target = sandbox.resolve(request.path)
             except ToolError as exc:
-                problems.append(f"{label}.path: {exc}")
+                problems.append(f"{label(index, 'path')}: {exc}")
             else:
                 if target.is_root:
                     problems.append(
-                        f"{label}.path: {request.path!r} is the sandbox root, not a file"
+                        f"{label(index, 'path')}: {request.path!r} is the sandbox root, not a file"
                     )
         start, end = request.start_line, request.end_line
         if start is not None and start < 1:
-            problems.append(f"{label}.startLine: lines count from 1, got {start}")
+            problems.append(f"{label(index, 'startLine')}: lines count from 1, got {start}")
         if end is not None and end < 1:
-            problems.append(f"{label}.endLine: lines count from 1, got {end}")
+            problems.append(f"{label(index, 'endLine')}: lines count from 1, got {end}")
         if start is not None and end is not None and 1 <= end < start:
-            problems.append(f"{label}.endLine: {end} is before startLine {start}")
+            problems.append(f"{label(index, 'endLine')}: {end} is before startLine {start}")
     return problems
 
 
 def load_resources(
-    requests: Sequence[ResourceRequest], sandbox_root: str, where: str = "params.resources"
+    requests: Sequence[ResourceRequest], sandbox_root: str, label: Label = wire_label
 ) -> tuple[list[Resource], list[str]]:
     """The resources as the model will see them (read where needed, fitted to the budget),
     and the problems that kept any from loading (each naming its field). Blocking I/O: call
     it off the event loop."""
-    problems = check_resources(requests, sandbox_root, where)
+    problems = check_resources(requests, sandbox_root, label)
     if problems:
         return [], problems
     sandbox = Sandbox(sandbox_root)
     loaded: list[Resource] = []
     for index, request in enumerate(requests):
-        label = f"{where}[{index}]"
         relative = sandbox.resolve(request.path).relative
         if request.text is not None:
             loaded.append(_from_editor(request, relative))
@@ -95,7 +104,7 @@ def load_resources(
             field = "path"
             if text.startswith(f"offset {start} is past the end"):
                 field, text = "startLine", text.replace(f"offset {start}", f"line {start}", 1)
-            problems.append(f"{label}.{field}: {text}")
+            problems.append(f"{label(index, field)}: {text}")
             continue
         ranged = request.start_line is not None or request.end_line is not None
         loaded.append(

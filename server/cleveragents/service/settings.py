@@ -362,11 +362,9 @@ def command_policy(
                 f"got {path!r}"
             )
     for index, name in enumerate(layer.env):
-        if not _VARIABLE_PATTERN.match(name):
-            problems.append(
-                f"{where}.commandEnv[{index}]: not a variable name or pattern (such as "
-                f"NODE_ENV or CARGO_*): {name!r}"
-            )
+        problem = check_variable_pattern(name)
+        if problem:
+            problems.append(f"{where}.commandEnv[{index}]: {problem}")
     limits: dict[str, int | None] = {}
     for name, value in layer.limits.items():
         label = f"{where}.commandLimits.{_camel(name)}"
@@ -392,6 +390,12 @@ def command_policy(
         ),
         [],
     )
+
+
+def check_variable_pattern(name: str) -> str | None:
+    if not _VARIABLE_PATTERN.match(name):
+        return f"not a variable name or pattern (such as NODE_ENV or CARGO_*): {name!r}"
+    return None
 
 
 def check_result_budget(value: int) -> str | None:
