@@ -128,10 +128,10 @@ def format_tokens(usage: Usage) -> str:
 
 
 def iteration_usage_line(iteration: int, usage: Usage, cost_usd: float | None) -> str:
-    """`iteration 2: 14,020 in (12,800 from cache, 1,100 written), 310 out, $0.0061`."""
+    """`iteration 2: 14,020 in (12,800 from cache, 1,100 written to cache), 310 out, $0.0061`."""
     cache = [
         f"{usage.cache_read_tokens:,} from cache" if usage.cache_read_tokens else "",
-        f"{usage.cache_write_tokens:,} written to it" if usage.cache_write_tokens else "",
+        f"{usage.cache_write_tokens:,} written to cache" if usage.cache_write_tokens else "",
     ]
     detail = ", ".join(part for part in cache if part)
     return (

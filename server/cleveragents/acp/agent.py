@@ -67,7 +67,7 @@ from ..tool.records import ToolCallRunResult
 from ..tool.runtime import new_run_id
 from .prompts import ContentBlock, UnsupportedPrompt, prompt_text
 from .session import AcpSession, PromptTurn
-from .updates import META_KEY, stop_reason, turn_usage, usage_meta
+from .updates import META_KEY, stop_reason, usage_meta
 
 log = logging.getLogger(__name__)
 
@@ -214,9 +214,7 @@ class CleverAgentsAgent:
         # A run that ended on its own just as the client cancelled still answers `cancelled`:
         # ACP clients rely on it to confirm the cancellation.
         reason = "cancelled" if turn.cancel.cancelled else stop_reason(result)
-        return PromptResponse(
-            stop_reason=reason, usage=turn_usage(result.usage), field_meta=_result_meta(result)
-        )
+        return PromptResponse(stop_reason=reason, field_meta=_result_meta(result))
 
     async def _run(
         self, session: AcpSession, turn: PromptTurn, llm: LLMCaller, text: str, run_id: str

@@ -24,7 +24,6 @@ from acp.schema import (
     ToolCallStatus,
     ToolKind,
 )
-from acp.schema import Usage as AcpUsage
 
 from ..tool.events import TextDelta, ToolCallStarted
 from ..tool.records import ToolCallRecord, ToolCallRunResult, Usage
@@ -159,17 +158,6 @@ def usage_meta(usage: Usage, cost_usd: float | None) -> dict[str, Any]:
         "cacheWriteTokens": usage.cache_write_tokens,
         "costUsd": cost_usd,
     }
-
-
-def turn_usage(usage: Usage) -> AcpUsage:
-    """The turn's tokens in ACP's own (unstable) `usage` field of the prompt response."""
-    return AcpUsage(
-        total_tokens=usage.input_tokens + usage.output_tokens,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cached_read_tokens=usage.cache_read_tokens,
-        cached_write_tokens=usage.cache_write_tokens,
-    )
 
 
 def stop_reason(result: ToolCallRunResult) -> StopReason:

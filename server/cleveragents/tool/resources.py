@@ -5,7 +5,7 @@ it (a selection, unsaved changes). The runtime puts a run's resources in the run
 message, before the prompt (the material first, the request last, as model vendors advise for
 long inputs). Each is a fenced block under a line that names its path and lines:
 
-    The user attached 2 files from the workspace. ...
+    The user attached 2 files from the workspace. Each is shown below between fences, ...
 
     `src/app.py`, lines 10-20 of 120:
     ```
@@ -169,11 +169,10 @@ def prompt_with_resources(prompt: str, resources: Sequence[Resource]) -> str:
     """
     if not resources:
         return prompt
-    count = len(resources)
     intro = (
-        f"The user attached {'a file' if count == 1 else f'{count} files'} from the "
-        "workspace, shown below between fences under its path and lines. The request "
-        "follows them."
-    )
+        "The user attached a file from the workspace. It is shown below"
+        if len(resources) == 1
+        else f"The user attached {len(resources)} files from the workspace. Each is shown below"
+    ) + " between fences, under its path and lines; the request follows."
     blocks = "\n\n".join(render_resource(resource) for resource in resources)
     return f"{intro}\n\n{blocks}\n\n{prompt}"
