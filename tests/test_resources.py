@@ -183,8 +183,8 @@ async def test_the_runtime_puts_them_in_the_first_message_and_the_event(sandbox:
     assert "```\nline 2\n```" in first.text and first.text.endswith("What is on line 2?")
     assert result.messages[0] == first
     started = events[0]
-    assert getattr(started, "prompt") == "What is on line 2?"
-    assert getattr(started, "resources") == tuple(resources)
+    assert started.prompt == "What is on line 2?"
+    assert started.resources == tuple(resources)
 
 
 def test_resources_read_through_a_symlink_inside_the_sandbox(sandbox: Path) -> None:
