@@ -194,7 +194,7 @@ async def test_bad_settings_are_refused_naming_each_field(tmp_path: Path, sandbo
         ]
         assert problems[3] == (
             "initializationOptions.prices: price for 'm': price input must be a finite "
-            "number >= 0, got -1"
+            "number >= 0, got -1.0"
         )
     finally:
         raw.kill()
