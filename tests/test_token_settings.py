@@ -47,7 +47,9 @@ def test_the_environment_then_the_options_over_it() -> None:
         "CLEVERAGENTS_TOOL_RESULT_BUDGET": "8_000",
         "CLEVERAGENTS_CONTEXT_WINDOW": "32768",
         "CLEVERAGENTS_PROMPT_CACHING": "0",
-        "CLEVERAGENTS_PRICES": '{"local": {"input": 1, "output": 2}, "b": {"input": 3, "output": 4}}',
+        "CLEVERAGENTS_PRICES": (
+            '{"local": {"input": 1, "output": 2}, "b": {"input": 3, "output": 4}}'
+        ),
         "CLEVERAGENTS_COMMAND_ENV": "FROM_ENV",
         "CLEVERAGENTS_COMMAND_MAX_PROCESSES": "100",
     }

@@ -6,7 +6,6 @@ the model through the real Anthropic SDK; the note of an approval request."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,7 @@ from daemon_support import RawDaemon, call, check_against_schema, replay_options
 from cleveragents.daemon import wire
 from cleveragents.tool import Usage
 from cleveragents.tool.models import ModelPrice, price_for
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text, ToolUse  # noqa: E402
+from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text, ToolUse
 
 SONNET = "claude-sonnet-4-5"
 FIRST = {"input_tokens": 12_000, "output_tokens": 100, "cache_write_tokens": 10_000}
