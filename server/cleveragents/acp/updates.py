@@ -156,7 +156,7 @@ def usage_meta(usage: Usage, cost_usd: float | None) -> dict[str, Any]:
         "outputTokens": usage.output_tokens,
         "cacheReadTokens": usage.cache_read_tokens,
         "cacheWriteTokens": usage.cache_write_tokens,
-        "costUsd": cost_usd,
+        "costUsd": None if cost_usd is None else round(cost_usd, 10),  # no float noise
     }
 
 

@@ -87,7 +87,9 @@ def wire_usage(usage: Usage, cost_usd: float | None) -> wire.Usage:
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
-        cost_usd=cost_usd,
+        # Sums of floats carry noise (0.019950000000000002); a ten-billionth of a dollar is
+        # far below any price's precision.
+        cost_usd=None if cost_usd is None else round(cost_usd, 10),
     )
 
 
