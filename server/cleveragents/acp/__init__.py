@@ -10,7 +10,8 @@ daemon, behind the protocol editors such as Zed, JetBrains IDEs, Neovim and Emac
   `durationMs`, `iteration` and `errorKind` under `_meta.cleveragents`;
 - approvals are `session/request_permission` (allow once, always allow, reject);
 - `session/cancel` ends the prompt with stop reason `cancelled`, the iteration limit with
-  `max_turn_requests`.
+  `max_turn_requests`, a full context window with `max_tokens`; the response's
+  `_meta.cleveragents.usage` has the prompt's tokens and estimated cost.
 
 `server.main` is the entry point; the ACP SDK (`agent-client-protocol`) does the JSON-RPC.
 """
