@@ -29,7 +29,7 @@ def home(tmp_path: Path) -> Path:
 
 def env(home: Path, **extra: str) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
-    return {**clean, "XDG_DATA_HOME": str(home / "data"), "COLUMNS": "200", **extra}
+    return {**clean, "XDG_DATA_HOME": str(home / "data"), "COLUMNS": "100", **extra}
 
 
 def cli(home: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
@@ -87,8 +87,8 @@ def test_the_summary_json_list_and_show_carry_tokens_and_cost(home: Path) -> Non
     listed = cli(home, "runs", "list", "--history", str(home / "h.sqlite3"))
     assert listed.returncode == 0, listed.stderr
     newest, oldest = [line for line in listed.stdout.splitlines() if "run_" in line]
-    assert "24,500 in / 150 out" in oldest and "$0.0563" in oldest
-    assert "24,500 in / 150 out" in newest and "—" in newest and "$" not in newest
+    assert "24.5k / 150" in oldest and "$0.0563" in oldest
+    assert "24.5k / 150" in newest and "—" in newest and "$" not in newest
     rows = json.loads(cli(home, "runs", "--json", "--history", str(home / "h.sqlite3")).stdout)
     assert [r["cost_usd"] for r in rows] == [None, pytest.approx(0.05625)]
     shown = cli(home, "runs", "show", rows[1]["run_id"], "--history", str(home / "h.sqlite3"))

@@ -449,16 +449,22 @@ def _runs(args: argparse.Namespace) -> int:
         return EXIT_OK
     from .display import format_cost, format_tokens
 
-    table = Table("run", "started", "status", "calls", "tokens", "cost", "prompt")
+    # The id and the cost whole, on narrow terminals too; the other columns wrap.
+    width = max((len(row.run_id) for row in rows), default=3)
+    table = Table()
+    table.add_column("run", no_wrap=True, min_width=width)
+    table.add_column("cost", no_wrap=True)
+    for name in ("started", "status", "calls", "tokens", "prompt"):
+        table.add_column(name)
     for row in rows:
         started = datetime.fromtimestamp(row.started_at).strftime("%Y-%m-%d %H:%M")
         table.add_row(
             row.run_id,
+            format_cost(row.cost_usd),
             started,
             row.status,
             str(row.tool_call_count),
             format_tokens(row.usage),
-            format_cost(row.cost_usd),
             row.prompt[:60],
         )
     Console().print(table)

@@ -121,10 +121,18 @@ def format_cost(cost_usd: float | None) -> str:
 
 
 def format_tokens(usage: Usage) -> str:
-    """`52,300 in / 1,200 out`, or `—` when the provider reported none."""
+    """`52.3k / 1,200`: tokens in and out, short; `—` when the provider reported none."""
     if usage.input_tokens == 0 and usage.output_tokens == 0:
         return "—"
-    return f"{usage.input_tokens:,} in / {usage.output_tokens:,} out"
+    return f"{_short_count(usage.input_tokens)} / {_short_count(usage.output_tokens)}"
+
+
+def _short_count(count: int) -> str:
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.1f}M"
+    if count >= 10_000:
+        return f"{count / 1_000:.1f}k"
+    return f"{count:,}"
 
 
 def iteration_usage_line(iteration: int, usage: Usage, cost_usd: float | None) -> str:
