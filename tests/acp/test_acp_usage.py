@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import PROTOCOL_VERSION, RequestError, text_block
-from acp.schema import ClientCapabilities, Implementation, PermissionOption, ToolCallUpdate
+from acp import RequestError, text_block
+from acp.schema import PermissionOption, ToolCallUpdate
 from acp_support import RecordingClient, StartAgent, agent_env, call, replay_env
+from test_acp_loop import open_session, ours
 
 from cleveragents.service import errors as codes
 from cleveragents.tool import Usage
@@ -41,20 +42,6 @@ def two_calls(tmp_path: Path, model: str | None) -> str:
         {"tool_calls": [call("list_dir", "c1", path=".")], "usage": FIRST},
         {"text": "Done.", "usage": SECOND},
     )
-
-
-async def open_session(conn: Any, cwd: Path, **meta: Any) -> str:
-    await conn.initialize(
-        protocol_version=PROTOCOL_VERSION,
-        client_capabilities=ClientCapabilities(),
-        client_info=Implementation(name="acp-tests", version="1"),
-    )
-    session = await conn.new_session(cwd=str(cwd), mcp_servers=[], **meta)
-    return str(session.session_id)
-
-
-def ours(response: Any) -> dict[str, Any]:
-    return dict((response.field_meta or {}).get("cleveragents") or {})
 
 
 async def test_usage_and_cost_are_in_the_prompt_responses_meta(
