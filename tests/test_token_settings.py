@@ -168,7 +168,8 @@ async def test_a_runs_params_win_and_reach_the_runtime_and_the_provider(tmp_path
     assert whole > 5_000 and cut < 1_500
     # A window too small for even the first request ends the run before any call.
     tiny = RunManager(tools, RunDefaults(), None, llm_factory=factory)
-    result = await tiny.run(RunRequest("x " * 5_000, str(tmp_path), context_window=1_024), Sink())
+    outcome = await tiny.run(RunRequest("x " * 5_000, str(tmp_path), context_window=1_024), Sink())
+    result = outcome.result
     await tiny.aclose()
     assert (result.stop_reason, result.iterations, len(seen)) == ("context_exhausted", 0, 4)
 

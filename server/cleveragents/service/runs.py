@@ -30,6 +30,7 @@ from ..tool.runner import ToolRunner
 from ..tool.runtime import CancelToken, new_run_id
 from ..toolsets import with_command_policy
 from ..workspace.command_policy import CommandPolicy
+from .changes import ChangedFile
 from .errors import (
     PROVIDER_UNAVAILABLE,
     RUN_FAILED,
@@ -52,6 +53,7 @@ from .settings import (
     command_policy,
 )
 from .threads import DaemonThreadPool
+from .undo import RestoreOutcome, Undo
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +114,21 @@ class RunSink(Protocol):
 @dataclass(slots=True)
 class ActiveRun:
     run_id: str
+    sandbox_root: str
     cancel: CancelToken
     progress_token: ProgressToken | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """A run's result, and what it changed in its folder (from its checkpoints).
+
+    `checkpoint_warning` says why the run cannot be (wholly) undone, when it cannot.
+    """
+
+    result: ToolCallRunResult
+    changed_files: list[ChangedFile]
+    checkpoint_warning: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,10 +175,15 @@ class RunManager:
         *,
         llm_factory: LLMFactory = create_llm_caller,
         max_tool_workers: int = 32,
+        undo: Undo | None = None,
     ) -> None:
         self.registry = registry
         self.defaults = defaults
         self.history = history
+        # Checkpoints of every run, kept next to the history; restores. Once a day, checkpoints
+        # of runs the history dropped are pruned and the rest packed, on a checkpoint thread.
+        self.undo = undo if undo is not None else Undo(history)
+        self.undo.schedule_housekeeping()
         self.llm_factory = llm_factory
         # One pool for every run's sync tools: never the event loop's default executor.
         self.executor = DaemonThreadPool(max_tool_workers, "cleveragents-tool")
@@ -290,12 +310,17 @@ class RunManager:
                 f"run {run_id!r} is still running (in another daemon)",
                 {"runId": run_id},
             )
+        if stored.kind == "restore":
+            raise invalid_params(
+                [f"params.continueFrom: {run_id!r} is a restore, not a run with a conversation"]
+            )
 
-    async def run(self, params: RunRequest, sink: RunSink) -> ToolCallRunResult:
-        """Run to the end, streaming events to `sink`; the result, or ServiceError.
+    async def run(self, params: RunRequest, sink: RunSink) -> RunOutcome:
+        """Run to the end, streaming events to `sink`; the outcome, or ServiceError.
 
-        Cancelling the awaiting task cancels the run (its calls are recorded as cancelled,
-        the sink sees it finish) and re-raises CancelledError.
+        The folder is snapshotted before each iteration that may change it and when the run
+        ends, whatever ends it. Cancelling the awaiting task cancels the run (its calls are
+        recorded as cancelled, the sink sees it finish) and re-raises CancelledError.
         """
         plan = self.plan(params)
         resources, problems = await asyncio.to_thread(
@@ -324,9 +349,10 @@ class RunManager:
             # The history first: a record the client has seen is already stored.
             observers.insert(0, self.history)
         approver = make_approver(sink, self.defaults.approval_timeout_s) if sink.approvals else None
-        active = ActiveRun(plan.run_id, CancelToken(), plan.progress_token)
+        active = ActiveRun(plan.run_id, plan.sandbox_root, CancelToken(), plan.progress_token)
         self._active[plan.run_id] = active
         self._idle.clear()
+        checkpoints = self.undo.track(plan.run_id, plan.sandbox_root)
         try:
             async with self._mcp_for(plan) as mcp_tools:
                 registry, runner = self._tools_for(plan.tools, mcp_tools)
@@ -341,7 +367,7 @@ class RunManager:
                     runner=runner,
                     **plan.runtime_options(self.defaults),
                 )
-                return await runtime.arun_tool_loop(
+                result = await runtime.arun_tool_loop(
                     plan.prompt,
                     context,
                     history=conversation,
@@ -350,6 +376,7 @@ class RunManager:
                     cancel=active.cancel,
                     run_id=plan.run_id,
                     resources=resources,
+                    before_mutation=checkpoints.before_mutation,
                 )
         except asyncio.CancelledError:
             raise
@@ -367,9 +394,14 @@ class RunManager:
                 {"runId": plan.run_id, "errorType": type(exc).__name__},
             ) from exc
         finally:
-            del self._active[plan.run_id]
-            if not self._active:
-                self._idle.set()
+            try:
+                # Still active until the state it left is recorded: no restore comes between.
+                await checkpoints.finish()
+            finally:
+                del self._active[plan.run_id]
+                if not self._active:
+                    self._idle.set()
+        return RunOutcome(result, checkpoints.changed_files, checkpoints.warning)
 
     def llm_caller(self, provider: str, model: str | None, options: dict[str, Any]) -> LLMCaller:
         """The provider's caller; ServiceError (provider unavailable) when it cannot be made."""
@@ -452,6 +484,21 @@ class RunManager:
         """Stop the MCP servers, then the tool threads."""
         await self.mcp.close()
         self.executor.shutdown(wait=False, cancel_futures=True)
+        self.undo.close()
+
+    # -- undo --------------------------------------------------------------------------------
+    async def restore(
+        self, run_id: str, iteration: int | None = None, *, dry_run: bool = False
+    ) -> RestoreOutcome:
+        """Restore a run's folder to before `iteration` (None: undo the run); see `Undo.restore`.
+
+        Refused (RunActive) while a run of this process, or of another one the history
+        knows, is active in that folder.
+        """
+        active = {run.run_id: run.sandbox_root for run in self._active.values()}
+        return await self.undo.in_thread(
+            lambda: self.undo.restore(run_id, iteration, dry_run=dry_run, active=active)
+        )
 
     # -- reading -----------------------------------------------------------------------------
     async def tools(self, sandbox_root: str | None = None) -> list[ToolSpec]:
