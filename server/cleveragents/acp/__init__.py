@@ -16,7 +16,9 @@ daemon, behind the protocol editors such as Zed, JetBrains IDEs, Neovim and Emac
 - an editor that offers `fs/*` has the file tools read and write through it, one that offers
   terminals shows `run_command`'s output in one (`files.py`, `terminals.py`);
 - SIGINT, SIGTERM and a closed stdin cancel running prompts, answer them and record them as
-  cancelled before the process exits (`server.py`).
+  cancelled before the process exits (`server.py`);
+- a full context window ends the prompt with `max_tokens`; the response's
+  `_meta.cleveragents.usage` has the prompt's tokens and estimated cost.
 
 `server.main` is the entry point; the ACP SDK (`agent-client-protocol`) does the JSON-RPC.
 """

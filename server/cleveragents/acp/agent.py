@@ -69,7 +69,7 @@ from ..service.errors import (
 )
 from ..service.history import RunHistory, StoredRun
 from ..service.runs import RunManager
-from ..service.settings import RunDefaults
+from ..service.settings import RunDefaults, check_context_window, check_result_budget
 from ..tool.context import ToolActorContext
 from ..tool.events import RunObserver
 from ..tool.llm import LLMCaller
@@ -85,7 +85,7 @@ from .prompts import ContentBlock, UnsupportedPrompt, prompt_text
 from .session import AcpSession, PromptTurn
 from .stored_sessions import BadCursor, replay, session_page
 from .terminals import EditorTerminals
-from .updates import META_KEY, stop_reason
+from .updates import META_KEY, stop_reason, usage_meta
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +181,7 @@ class CleverAgentsAgent:
     ) -> NewSessionResponse:
         sandbox_root = _sandbox_root(cwd, additional_directories)
         profile = _requested_profile(kwargs.get(META_KEY), self.manager.defaults)
+        runtime_options = _requested_runtime_options(kwargs.get(META_KEY))
         client_mcp = await _start_client_mcp(sandbox_root, mcp_servers or ())
         session_id = f"sess_{os.urandom(12).hex()}"
         self.sessions[session_id] = AcpSession(
@@ -188,6 +189,7 @@ class CleverAgentsAgent:
             sandbox_root=sandbox_root,
             automation_profile=profile,
             client_mcp=client_mcp,
+            runtime_options=runtime_options,
         )
         self._offer_editor(self.sessions[session_id])
         log.info("session %s in %s, profile %s", session_id, sandbox_root, profile)
@@ -280,7 +282,7 @@ class CleverAgentsAgent:
         command = slash_command(text)
         if command is not None:
             return await run_slash_command(self.manager, self.client, session, command)
-        llm = self._llm_caller()
+        llm = self._llm_caller(session)
         turn = PromptTurn(self.client, session, self.manager.defaults.approval_timeout_s)
         session.turn = turn
         # The session's first stored run carries its id: that is how the history knows it.
@@ -340,6 +342,7 @@ class CleverAgentsAgent:
                     max_iterations=defaults.max_iterations,
                     system_prompt=defaults.system_prompt,
                     runner=manager.runner_for(registry),
+                    **{**defaults.runtime_options(), **session.runtime_options},
                 )
                 result = await runtime.arun_tool_loop(
                     text,
@@ -373,12 +376,13 @@ class CleverAgentsAgent:
         await turn.finish()
         return result
 
-    def _llm_caller(self) -> LLMCaller:
+    def _llm_caller(self, session: AcpSession) -> LLMCaller:
         defaults = self.manager.defaults
+        options = defaults.provider_options()
+        if "cache" in session.runtime_options:
+            options["cache"] = session.runtime_options["cache"]
         try:
-            return self.manager.llm_caller(
-                defaults.provider, defaults.model, defaults.provider_options()
-            )
+            return self.manager.llm_caller(defaults.provider, defaults.model, options)
         except ServiceError as exc:
             raise request_error(exc.code, exc.message, **(exc.data or {})) from exc
 
@@ -502,6 +506,35 @@ def _requested_profile(meta: Any, defaults: RunDefaults) -> str:
     return str(requested)
 
 
+def _requested_runtime_options(meta: Any) -> dict[str, Any]:
+    """`toolResultBudget`, `contextWindow` and `promptCaching` of `_meta.cleveragents` in
+    `session/new`, as the runtime's keyword arguments; RequestError naming a bad one."""
+    if not isinstance(meta, dict):
+        return {}
+    options: dict[str, Any] = {}
+    for name, keyword, check in (
+        ("toolResultBudget", "result_budget_chars", check_result_budget),
+        ("contextWindow", "context_window", check_context_window),
+    ):
+        value = meta.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise invalid_params(f"_meta.{META_KEY}.{name}: expected an integer, got {value!r}")
+        problem = check(value)
+        if problem:
+            raise invalid_params(f"_meta.{META_KEY}.{name}: {problem}")
+        options[keyword] = value
+    caching = meta.get("promptCaching")
+    if caching is not None:
+        if not isinstance(caching, bool):
+            raise invalid_params(
+                f"_meta.{META_KEY}.promptCaching: expected true or false, got {caching!r}"
+            )
+        options["cache"] = caching
+    return options
+
+
 def _modes(current: str) -> SessionModeState:
     return SessionModeState(
         current_mode_id=current,
@@ -544,9 +577,6 @@ def _result_meta(result: ToolCallRunResult) -> dict[str, Any]:
             "runId": result.run_id,
             "iterations": result.iterations,
             "toolCalls": len(result.tool_call_history),
-            "usage": {
-                "inputTokens": result.usage.input_tokens,
-                "outputTokens": result.usage.output_tokens,
-            },
+            "usage": usage_meta(result.usage, result.cost_usd),
         }
     }

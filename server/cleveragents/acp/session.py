@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from acp import Client
 from acp.schema import AgentMessageChunk, ToolCallProgress, ToolCallStart, ToolCallStatus
@@ -58,6 +59,10 @@ class AcpSession:
     files: FileAccess | None = None
     # The editor's terminals, when the client offers them: run_command shows its output there.
     terminals: TerminalHost | None = None
+
+    # The runtime's token settings `session/new` chose in `_meta.cleveragents` (build_runtime
+    # keyword arguments), over the environment's.
+    runtime_options: dict[str, Any] = field(default_factory=dict)
 
 
 class UpdateStream:

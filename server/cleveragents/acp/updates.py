@@ -27,7 +27,7 @@ from acp.schema import (
 )
 
 from ..tool.events import TextDelta, ToolCallStarted
-from ..tool.records import ToolCallRecord, ToolCallRunResult
+from ..tool.records import ToolCallRecord, ToolCallRunResult, Usage
 from ..tool.registry import ToolSpec
 from ..tool.router import result_from_record
 
@@ -69,11 +69,14 @@ def tool_title(tool_name: str, inputs: Any) -> str:
         for key in _TITLE_ARGUMENTS:
             value = inputs.get(key)
             if isinstance(value, str) and value.strip():
-                line = " ".join(value.split())
-                if len(line) > TITLE_ARGUMENT_LIMIT:
-                    line = line[: TITLE_ARGUMENT_LIMIT - 1] + "…"
-                return f"{tool_name}: {line}"
+                return f"{tool_name}: {one_line(value, TITLE_ARGUMENT_LIMIT)}"
     return tool_name
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def tool_locations(inputs: Any, sandbox_root: str) -> list[ToolCallLocation] | None:
@@ -161,9 +164,24 @@ def message_chunk(event: TextDelta) -> AgentMessageChunk:
     )
 
 
+def usage_meta(usage: Usage, cost_usd: float | None) -> dict[str, Any]:
+    """A run's tokens and estimated cost as `_meta.cleveragents.usage` shows them (the
+    daemon's `Usage`: `costUsd` null when the model's price is unknown)."""
+    return {
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "cacheReadTokens": usage.cache_read_tokens,
+        "cacheWriteTokens": usage.cache_write_tokens,
+        "costUsd": None if cost_usd is None else round(cost_usd, 10),  # no float noise
+    }
+
+
 def stop_reason(result: ToolCallRunResult) -> StopReason:
     if result.stop_reason == "cancelled":
         return "cancelled"
+    if result.stop_reason == "context_exhausted":
+        # The conversation no longer fits the model's window: ACP's "ran out of tokens".
+        return "max_tokens"
     if result.terminated_by_limit or result.stop_reason == "max_iterations":
         return "max_turn_requests"
     return "end_turn"
