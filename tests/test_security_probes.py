@@ -76,6 +76,7 @@ def test_a_sandbox_holding_the_data_folder_cannot_reach_the_checkpoint_store_or_
     (home / "proj").mkdir(parents=True)
     (home / ".ssh").mkdir()
     (home / ".ssh" / "id_canary").write_text(f"{CANARY} ssh key\n")
+    (home / "proj" / "key").symlink_to("../.ssh/id_canary")
     marker = tmp_path / "PWNED"
     key = hashlib.sha256(os.fsencode(str(home.resolve()))).hexdigest()
     store = ".local/share/cleveragents/checkpoints"
@@ -96,6 +97,7 @@ def test_a_sandbox_holding_the_data_folder_cannot_reach_the_checkpoint_store_or_
                 call("read_history", "read_file", path=".local/share/cleveragents/history.sqlite3"),
                 call("read_key", "read_file", path=".ssh/id_canary"),
                 call("read_key_abs", "read_file", path=str(home / ".ssh" / "id_canary")),
+                call("read_key_link", "read_file", path="proj/key"),
                 call("glob_key", "glob", pattern=".ssh/*"),
                 call("list_root", "list_dir", path="."),
                 call("list_share", "list_dir", path=".local/share"),
@@ -120,6 +122,7 @@ def test_a_sandbox_holding_the_data_folder_cannot_reach_the_checkpoint_store_or_
         "read_history",
         "read_key",
         "read_key_abs",
+        "read_key_link",
         "glob_key",
         "grep_store",
     ):
@@ -290,3 +293,41 @@ def test_a_rewritten_checkpoint_config_runs_no_program(tmp_path: Path) -> None:
     store.snapshot(sandbox, "run", 2)
     assert not (tmp_path / "FSMONITOR_RAN").exists()
     assert not (tmp_path / "HOOK_RAN").exists()
+
+
+@needs_git
+@pytest.mark.skipif(not bubblewrap_status().available, reason="needs working bubblewrap")
+def test_a_hostile_run_cannot_make_runs_restore_write_outside(tmp_path: Path) -> None:
+    """Tried and held: between the snapshot and `cleveragents runs restore`, a command swaps a
+    folder for a symlink to a folder outside, plants a newline in a file name and a `.git`
+    file pointing elsewhere, and ignores the swapped folder; the restore writes only inside."""
+    sandbox = tmp_path / "proj"
+    (sandbox / "sub").mkdir(parents=True)
+    (sandbox / "sub" / "file").write_text("original\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    history = tmp_path / "h.sqlite3"
+    command = (
+        f"rm -rf sub && ln -s {outside} sub && printf x > 'new\nline' && "
+        f"printf 'gitdir: {outside}\\n' > .git && printf 'sub\\n' > .gitignore && echo SWAPPED"
+    )
+    script = [
+        {"tool_calls": [{"id": "cmd", "name": "run_command", "arguments": {"command": command}}]},
+        {"text": "done"},
+    ]
+    result = run_cli(script, sandbox, "--profile", "full-auto", "--history", str(history))
+    assert "SWAPPED" in calls(result)["cmd"]["output"]["stdout"]
+    assert (sandbox / "sub").is_symlink()
+    restore = subprocess.run(
+        [*CLI, "runs", "restore", result["run_id"], "--yes", "--history", str(history)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CLEVERAGENTS_PROVIDER": ""},
+        check=False,
+    )
+    assert restore.returncode == 0, restore.stderr + restore.stdout
+    assert os.listdir(outside) == []
+    # The ignored symlink stands in the way of sub/file: it is kept, listed, never followed.
+    assert "sub/file" in restore.stdout
+    assert not (sandbox / "new\nline").exists()
