@@ -9,6 +9,7 @@ import type { ApprovalDecision, RunNotification } from '../shared/runState';
 import type { Notice } from '../shared/messages';
 import type { RunStore } from './runStore';
 import { chooseSandbox } from './sandbox';
+import { resolveWorkspacePath } from './workspacePaths';
 import { newRunId, runParams, type Settings } from './settings';
 
 const HISTORY_PAGE = 50;
@@ -181,6 +182,30 @@ export class RunController {
       store.showStoredRun(detail);
     } catch (error) {
       this.deps.notice({ level: 'error', message: `Could not open run ${runId}: ${errorText(error)}` });
+    }
+  }
+
+  /** Opens a path from a record or an answer, when it is a file inside the workspace. */
+  async openFile(candidate: string, line: number | null, runId: string | null): Promise<void> {
+    const folders = (vscode.workspace.workspaceFolders ?? [])
+      .filter((folder) => folder.uri.scheme === 'file')
+      .map((folder) => folder.uri.fsPath);
+    const base = runId === null ? null : (this.deps.store.run(runId)?.header.sandboxRoot ?? null);
+    const file = resolveWorkspacePath(candidate, base, folders);
+    if (file === null) {
+      void vscode.window.showInformationMessage(`${candidate} is not a file in this workspace.`);
+      return;
+    }
+    const options: vscode.TextDocumentShowOptions = { preview: true };
+    if (line !== null) {
+      const position = new vscode.Position(Math.max(0, line - 1), 0);
+      options.selection = new vscode.Range(position, position);
+    }
+    try {
+      await vscode.window.showTextDocument(vscode.Uri.file(file), options);
+    } catch {
+      // A folder or a binary file: let VS Code decide how to show it.
+      await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(file));
     }
   }
 

@@ -133,6 +133,17 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
       case 'openSettings':
         void vscode.commands.executeCommand('workbench.action.openSettings', '@ext:cleveragents.cleveragents');
         break;
+      case 'openFile':
+        void this.controller.openFile(message.path, message.line, message.runId);
+        break;
+      case 'openLink':
+        if (/^(https?:|mailto:)/i.test(message.href)) {
+          void vscode.env.openExternal(vscode.Uri.parse(message.href, true));
+        }
+        break;
+      case 'copy':
+        void vscode.env.clipboard.writeText(message.text).then(() => vscode.window.setStatusBarMessage('Copied', 2000));
+        break;
       default:
         this.log.warn(`unknown message from the webview: ${JSON.stringify(message).slice(0, 200)}`);
     }

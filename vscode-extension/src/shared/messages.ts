@@ -53,4 +53,8 @@ export type WebviewMessage =
   | { type: 'refreshHistory' }
   | { type: 'restartDaemon' }
   | { type: 'showOutput' }
-  | { type: 'openSettings' };
+  | { type: 'openSettings' }
+  /** A path in a record or an answer; relative paths are against the run's folder. */
+  | { type: 'openFile'; path: string; line: number | null; runId: string | null }
+  | { type: 'openLink'; href: string }
+  | { type: 'copy'; text: string };

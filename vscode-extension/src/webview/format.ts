@@ -100,3 +100,14 @@ function oneLine(text: string): string {
 function isShown(value: unknown): boolean {
   return (typeof value === 'string' && value.trim() !== '') || typeof value === 'number' || typeof value === 'boolean';
 }
+
+/** The workspace path a call is about (`path` or `file` input), if any. */
+export function inputPath(inputs: unknown): string | null {
+  if (inputs === null || typeof inputs !== 'object' || Array.isArray(inputs)) return null;
+  const record = inputs as Record<string, unknown>;
+  for (const key of ['path', 'file']) {
+    const value = record[key];
+    if (typeof value === 'string' && value.trim() !== '' && value.length < 4096) return value;
+  }
+  return null;
+}

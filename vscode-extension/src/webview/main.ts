@@ -74,6 +74,9 @@ const transcript = new TranscriptView(
     rendered: () => {
       document.dispatchEvent(new CustomEvent('cleveragents:rendered'));
     },
+    openFile: (path, line) => post({ type: 'openFile', path, line, runId: run?.runId ?? null }),
+    openLink: (href) => post({ type: 'openLink', href }),
+    copy: (text) => post({ type: 'copy', text }),
   },
 );
 

@@ -29,7 +29,8 @@ import type {
   ToolCallEntry,
 } from '../shared/runState';
 import { el, setAttr, setText } from './dom';
-import { formatDuration, inputSummary, plural, prettyJson, stopReasonTitle } from './format';
+import { formatDuration, inputPath, inputSummary, plural, prettyJson, stopReasonTitle } from './format';
+import { pathLink, renderMarkdown } from './markdown';
 
 const FRAME_BUDGET_MS = 6;
 const BOTTOM_SLACK_PX = 40;
@@ -46,6 +47,11 @@ export interface TranscriptCallbacks {
   expansionChanged(expanded: string[]): void;
   /** Every queued change is on screen. */
   rendered(): void;
+  /** A workspace path was clicked (the host checks it and opens it). */
+  openFile(path: string, line: number | null): void;
+  /** An http(s) or mailto link was clicked. */
+  openLink(href: string): void;
+  copy(text: string): void;
 }
 
 interface ToolRow {
@@ -90,6 +96,12 @@ export class TranscriptView {
     private readonly callbacks: TranscriptCallbacks,
   ) {
     this.list.addEventListener('click', (event) => this.onClick(event));
+    this.list.addEventListener('keydown', (event) => {
+      const target = event.target as Element | null;
+      if (event.key === 'Enter' && target?.matches('a.path-link')) {
+        (target as HTMLElement).click();
+      }
+    });
     this.scroller.addEventListener('scroll', () => this.onScroll(), { passive: true });
   }
 
@@ -187,7 +199,25 @@ export class TranscriptView {
       return;
     }
     setAttr(this.list, 'aria-busy', null);
+    // Once per drained queue (not per frame): if the browser's anchoring lost the bottom (a
+    // row's height changed above the fold as its markdown was redrawn), catch up.
+    this.catchUp(4);
     this.callbacks.rendered();
+  }
+
+  /**
+   * While following, make sure the bottom is in view once the queue is drained. Off-screen
+   * chunks are laid out with a guessed size, so one jump may land short of the bottom: the
+   * check repeats for a few frames (a layout read per frame only then, not while streaming).
+   */
+  private catchUp(attempts: number): void {
+    if (!this.follow || !this.anchored || attempts <= 0) return;
+    const { scrollTop, clientHeight, scrollHeight } = this.scroller;
+    if (scrollTop + clientHeight >= scrollHeight - BOTTOM_SLACK_PX) return;
+    this.anchor.scrollIntoView({ block: 'end' });
+    requestAnimationFrame(() => {
+      if (this.frame === null && this.queue.length === 0) this.catchUp(attempts - 1);
+    });
   }
 
   private currentChunk(): HTMLElement {
@@ -208,10 +238,10 @@ export class TranscriptView {
         break;
       case 'text':
         element = el('div', {
-          className: 'row assistant-text',
-          text: entry.text,
+          className: 'row assistant-text markdown',
           attrs: { role: 'listitem', 'data-testid': 'assistant-text' },
         });
+        element.append(renderMarkdown(entry.text));
         break;
       case 'toolCall':
         element = this.createToolCall(entry);
@@ -230,7 +260,7 @@ export class TranscriptView {
   private update(entry: Entry): void {
     if (entry.kind === 'text') {
       const row = this.rows.get(entry.id);
-      if (row !== undefined) setText(row, entry.text);
+      if (row !== undefined) row.replaceChildren(renderMarkdown(entry.text));
     } else if (entry.kind === 'toolCall') {
       const row = this.toolRows.get(entry.id);
       if (row !== undefined) this.updateToolCall(entry, row);
@@ -283,7 +313,9 @@ export class TranscriptView {
       element.append(el('p', { className: 'end-error', text: entry.error, attrs: { 'data-testid': 'run-error' } }));
     }
     if (entry.content && entry.content.trim() !== this.lastText().trim()) {
-      element.append(el('div', { className: 'end-content', text: entry.content, attrs: { 'data-testid': 'run-content' } }));
+      const content = el('div', { className: 'end-content markdown', attrs: { 'data-testid': 'run-content' } });
+      content.append(renderMarkdown(entry.content));
+      element.append(content);
     }
     return element;
   }
@@ -314,11 +346,14 @@ export class TranscriptView {
       statusText,
     );
     const duration = el('span', { className: 'tool-duration', attrs: { 'data-testid': 'tool-call-duration' } });
+    const path = inputPath(entry.inputs);
+    const open = path === null ? null : pathLink(path, null, 'open');
     const errorKind = el('span', { className: 'tool-error-kind', attrs: { 'data-testid': 'tool-call-error-kind' } });
     const element = el(
       'div',
       { className: 'row tool-call', attrs: { role: 'listitem', 'data-testid': 'tool-call', 'data-entry-id': entry.id } },
       toggle,
+      open,
       duration,
       errorKind,
     );
@@ -464,11 +499,31 @@ export class TranscriptView {
 
   private onClick(event: MouseEvent): void {
     const target = event.target as Element | null;
+    const link = target?.closest('a');
+    if (link !== null && link !== undefined && this.list.contains(link)) {
+      event.preventDefault();
+      const path = link.getAttribute('data-path');
+      const href = link.getAttribute('href');
+      if (path !== null) {
+        const line = Number(link.getAttribute('data-line'));
+        this.callbacks.openFile(path, Number.isInteger(line) && line > 0 ? line : null);
+      } else if (href !== null) {
+        this.callbacks.openLink(href);
+      }
+      return;
+    }
     const button = target?.closest('button');
     if (button === null || button === undefined || !this.list.contains(button)) {
       return;
     }
     const testId = button.getAttribute('data-testid');
+    if (testId === 'copy-code') {
+      const code = button.parentElement?.querySelector('pre')?.textContent ?? '';
+      this.callbacks.copy(code);
+      setText(button, 'Copied');
+      setTimeout(() => setText(button, 'Copy'), 1500);
+      return;
+    }
     if (testId === 'tool-call-toggle') {
       const id = button.closest('[data-testid="tool-call"]')?.getAttribute('data-entry-id');
       const row = id ? this.toolRows.get(id) : undefined;
