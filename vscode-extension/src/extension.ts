@@ -7,6 +7,7 @@ import { ApiKeyStore } from './daemon/apiKeys';
 import { DaemonClient } from './daemon/daemonClient';
 import { API_KEY_VARIABLES, type KeyedProvider } from './daemon/launch';
 import { watchSelectedInterpreter } from './daemon/pythonInterpreter';
+import { CHANGE_SCHEME, ChangeReview } from './host/changeReview';
 import { RunController } from './host/runController';
 import { RunStore } from './host/runStore';
 import { RUN_VIEW_ID, RunViewProvider } from './host/runViewProvider';
@@ -41,7 +42,9 @@ export function activate(context: vscode.ExtensionContext): void {
   daemonForDeactivate = daemon;
 
   let provider: RunViewProvider | null = null;
+  const review = new ChangeReview(log);
   const runController = new RunController({
+    review,
     store,
     daemon,
     log,
@@ -107,6 +110,10 @@ export function activate(context: vscode.ExtensionContext): void {
       }
       return runController.startRun(prompt);
     }),
+    review,
+    vscode.workspace.registerTextDocumentContentProvider(CHANGE_SCHEME, review),
+    vscode.commands.registerCommand('cleveragents.allowChange', (uri?: unknown) => runController.answerFromEditor(uri, 'allow')),
+    vscode.commands.registerCommand('cleveragents.denyChange', (uri?: unknown) => runController.answerFromEditor(uri, 'deny')),
     vscode.commands.registerCommand('cleveragents.stop', () => runController.stop()),
     vscode.commands.registerCommand('cleveragents.showPanel', () => viewProvider.reveal(false, true)),
     vscode.commands.registerCommand('cleveragents.restartDaemon', () => restartDaemon('requested')),

@@ -24,8 +24,8 @@ import {
   type ApproveToolCallResult,
   type ClientRequests,
   type ServerCapability,
-  type ServerNotifications,
 } from '../protocol';
+import type { AllServerNotifications } from '../shared/wireAdditions';
 import type { DaemonStatus } from '../shared/messages';
 import type { RunNotification } from '../shared/runState';
 import { initializationOptions, type Settings } from '../host/settings';
@@ -39,13 +39,15 @@ import {
 } from './launch';
 import { chooseInterpreter } from './pythonInterpreter';
 
-const NOTIFICATIONS: (keyof ServerNotifications)[] = [
+const NOTIFICATIONS: (keyof AllServerNotifications)[] = [
   'cleveragents/runStarted',
   'cleveragents/iterationStarted',
   'cleveragents/textDelta',
   'cleveragents/toolCallStarted',
   'cleveragents/toolCall',
   'cleveragents/runFinished',
+  // Newer daemons; an older one never sends it.
+  'cleveragents/usage',
 ];
 
 const MAX_RESTARTS = 4;

@@ -7,6 +7,7 @@ import { ErrorCodes, type ApproveToolCallParams, type ApproveToolCallResult } fr
 import { DaemonUnavailableError, errorText, type DaemonClient } from '../daemon/daemonClient';
 import type { ApprovalDecision, RunNotification } from '../shared/runState';
 import type { Notice } from '../shared/messages';
+import type { ChangeReview } from './changeReview';
 import type { RunStore } from './runStore';
 import { chooseSandbox } from './sandbox';
 import { resolveWorkspacePath } from './workspacePaths';
@@ -26,10 +27,14 @@ export interface ControllerDependencies {
   revealPanel: (preserveFocus: boolean) => Promise<void>;
   /** Shows a notice in the panel (null clears it). */
   notice: (notice: Notice | null) => void;
+  /** Diffs of proposed and made file changes. */
+  review: ChangeReview;
 }
 
 export class RunController {
   private approvalCounter = 0;
+  /** Open approval requests, to show their diff again on demand. */
+  private readonly approvalParams = new Map<string, ApproveToolCallParams>();
   /** A start is between its checks and `beginRun` (folder pick, daemon start). */
   private launching = false;
 
@@ -126,15 +131,20 @@ export class RunController {
     }
   }
 
-  /** The daemon asks for an approval; the panel shows it inline and the user answers there. */
+  /**
+   * The daemon asks for an approval; the panel shows it inline, and a file change also opens
+   * as a diff with Allow / Deny in its title bar. The user answers in either place.
+   */
   async approve(params: ApproveToolCallParams, token: vscode.CancellationToken): Promise<ApproveToolCallResult> {
     this.approvalCounter += 1;
     const requestId = `approval-${this.approvalCounter}`;
     const answer = this.deps.store.requestApproval(requestId, params);
+    this.approvalParams.set(requestId, params);
     const cancellation = token.onCancellationRequested(() => {
       this.deps.store.withdrawApproval(requestId);
     });
     void this.deps.revealPanel(true);
+    void this.showProposal(requestId);
     try {
       const decision = await answer;
       this.deps.log.info(`approval of ${params.toolName} (${params.callId}) in run ${params.runId}: ${decision}`);
@@ -142,7 +152,37 @@ export class RunController {
       return { decision: decision === 'withdrawn' ? 'deny' : decision };
     } finally {
       cancellation.dispose();
+      this.approvalParams.delete(requestId);
+      void this.deps.review.settle(requestId);
     }
+  }
+
+  /** Opens (again) the diff of a pending file-change approval. */
+  async showProposal(requestId: string): Promise<void> {
+    const params = this.approvalParams.get(requestId);
+    if (params === undefined) return;
+    const sandboxRoot = this.deps.store.run(params.runId)?.header.sandboxRoot ?? null;
+    try {
+      await this.deps.review.showProposal(requestId, params, sandboxRoot);
+    } catch (error) {
+      this.deps.log.warn(`could not show the proposed change: ${errorText(error)}`);
+    }
+  }
+
+  /** Allow / Deny from a diff editor's title bar. */
+  answerFromEditor(uri: unknown, decision: ApprovalDecision): void {
+    const requestId = this.deps.review.requestIdFor(uri);
+    if (requestId === null) {
+      void vscode.window.showInformationMessage('This change is no longer waiting for an answer.');
+      return;
+    }
+    this.answerApproval(requestId, decision);
+  }
+
+  /** After a run: a changed file's diff (before the run vs now). */
+  async showChange(runId: string, path: string): Promise<void> {
+    const sandboxRoot = this.deps.store.run(runId)?.header.sandboxRoot ?? null;
+    await this.deps.review.showRunChange(runId, sandboxRoot, path);
   }
 
   answerApproval(requestId: string, decision: ApprovalDecision): void {
@@ -152,6 +192,11 @@ export class RunController {
   }
 
   onNotification(notification: RunNotification): void {
+    if (notification.method === 'cleveragents/toolCallStarted') {
+      const { runId, toolName, inputs } = notification.params;
+      const sandboxRoot = this.deps.store.run(runId)?.header.sandboxRoot ?? null;
+      this.deps.review.rememberOriginal(runId, sandboxRoot, toolName, inputs);
+    }
     this.deps.store.notify(notification);
   }
 

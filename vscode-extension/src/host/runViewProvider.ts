@@ -141,6 +141,12 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
           void vscode.env.openExternal(vscode.Uri.parse(message.href, true));
         }
         break;
+      case 'showProposal':
+        void this.controller.showProposal(message.requestId);
+        break;
+      case 'showChange':
+        void this.controller.showChange(message.runId, message.path);
+        break;
       case 'copy':
         void vscode.env.clipboard.writeText(message.text).then(() => vscode.window.setStatusBarMessage('Copied', 2000));
         break;

@@ -57,4 +57,8 @@ export type WebviewMessage =
   /** A path in a record or an answer; relative paths are against the run's folder. */
   | { type: 'openFile'; path: string; line: number | null; runId: string | null }
   | { type: 'openLink'; href: string }
-  | { type: 'copy'; text: string };
+  | { type: 'copy'; text: string }
+  /** Open the diff of a pending file-change approval again. */
+  | { type: 'showProposal'; requestId: string }
+  /** A changed file of a run: before the run vs now. */
+  | { type: 'showChange'; runId: string; path: string };

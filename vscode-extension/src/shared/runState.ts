@@ -6,21 +6,17 @@
 // arrives early waits in a buffer until the missing ones come, and `settle` (the run's
 // request has returned) applies whatever is still buffered, marking the holes as gaps.
 
-import type {
-  ApproveToolCallParams,
-  RunDetail,
-  RunResult,
-  ServerNotifications,
-  ToolCallRecord,
-  Usage,
-} from '../protocol';
+import type { ApproveToolCallParams, RunDetail, RunResult, ToolCallRecord } from '../protocol';
+import type { AllServerNotifications, ChangedFile, RunResultAdditions, UsageView } from './wireAdditions';
 
-export type NotificationMethod = keyof ServerNotifications;
+export type NotificationMethod = keyof AllServerNotifications;
 
 /** One daemon notification, as the extension host received it. */
 export type RunNotification = {
-  [M in NotificationMethod]: { method: M; params: ServerNotifications[M] };
+  [M in NotificationMethod]: { method: M; params: AllServerNotifications[M] };
 }[NotificationMethod];
+
+export type { ChangedFile, UsageView };
 
 export type ApprovalDecision = 'allow' | 'deny' | 'allow_for_run';
 
@@ -80,9 +76,11 @@ export interface EndEntry {
   content: string;
   iterations: number;
   toolCalls: number;
-  usage: Usage | null;
+  usage: UsageView | null;
   error: string | null;
   errorType: string | null;
+  /** Files the run changed: its write/edit records, and the daemon's list when it sends one. */
+  changedFiles: ChangedFile[];
 }
 
 export type Entry = IterationEntry | TextEntry | ToolCallEntry | GapEntry | EndEntry;
@@ -105,6 +103,8 @@ export interface RunHeader {
   /** For history runs: the stored status (finished, cancelled, limit, failed, interrupted). */
   storedStatus: string | null;
   startedAt: number | null;
+  /** Tokens and cost so far (`cleveragents/usage`, then the result); null: none reported. */
+  usage: UsageView | null;
 }
 
 /** Everything needed to rebuild a RunState elsewhere (plain JSON). */
@@ -164,6 +164,7 @@ export class RunState {
       source: init.source ?? 'live',
       storedStatus: init.storedStatus ?? null,
       startedAt: init.startedAt ?? null,
+      usage: init.usage ?? null,
     };
   }
 
@@ -279,7 +280,7 @@ export class RunState {
    * The run's request returned: apply what is still buffered (holes become gap entries), add
    * records the stream never delivered, and end the run if `runFinished` never came.
    */
-  settle(result: RunResult): void {
+  settle(result: RunResult & RunResultAdditions): void {
     this.flushBuffer();
     for (const record of result.toolCallHistory) {
       const entry = this.callsById.get(record.callId);
@@ -296,7 +297,17 @@ export class RunState {
         usage: result.usage,
         error: null,
         errorType: null,
+        changedFiles: [],
       });
+    }
+    this.setUsage(result.usage);
+    const end = this.end;
+    if (end !== null && result.changedFiles !== undefined && result.changedFiles.length > 0) {
+      const merged = mergeChangedFiles(end.changedFiles, result.changedFiles);
+      if (merged.length !== end.changedFiles.length) {
+        end.changedFiles = merged;
+        this.emit(end, 'updated');
+      }
     }
   }
 
@@ -316,6 +327,7 @@ export class RunState {
       usage: null,
       error: message,
       errorType: null,
+      changedFiles: [],
     });
   }
 
@@ -433,7 +445,9 @@ export class RunState {
         usage: detail.usage,
         error: detail.error,
         errorType: detail.errorType,
+        changedFiles: [],
       });
+      state.setUsage(detail.usage);
     }
     // Nothing will stream for a stored run; a late notification counts as a duplicate.
     state.expectedSeq = Number.MAX_SAFE_INTEGER;
@@ -514,9 +528,14 @@ export class RunState {
           usage: p.usage,
           error: p.error,
           errorType: p.errorType,
+          changedFiles: [],
         });
+        this.setUsage(p.usage);
         break;
       }
+      case 'cleveragents/usage':
+        this.setUsage(notification.params.total);
+        break;
     }
   }
 
@@ -584,10 +603,39 @@ export class RunState {
     }
   }
 
+  /** Keeps the richer of what is known: a total with a cost beats one without. */
+  private setUsage(usage: UsageView | null | undefined): void {
+    if (usage === null || usage === undefined) return;
+    const known = this.header.usage;
+    const merged: UsageView = { ...usage };
+    if (merged.costUsd === undefined && known?.costUsd !== undefined) merged.costUsd = known.costUsd;
+    if (known !== null && merged.inputTokens + merged.outputTokens === 0 && known.inputTokens + known.outputTokens > 0) {
+      return; // an old daemon's zero total after the streamed ones
+    }
+    this.header.usage = merged;
+    this.emitHeader();
+  }
+
+  /** Files changed by this run's successful write/edit records, in order. */
+  recordedChanges(): ChangedFile[] {
+    const changes: ChangedFile[] = [];
+    for (const entry of this.entryList) {
+      if (entry.kind !== 'toolCall' || entry.record === null || !entry.record.success) continue;
+      const { toolName, output, inputs } = entry.record;
+      if (toolName !== 'write_file' && toolName !== 'edit_file') continue;
+      const path = typeof output.path === 'string' ? output.path : (inputs as Record<string, unknown>).path;
+      if (typeof path !== 'string') continue;
+      const change = toolName === 'write_file' && output.created === true ? 'added' : 'modified';
+      changes.push({ path, change });
+    }
+    return mergeChangedFiles([], changes);
+  }
+
   private finish(end: Omit<EndEntry, 'kind' | 'id'>): void {
     if (this.end !== null) {
       return;
     }
+    end.changedFiles = mergeChangedFiles(this.recordedChanges(), end.changedFiles);
     this.add({ kind: 'end', id: 'end', ...end });
     this.header.phase = 'finished';
     this.emitHeader();
@@ -626,6 +674,18 @@ function storedStopReason(detail: RunDetail): StopReason {
         ? detail.stopReason
         : 'final_answer';
   }
+}
+
+/** One row per path: the first change of a path wins ("added" stays added after edits). */
+export function mergeChangedFiles(first: readonly ChangedFile[], second: readonly ChangedFile[]): ChangedFile[] {
+  const byPath = new Map<string, ChangedFile>();
+  for (const file of [...first, ...second]) {
+    const key = file.path.replace(/^\.\//, '');
+    const known = byPath.get(key);
+    if (known === undefined) byPath.set(key, { path: key, change: file.change });
+    else if (file.change === 'deleted') byPath.set(key, { path: key, change: known.change === 'added' ? 'added' : 'deleted' });
+  }
+  return [...byPath.values()];
 }
 
 function structuredCopy<T>(value: T): T {

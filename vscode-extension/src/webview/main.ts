@@ -77,6 +77,10 @@ const transcript = new TranscriptView(
     openFile: (path, line) => post({ type: 'openFile', path, line, runId: run?.runId ?? null }),
     openLink: (href) => post({ type: 'openLink', href }),
     copy: (text) => post({ type: 'copy', text }),
+    showProposal: (requestId) => post({ type: 'showProposal', requestId }),
+    showChange: (path) => {
+      if (run !== null) post({ type: 'showChange', runId: run.runId, path });
+    },
   },
 );
 

@@ -33,6 +33,7 @@ import { formatDuration, inputPath, inputSummary, plural, prettyJson, stopReason
 import { pathLink, renderMarkdown } from './markdown';
 
 const FRAME_BUDGET_MS = 6;
+const FILE_TOOLS = new Set(['write_file', 'edit_file']);
 const BOTTOM_SLACK_PX = 40;
 const CHUNK_ROWS = 50;
 const BUSY_BACKLOG = 50;
@@ -52,6 +53,10 @@ export interface TranscriptCallbacks {
   /** An http(s) or mailto link was clicked. */
   openLink(href: string): void;
   copy(text: string): void;
+  /** Open the diff of a pending file change again. */
+  showProposal(requestId: string): void;
+  /** Open a changed file's diff (before the run vs now). */
+  showChange(path: string): void;
 }
 
 interface ToolRow {
@@ -264,6 +269,13 @@ export class TranscriptView {
     } else if (entry.kind === 'toolCall') {
       const row = this.toolRows.get(entry.id);
       if (row !== undefined) this.updateToolCall(entry, row);
+    } else if (entry.kind === 'end') {
+      const row = this.rows.get(entry.id);
+      if (row !== undefined) {
+        const fresh = this.createEnd(entry);
+        row.replaceWith(fresh);
+        this.rows.set(entry.id, fresh);
+      }
     }
   }
 
@@ -311,6 +323,33 @@ export class TranscriptView {
     );
     if (entry.error) {
       element.append(el('p', { className: 'end-error', text: entry.error, attrs: { 'data-testid': 'run-error' } }));
+    }
+    if (entry.changedFiles.length > 0) {
+      element.append(
+        el('div', { className: 'detail-label', text: `Changed files (${entry.changedFiles.length})` }),
+        el(
+          'ul',
+          { className: 'changed-files', attrs: { 'data-testid': 'changed-files' } },
+          ...entry.changedFiles.map((file) =>
+            el(
+              'li',
+              {},
+              el('button', {
+                className: 'link',
+                text: file.path,
+                attrs: {
+                  type: 'button',
+                  'data-testid': 'changed-file',
+                  'data-path': file.path,
+                  'data-change': file.change,
+                  title: `Show the diff of ${file.path} (before the run vs now)`,
+                },
+              }),
+              el('span', { className: `change-kind ${file.change}`, text: file.change }),
+            ),
+          ),
+        ),
+      );
     }
     if (entry.content && entry.content.trim() !== this.lastText().trim()) {
       const content = el('div', { className: 'end-content markdown', attrs: { 'data-testid': 'run-content' } });
@@ -463,6 +502,13 @@ export class TranscriptView {
         button('approve-allow', 'allow', 'Allow', 'primary'),
         button('approve-deny', 'deny', 'Deny', 'secondary'),
         button('approve-allow-run', 'allow_for_run', `Allow ${entry.toolName} for this run`, 'secondary'),
+        FILE_TOOLS.has(entry.toolName)
+          ? el('button', {
+              className: 'link',
+              text: 'Show the diff',
+              attrs: { type: 'button', 'data-testid': 'approval-diff', 'data-proposal': approval.requestId },
+            })
+          : null,
       ),
     );
   }
@@ -517,6 +563,16 @@ export class TranscriptView {
       return;
     }
     const testId = button.getAttribute('data-testid');
+    if (testId === 'approval-diff') {
+      const requestId = button.getAttribute('data-proposal');
+      if (requestId !== null) this.callbacks.showProposal(requestId);
+      return;
+    }
+    if (testId === 'changed-file') {
+      const path = button.getAttribute('data-path');
+      if (path !== null) this.callbacks.showChange(path);
+      return;
+    }
     if (testId === 'copy-code') {
       const code = button.parentElement?.querySelector('pre')?.textContent ?? '';
       this.callbacks.copy(code);
