@@ -74,12 +74,13 @@ export function activate(context: vscode.ExtensionContext): void {
     if (!daemon.running) {
       return; // the next start uses the new values anyway
     }
-    if (store.activeRun === null) {
+    const going = store.activeRuns.length;
+    if (going === 0) {
       await restartDaemon(reason);
       return;
     }
     const choice = await vscode.window.showInformationMessage(
-      `${reason} The daemon must restart to apply it, which stops the current run.`,
+      `${reason} The daemon must restart to apply it, which stops ${going === 1 ? 'the current run' : `the ${going} runs going`}.`,
       'Restart Now',
       'Later',
     );

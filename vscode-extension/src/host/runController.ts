@@ -60,16 +60,6 @@ export class RunController {
       this.deps.notice({ level: 'error', message: 'Type a prompt first.' });
       return false;
     }
-    const active = store.activeRun;
-    if (active !== null) {
-      const message = 'A run is already going. Stop it before starting another.';
-      this.deps.notice({ level: 'error', message });
-      void vscode.window.showWarningMessage(message, 'Stop the Run', 'Show').then((choice) => {
-        if (choice === 'Stop the Run') void this.stop();
-        if (choice === 'Show') store.display(active.runId);
-      });
-      return false;
-    }
     const preferred = continueFrom === null ? null : (store.run(continueFrom)?.header.sandboxRoot ?? null);
     const sandboxRoot = await this.pickSandbox(preferred);
     if (sandboxRoot === null) {
@@ -115,18 +105,36 @@ export class RunController {
     return true;
   }
 
-  async stop(): Promise<void> {
-    const active = this.deps.store.activeRun;
-    if (active === null) {
+  /**
+   * Stops `runId`; without one, the run on display when it is going, else the only run going,
+   * else the user picks which.
+   */
+  async stop(runId: string | null = null): Promise<void> {
+    const { store } = this.deps;
+    let target = runId;
+    if (target === null) {
+      const displayed = store.displayedRun;
+      const active = store.activeRuns;
+      if (displayed !== null && store.isActive(displayed.runId)) target = displayed.runId;
+      else if (active.length === 1) target = active[0]?.runId ?? null;
+      else if (active.length > 1) {
+        const picked = await vscode.window.showQuickPick(
+          active.map((run) => ({ label: run.header.prompt || run.runId, description: run.runId, runId: run.runId })),
+          { title: 'cleveragents: Stop which run?' },
+        );
+        target = picked?.runId ?? null;
+      }
+    }
+    if (target === null || !store.isActive(target)) {
       return;
     }
     try {
-      const result = await this.deps.daemon.request('cleveragents/cancel', { runId: active.runId });
+      const result = await this.deps.daemon.request('cleveragents/cancel', { runId: target });
       if (!result.cancelled) {
-        this.deps.log.info(`run ${active.runId} was not running any more`);
+        this.deps.log.info(`run ${target} was not running any more`);
       }
     } catch (error) {
-      this.deps.log.error(`stopping run ${active.runId}: ${errorText(error)}`);
+      this.deps.log.error(`stopping run ${target}: ${errorText(error)}`);
       this.deps.notice({ level: 'error', message: `Could not stop the run: ${errorText(error)}` });
     }
   }

@@ -113,7 +113,7 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
         void this.controller.startRun(message.prompt, message.runId);
         break;
       case 'stop':
-        void this.controller.stop();
+        void this.controller.stop(message.runId);
         break;
       case 'approve':
         this.controller.answerApproval(message.requestId, message.decision);

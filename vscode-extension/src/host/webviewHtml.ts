@@ -51,9 +51,11 @@ export function renderWebviewHtml(options: WebviewPageOptions): string {
     </div>
   </div>
   <div class="notice" data-testid="notice" role="alert" hidden></div>
+  <nav class="run-tabs" data-testid="run-tabs" aria-label="Runs of this session" hidden></nav>
   <section class="run" aria-labelledby="run-heading">
     <h2 id="run-heading" class="section-heading" data-testid="run-heading">No run yet</h2>
     <p class="run-meta" data-testid="run-meta"></p>
+    <p class="run-usage" data-testid="run-usage" hidden>Tokens <span data-testid="run-tokens">—</span> · Cost <span data-testid="run-cost">—</span></p>
     <div class="transcript" data-testid="transcript" role="list" aria-labelledby="run-heading" aria-live="polite" aria-relevant="additions"></div>
     <p class="empty" data-testid="transcript-empty">Type a prompt and press Run. Every tool call the agent makes shows up here as it happens.</p>
     <div class="scroll-anchor" aria-hidden="true"></div>

@@ -23,8 +23,19 @@ export interface ViewState {
   history: HistoryView;
   /** The run on display, if any. */
   run: RunSnapshot | null;
-  /** The run this client has going, if any (it may not be the one on display). */
+  /** The newest run this client has going, if any (it may not be the one on display). */
   activeRunId: string | null;
+  /** This session's runs, for the run list. */
+  runs: RunTab[];
+}
+
+/** One run in the panel's run list. */
+export interface RunTab {
+  runId: string;
+  prompt: string;
+  active: boolean;
+  pendingApprovals: number;
+  stopReason: string | null;
 }
 
 export type HostMessage =
@@ -33,7 +44,9 @@ export type HostMessage =
   | { type: 'runEvents'; runId: string; events: RunEvent[] }
   | { type: 'daemon'; daemon: DaemonStatus }
   | { type: 'history'; history: HistoryView }
+  /** A run this client started (runId) or one that ended (null). */
   | { type: 'activeRun'; runId: string | null }
+  | { type: 'runs'; runs: RunTab[] }
   | { type: 'notice'; notice: Notice | null }
   | { type: 'focusPrompt' };
 
@@ -47,7 +60,8 @@ export type WebviewMessage =
   | { type: 'ready' }
   | { type: 'run'; prompt: string }
   | { type: 'continue'; prompt: string; runId: string }
-  | { type: 'stop' }
+  /** Stop this run (null: the one on display). */
+  | { type: 'stop'; runId: string | null }
   | { type: 'approve'; requestId: string; decision: ApprovalDecision }
   | { type: 'openRun'; runId: string }
   | { type: 'refreshHistory' }

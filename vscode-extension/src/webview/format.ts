@@ -1,6 +1,6 @@
 // Text the panel shows: durations, times, pretty JSON, one-line summaries. Pure functions.
 
-import type { StopReason } from '../shared/runState';
+import type { StopReason, UsageView } from '../shared/runState';
 
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms) || ms < 0) {
@@ -110,4 +110,26 @@ export function inputPath(inputs: unknown): string | null {
     if (typeof value === 'string' && value.trim() !== '' && value.length < 4096) return value;
   }
   return null;
+}
+
+export interface UsageText {
+  tokens: string;
+  cost: string;
+}
+
+/** Tokens and cost for the run header; "—" where the daemon reported nothing (or is older). */
+export function formatUsage(usage: UsageView | null): UsageText {
+  const known = usage !== null && usage.inputTokens + usage.outputTokens > 0;
+  let tokens = '—';
+  if (known) {
+    tokens = `${usage.inputTokens.toLocaleString('en-US')} in · ${usage.outputTokens.toLocaleString('en-US')} out`;
+    const cached = usage.cacheReadTokens ?? 0;
+    if (cached > 0) tokens += ` (${cached.toLocaleString('en-US')} cached)`;
+  }
+  const costUsd = usage?.costUsd;
+  let cost = '—';
+  if (typeof costUsd === 'number' && Number.isFinite(costUsd) && costUsd >= 0) {
+    cost = costUsd === 0 ? '$0.00' : costUsd < 0.01 ? `$${costUsd.toFixed(4)}` : `$${costUsd.toFixed(2)}`;
+  }
+  return { tokens, cost };
 }

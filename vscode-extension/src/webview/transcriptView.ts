@@ -91,6 +91,7 @@ export class TranscriptView {
   private anchored = false;
   /** The user is at the bottom: keep following. */
   private follow = true;
+  private lastScrollTop = 0;
   private finishedSince = { done: 0, failed: 0 };
   private announceTimer: ReturnType<typeof setTimeout> | null = null;
 
@@ -112,7 +113,12 @@ export class TranscriptView {
 
   private onScroll(): void {
     const { scrollTop, clientHeight, scrollHeight } = this.scroller;
-    const follow = scrollTop + clientHeight >= scrollHeight - BOTTOM_SLACK_PX;
+    const atBottom = scrollTop + clientHeight >= scrollHeight - BOTTOM_SLACK_PX;
+    // Only a move up stops following: rows growing below the reader (the list outpacing the
+    // browser's anchoring for a frame) are not the reader leaving the bottom.
+    const movedUp = scrollTop < this.lastScrollTop - 1;
+    this.lastScrollTop = scrollTop;
+    const follow = atBottom || (this.follow && !movedUp);
     if (follow !== this.follow) {
       this.follow = follow;
       this.anchor.classList.toggle('off', !follow);
@@ -133,6 +139,7 @@ export class TranscriptView {
     this.chunk = null;
     this.anchored = false;
     this.follow = true;
+    this.lastScrollTop = 0;
     this.anchor.classList.remove('off');
     if (state === null) {
       this.flushNow();
@@ -216,7 +223,7 @@ export class TranscriptView {
    * check repeats for a few frames (a layout read per frame only then, not while streaming).
    */
   private catchUp(attempts: number): void {
-    if (!this.follow || !this.anchored || attempts <= 0) return;
+    if (!this.follow || attempts <= 0) return;
     const { scrollTop, clientHeight, scrollHeight } = this.scroller;
     if (scrollTop + clientHeight >= scrollHeight - BOTTOM_SLACK_PX) return;
     this.anchor.scrollIntoView({ block: 'end' });

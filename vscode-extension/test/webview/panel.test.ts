@@ -436,7 +436,11 @@ describe('a run of 5,000 tool calls', () => {
     const streamedStats = await settled(streamed);
     assert.equal(await streamed.page.locator('[data-testid="tool-call"][data-status="failure"]').count(), count / 25);
     assert.equal(await streamed.page.locator('[data-testid="tool-call"][data-status="running"]').count(), 0);
-    // The view followed the run to its end.
+    // The view followed the run to its end (allowing the few frames the last jump may take
+    // while off-screen chunks get their real size).
+    await streamed.page.evaluate(
+      () => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => requestAnimationFrame(resolve)))),
+    );
     const atBottom = await streamed.page.evaluate(() => {
       const scroller = document.querySelector('section.run') as HTMLElement;
       const end = document.querySelector('[data-testid="run-end"]') as HTMLElement;
