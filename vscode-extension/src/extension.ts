@@ -48,12 +48,13 @@ export function activate(context: vscode.ExtensionContext): void {
     store,
     daemon,
     log,
-    settings,
+    // The panel's picks (provider, model, profile) over the settings.
+    settings: () => provider?.runSettings() ?? settings(),
     revealPanel: async (preserveFocus) => provider?.reveal(preserveFocus),
     notice: (notice) => provider?.showNotice(notice),
   });
   controller = runController;
-  const viewProvider = new RunViewProvider(context.extensionUri, store, runController, log);
+  const viewProvider = new RunViewProvider(context.extensionUri, store, runController, log, context.workspaceState, settings);
   provider = viewProvider;
 
   const restartDaemon = async (reason: string): Promise<void> => {
@@ -119,12 +120,13 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('cleveragents.showPanel', () => viewProvider.reveal(false, true)),
     vscode.commands.registerCommand('cleveragents.restartDaemon', () => restartDaemon('requested')),
     vscode.commands.registerCommand('cleveragents.setApiKey', async () => {
-      const changed = await setApiKey(keys, settings().provider);
+      const changed = await setApiKey(keys, viewProvider.runSettings().provider);
       if (changed !== null) {
         await restartWhenIdle(`The ${changed} API key changed.`);
       }
     }),
     vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration('cleveragents')) viewProvider.refreshOptions();
       const needsRestart = RESTART_SETTINGS.some((name) => event.affectsConfiguration(`cleveragents.${name}`));
       if (needsRestart) {
         void restartWhenIdle('A cleveragents setting changed.');

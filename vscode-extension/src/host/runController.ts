@@ -3,14 +3,15 @@
 
 import * as vscode from 'vscode';
 
-import { ErrorCodes, type ApproveToolCallParams, type ApproveToolCallResult } from '../protocol';
+import { ErrorCodes, type ApproveToolCallParams, type ApproveToolCallResult, type RunParams } from '../protocol';
 import { DaemonUnavailableError, errorText, type DaemonClient } from '../daemon/daemonClient';
 import type { ApprovalDecision, RunNotification } from '../shared/runState';
-import type { Notice } from '../shared/messages';
+import type { ContextItem, Notice } from '../shared/messages';
+import type { RunResource } from '../shared/wireAdditions';
 import type { ChangeReview } from './changeReview';
 import type { RunStore } from './runStore';
 import { chooseSandbox } from './sandbox';
-import { resolveWorkspacePath } from './workspacePaths';
+import { isInside, resolveWorkspacePath } from './workspacePaths';
 import { newRunId, runParams, type Settings } from './settings';
 
 const HISTORY_PAGE = 50;
@@ -41,19 +42,19 @@ export class RunController {
   constructor(private readonly deps: ControllerDependencies) {}
 
   /** Starts a run (or a follow-up of `continueFrom`). Resolves once it is sent, not when it ends. */
-  async startRun(prompt: string, continueFrom: string | null = null): Promise<boolean> {
+  async startRun(prompt: string, continueFrom: string | null = null, context: readonly ContextItem[] = []): Promise<boolean> {
     if (this.launching) {
       return false; // a double click, or the palette while the panel's run is starting
     }
     this.launching = true;
     try {
-      return await this.launch(prompt, continueFrom);
+      return await this.launch(prompt, continueFrom, context);
     } finally {
       this.launching = false;
     }
   }
 
-  private async launch(prompt: string, continueFrom: string | null): Promise<boolean> {
+  private async launch(prompt: string, continueFrom: string | null, context: readonly ContextItem[]): Promise<boolean> {
     const { store, daemon, log } = this.deps;
     const text = prompt.trim();
     if (!text) {
@@ -73,7 +74,12 @@ export class RunController {
     }
     const settings = this.deps.settings();
     const runId = newRunId();
-    const params = runParams(settings, { prompt: text, sandboxRoot, runId, continueFrom });
+    const params: RunParams & { resources?: RunResource[] } = runParams(settings, { prompt: text, sandboxRoot, runId, continueFrom });
+    const resources = context.filter((item) => isInside(item.path, sandboxRoot)).map(toResource);
+    if (resources.length < context.length) {
+      log.warn(`${context.length - resources.length} attached file(s) are outside ${sandboxRoot} and were left out`);
+    }
+    if (resources.length > 0) params.resources = resources;
     this.deps.notice(null);
     store.beginRun(runId, {
       prompt: text,
@@ -308,6 +314,13 @@ export class RunController {
   }
 }
 
+function toResource(item: ContextItem): RunResource {
+  const resource: RunResource = { path: item.path, text: item.text };
+  if (item.startLine !== null) resource.startLine = item.startLine;
+  if (item.endLine !== null) resource.endLine = item.endLine;
+  return resource;
+}
+
 function errorCode(error: unknown): number | null {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'number' ? code : null;
@@ -319,6 +332,9 @@ function runErrorText(error: unknown, settings: Settings): string {
     return `${text} Run "cleveragents: Set API Key" to store a key for ${settings.provider}.`;
   }
   const code = errorCode(error);
+  if (code === ErrorCodes.InvalidParams && /resources/.test(text)) {
+    return `${text}. This daemon cannot take attached context yet: update cleveragents, or run without the attached files.`;
+  }
   if (code === CONNECTION_GONE || code === CONNECTION_INACTIVE) {
     return `The daemon stopped during the run; its records up to then are kept (${text}).`;
   }

@@ -4,7 +4,10 @@
 
 import * as vscode from 'vscode';
 
-import type { HostMessage, Notice, WebviewMessage } from '../shared/messages';
+import type { HostMessage, Notice, RunOptionsView, WebviewMessage } from '../shared/messages';
+import { currentFileContext, findWorkspaceFiles, resolveMention, selectionContext } from './promptContext';
+import { applyRunOptions, cleanRunOptions, RUN_OPTIONS_KEY, type RunOptions } from './runOptions';
+import { AUTOMATION_PROFILES, PROVIDERS, type Settings } from './settings';
 import type { RunController } from './runController';
 import type { RunStore } from './runStore';
 import { createNonce, renderWebviewHtml } from './webviewHtml';
@@ -23,6 +26,8 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
     private readonly store: RunStore,
     private readonly controller: RunController,
     private readonly log: vscode.LogOutputChannel,
+    private readonly workspaceState: vscode.Memento,
+    private readonly settings: () => Settings,
   ) {
     const stop = store.onMessage((message) => this.post(message));
     this.disposables.push({ dispose: stop });
@@ -83,6 +88,43 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
     this.post({ type: 'notice', notice });
   }
 
+  /** The settings with the panel's picks laid over them (what the next run uses). */
+  runSettings(): Settings {
+    return applyRunOptions(this.settings(), cleanRunOptions(this.workspaceState.get(RUN_OPTIONS_KEY)));
+  }
+
+  /** Settings changed: the panel shows the new defaults. */
+  refreshOptions(): void {
+    this.post({ type: 'options', options: this.optionsView() });
+  }
+
+  private optionsView(): RunOptionsView {
+    const base = this.settings();
+    const effective = this.runSettings();
+    return {
+      provider: effective.provider,
+      model: effective.model,
+      automationProfile: effective.automationProfile,
+      providers: PROVIDERS,
+      profiles: AUTOMATION_PROFILES,
+      defaults: { provider: base.provider, model: base.model, automationProfile: base.automationProfile },
+    };
+  }
+
+  private async setOptions(picked: { provider: string; model: string; automationProfile: string }): Promise<void> {
+    const base = this.settings();
+    const clean = cleanRunOptions(picked);
+    // Only what differs from the settings is remembered, so a changed setting still applies.
+    const options: RunOptions = {};
+    if (clean.provider !== undefined && clean.provider !== base.provider) options.provider = clean.provider;
+    if (clean.model !== undefined && clean.model !== (options.provider !== undefined ? '' : base.model)) options.model = clean.model;
+    if (clean.automationProfile !== undefined && clean.automationProfile !== base.automationProfile) {
+      options.automationProfile = clean.automationProfile;
+    }
+    await this.workspaceState.update(RUN_OPTIONS_KEY, Object.keys(options).length > 0 ? options : undefined);
+    this.refreshOptions();
+  }
+
   dispose(): void {
     this.disposables.forEach((disposable) => disposable.dispose());
   }
@@ -100,6 +142,7 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
         this.ready = true;
         this.post({ type: 'state', state: this.store.viewState() });
         this.post({ type: 'notice', notice: this.notice });
+        this.post({ type: 'options', options: this.optionsView() });
         if (this.focusPromptWhenReady) {
           this.focusPromptWhenReady = false;
           this.post({ type: 'focusPrompt' });
@@ -107,11 +150,31 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
         void this.controller.refreshHistory();
         break;
       case 'run':
-        void this.controller.startRun(message.prompt);
+        void this.controller.startRun(message.prompt, null, message.context ?? []);
         break;
       case 'continue':
-        void this.controller.startRun(message.prompt, message.runId);
+        void this.controller.startRun(message.prompt, message.runId, message.context ?? []);
         break;
+      case 'setOptions':
+        void this.setOptions(message.options);
+        break;
+      case 'addContext': {
+        const item = message.what === 'selection' ? selectionContext() : currentFileContext();
+        if (typeof item === 'string') this.showNotice({ level: 'info', message: item });
+        else this.post({ type: 'context', item });
+        break;
+      }
+      case 'findFiles':
+        void findWorkspaceFiles(message.query).then(
+          (paths) => this.post({ type: 'files', query: message.query, paths }),
+          (error: unknown) => this.log.warn(`finding files for @${message.query}: ${String(error)}`),
+        );
+        break;
+      case 'mention': {
+        const file = resolveMention(message.path);
+        if (file !== null) this.post({ type: 'context', item: { path: file, text: null, startLine: null, endLine: null, label: message.path } });
+        break;
+      }
       case 'stop':
         void this.controller.stop(message.runId);
         break;

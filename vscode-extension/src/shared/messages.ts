@@ -48,7 +48,33 @@ export type HostMessage =
   | { type: 'activeRun'; runId: string | null }
   | { type: 'runs'; runs: RunTab[] }
   | { type: 'notice'; notice: Notice | null }
-  | { type: 'focusPrompt' };
+  | { type: 'focusPrompt' }
+  | { type: 'options'; options: RunOptionsView }
+  | { type: 'context'; item: ContextItem }
+  | { type: 'files'; query: string; paths: string[] };
+
+/** Context attached to the prompt (sent as a `RunResource`). */
+export interface ContextItem {
+  /** Absolute path of a workspace file. */
+  path: string;
+  /** A selection or an unsaved buffer; null: the daemon reads the file. */
+  text: string | null;
+  startLine: number | null;
+  endLine: number | null;
+  /** What the chip says. */
+  label: string;
+}
+
+/** The run options the panel shows: what is picked (or the setting) and where it comes from. */
+export interface RunOptionsView {
+  provider: string;
+  model: string;
+  automationProfile: string;
+  providers: readonly string[];
+  profiles: readonly string[];
+  /** The settings' values, shown as the defaults. */
+  defaults: { provider: string; model: string; automationProfile: string };
+}
 
 /** A one-off message for the user (a refused run, a failed request). */
 export interface Notice {
@@ -58,8 +84,13 @@ export interface Notice {
 
 export type WebviewMessage =
   | { type: 'ready' }
-  | { type: 'run'; prompt: string }
-  | { type: 'continue'; prompt: string; runId: string }
+  | { type: 'run'; prompt: string; context?: ContextItem[] }
+  | { type: 'continue'; prompt: string; runId: string; context?: ContextItem[] }
+  | { type: 'setOptions'; options: { provider: string; model: string; automationProfile: string } }
+  | { type: 'addContext'; what: 'selection' | 'file' }
+  /** @ completion in the prompt box. */
+  | { type: 'findFiles'; query: string }
+  | { type: 'mention'; path: string }
   /** Stop this run (null: the one on display). */
   | { type: 'stop'; runId: string | null }
   | { type: 'approve'; requestId: string; decision: ApprovalDecision }

@@ -5,6 +5,7 @@
 import type { DaemonStatus, HostMessage, Notice, RunTab, WebviewMessage } from '../shared/messages';
 import { RunState, type RunSnapshot } from '../shared/runState';
 import { el, required, setAttr, setText } from './dom';
+import { Composer } from './composer';
 import { clip, formatUsage, stopReasonTitle } from './format';
 import { HistoryView } from './historyView';
 import { TranscriptView } from './transcriptView';
@@ -88,6 +89,8 @@ const transcript = new TranscriptView(
   },
 );
 
+const composer = new Composer(root, prompt, post, () => renderControls());
+
 const history = new HistoryView(
   required<HTMLUListElement>(root, '[data-testid="history-list"]'),
   required<HTMLElement>(root, '[data-testid="history-note"]'),
@@ -142,6 +145,7 @@ function receive(message: HostMessage): void {
         prompt.value = '';
         page.prompt = '';
         savePage();
+        composer.clearContext();
       }
       sentPrompt = null;
       break;
@@ -153,6 +157,15 @@ function receive(message: HostMessage): void {
       break;
     case 'focusPrompt':
       prompt.focus();
+      break;
+    case 'options':
+      composer.showOptions(message.options);
+      break;
+    case 'context':
+      composer.addContext(message.item);
+      break;
+    case 'files':
+      composer.showFiles(message.query, message.paths);
       break;
   }
   scheduleStatus();
@@ -275,7 +288,8 @@ function startRun(): void {
   const text = prompt.value.trim();
   if (!text) return;
   sentPrompt = prompt.value;
-  post({ type: 'run', prompt: text });
+  const context = composer.context;
+  post(context.length > 0 ? { type: 'run', prompt: text, context } : { type: 'run', prompt: text });
 }
 
 form.addEventListener('submit', (event) => {
@@ -300,7 +314,12 @@ continueButton.addEventListener('click', () => {
   const text = prompt.value.trim();
   if (!text || run === null || !run.finished) return;
   sentPrompt = prompt.value;
-  post({ type: 'continue', prompt: text, runId: run.runId });
+  const context = composer.context;
+  post(
+    context.length > 0
+      ? { type: 'continue', prompt: text, runId: run.runId, context }
+      : { type: 'continue', prompt: text, runId: run.runId },
+  );
 });
 
 stopButton.addEventListener('click', () => post({ type: 'stop', runId: run?.runId ?? null }));

@@ -213,7 +213,7 @@ export class TranscriptView {
     setAttr(this.list, 'aria-busy', null);
     // Once per drained queue (not per frame): if the browser's anchoring lost the bottom (a
     // row's height changed above the fold as its markdown was redrawn), catch up.
-    this.catchUp(4);
+    this.catchUp(10);
     this.callbacks.rendered();
   }
 
