@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import { ApiKeyStore } from './daemon/apiKeys';
 import { DaemonClient } from './daemon/daemonClient';
 import { API_KEY_VARIABLES, type KeyedProvider } from './daemon/launch';
+import { PrivateEnvironment } from './daemon/privateEnvironment';
 import { watchSelectedInterpreter } from './daemon/pythonInterpreter';
 import { CHANGE_SCHEME, ChangeReview } from './host/changeReview';
 import { RunController } from './host/runController';
@@ -28,6 +29,7 @@ export function activate(context: vscode.ExtensionContext): void {
     keys,
     settings,
     resource: () => vscode.workspace.workspaceFolders?.[0]?.uri,
+    privateEnvironment: new PrivateEnvironment(context, log),
     events: {
       notification: (notification) => controller?.onNotification(notification),
       approval: async (params, token) => {

@@ -36,7 +36,9 @@ import {
   describeLaunch,
   probeInterpreter,
   type LaunchOptions,
+  type ProbeResult,
 } from './launch';
+import type { PrivateEnvironment } from './privateEnvironment';
 import { chooseInterpreter } from './pythonInterpreter';
 
 const NOTIFICATIONS: (keyof AllServerNotifications)[] = [
@@ -67,6 +69,8 @@ export interface DaemonDependencies {
   /** The folder whose Python interpreter the Python extension should report. */
   resource: () => vscode.Uri | undefined;
   events: DaemonEvents;
+  /** Sets up (and remembers) a private environment from the bundled wheel. */
+  privateEnvironment?: PrivateEnvironment;
 }
 
 /** Starting the daemon failed for a reason the user can fix; `message` says how. */
@@ -174,7 +178,7 @@ export class DaemonClient implements vscode.Disposable {
     this.status({ state: 'starting', message: 'Starting the daemon…' });
     const choice = await chooseInterpreter(settings.pythonPath, this.deps.resource(), log);
     log.info(`Python interpreter: ${choice.python} (from ${describeSource(choice.source)})`);
-    const probe = await probeInterpreter(choice.python);
+    const probe = await this.usableInterpreter(choice.python);
     if (!probe.ok) {
       log.error(probe.message);
       this.status({ state: 'failed', message: probe.message });
@@ -204,6 +208,35 @@ export class DaemonClient implements vscode.Disposable {
     }
     this.checkServer(client, probe.packageVersion, probe.python);
     return client;
+  }
+
+  /**
+   * The chosen interpreter when it has this extension's cleveragents; else the private
+   * environment set up before; else the offer to set one up (when the .vsix carries a wheel).
+   */
+  private async usableInterpreter(python: string): Promise<ProbeResult> {
+    const { log } = this.deps;
+    const probe = await probeInterpreter(python);
+    const privateEnv = this.deps.privateEnvironment;
+    const wheel = privateEnv?.wheel ?? null;
+    if (privateEnv === undefined || wheel === null) return probe;
+    const mismatch = probe.ok && probe.packageVersion !== wheel.version;
+    if (probe.ok && !mismatch) return probe;
+    if (!probe.ok && probe.kind !== 'package-missing' && probe.kind !== 'package-broken') return probe;
+    const privatePython = privateEnv.python;
+    if (privatePython !== null && privatePython !== python) {
+      const privateProbe = await probeInterpreter(privatePython);
+      if (privateProbe.ok) {
+        log.info(`using the private environment ${privatePython} (${python}: ${probe.ok ? `cleveragents ${probe.packageVersion}` : probe.message})`);
+        return privateProbe;
+      }
+    }
+    const problem = probe.ok
+      ? `${python} has cleveragents ${probe.packageVersion}; this extension comes with ${wheel.version}.`
+      : `cleveragents is not installed for ${python}.`;
+    const installed = await privateEnv.offer(python, problem);
+    if (installed === null) return probe;
+    return probeInterpreter(installed);
   }
 
   private async spawnDaemon(): Promise<ChildProcess> {
