@@ -39,6 +39,8 @@ const chromiumPath = process.env.CLEVERAGENTS_E2E_CHROMIUM || '/usr/bin/chromium
 
 const HELLO_CONTENT = 'Hello from the cleveragents e2e test.\nSecond line: ünïcödé ✓\n';
 const FINAL_ANSWER = 'Wrote hello.txt for you.';
+const MARKDOWN_ANSWER = `${FINAL_ANSWER}\n\nRead it with:\n\n\`\`\`sh\ncat hello.txt\n\`\`\`\n\nThe greeting is on line 1 of hello.txt:1.`;
+const SETUP_TIMEOUT_MS = 6 * 60_000;
 const RUN1_PROMPT = 'Write hello.txt with the greeting.';
 const RUN2_PROMPT = 'Take your time.';
 /** Long enough that only Stop can end run 2 within STOP_TIMEOUT_MS. */
@@ -46,7 +48,7 @@ const SLOW_RESPONSE_DELAY_MS = 300_000;
 const STOP_TIMEOUT_MS = 60_000;
 const STEP_TIMEOUT_MS = 90_000;
 /** The whole test, so that a hang fails instead of eating CI's time. */
-const OVERALL_TIMEOUT_MS = 10 * 60_000;
+const OVERALL_TIMEOUT_MS = 16 * 60_000;
 
 /** @param {string} message */
 function log(message) {
@@ -170,6 +172,9 @@ function environmentFor(sandbox) {
   for (const name of Object.keys(env)) {
     if (name.startsWith('VSCODE_') || name.startsWith('ELECTRON_')) delete env[name];
   }
+  // The daemon's interpreter must see only its own packages (the bare venv lacks cleveragents).
+  delete env.PYTHONPATH;
+  delete env.VIRTUAL_ENV;
   return {
     ...env,
     PATH: `${path.dirname(node24)}${path.delimiter}${env.PATH ?? ''}`,
@@ -409,6 +414,35 @@ function webviewOf(/** @type {import('playwright-core').Page} */ page) {
   return page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
 }
 
+/** A Python 3.11+ virtualenv without cleveragents: the extension must offer its own. */
+function makeBareVenv(/** @type {Sandbox} */ sandbox) {
+  const base = process.env.CLEVERAGENTS_E2E_BASE_PYTHON || '/usr/bin/python3';
+  const venv = path.join(sandbox.root, 'bare-venv');
+  const made = spawnSync(base, ['-m', 'venv', venv], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: '' } });
+  if (made.status !== 0) fail(`${base} -m venv failed: ${made.stderr}`);
+  const python = path.join(venv, 'bin', 'python');
+  const check = spawnSync(python, ['-c', 'import cleveragents'], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+  if (check.status === 0) fail(`${python} imports cleveragents; the test needs an interpreter without it`);
+  return python;
+}
+
+/** The daemon processes in code-server's process group (only ours). */
+function daemonPids(/** @type {number} */ group) {
+  const listed = spawnSync('ps', ['-eo', 'pid=,pgid=,args='], { encoding: 'utf8' });
+  return listed.stdout
+    .split('\n')
+    .map((line) => line.trim().match(/^(\d+)\s+(\d+)\s+(.*)$/))
+    .filter((m) => m !== null && Number(m[2]) === group && /cleveragents/.test(m[3]) && /(serve|daemon)/.test(m[3]))
+    .map((m) => Number(/** @type {RegExpMatchArray} */ (m)[1]));
+}
+
+/** Clicks an action in the active editor's title bar by its label. */
+async function clickEditorAction(/** @type {import('playwright-core').Page} */ page, /** @type {string} */ label) {
+  const action = page.locator(`.editor-group-container.active .editor-actions [aria-label*="${label}"]`).first();
+  await action.waitFor();
+  await action.click();
+}
+
 async function main() {
   checkPrerequisites();
   fs.mkdirSync(artifactsDir, { recursive: true });
@@ -422,7 +456,9 @@ async function main() {
   checkVsixContents(vsix, python);
   const sandbox = makeSandbox();
   log(`temp folder ${sandbox.root}`);
-  seedSettings(sandbox, python);
+  const bare = makeBareVenv(sandbox);
+  log(`bare interpreter without cleveragents: ${bare}`);
+  seedSettings(sandbox, bare);
   writeReplayScript(sandbox, [
     {
       text: 'I will write hello.txt.',
@@ -434,7 +470,7 @@ async function main() {
         },
       ],
     },
-    { text: FINAL_ANSWER },
+    { text: MARKDOWN_ANSWER },
   ]);
   installExtension(sandbox, vsix);
 
@@ -452,6 +488,14 @@ async function main() {
   }, OVERALL_TIMEOUT_MS);
   /** @type {import('playwright-core').Page | undefined} */
   let page;
+  /** @type {Record<string, number>} */
+  const stepSeconds = {};
+  let stepStarted = Date.now();
+  const step = (/** @type {string} */ name) => {
+    stepSeconds[name] = (Date.now() - stepStarted) / 1000;
+    stepStarted = Date.now();
+    log(`step passed: ${name} (${stepSeconds[name].toFixed(1)} s)`);
+  };
   try {
     await waitForHealthz(port, codeServer);
     log('code-server is healthy');
@@ -472,92 +516,140 @@ async function main() {
     const prompt = view.locator('textarea[data-testid="prompt"]');
     await prompt.waitFor();
     log('run view is open');
-    await screenshot(page, 'run-view');
+    step('workbench');
 
-    // -- run 1: approve a write_file call, see it succeed and the file appear -------------
+    // -- run 1: the interpreter lacks cleveragents; accept the offer, then approve a write in
+    //    the diff editor, see a markdown answer and open the path it names -------------------
     await prompt.fill(RUN1_PROMPT);
     await view.locator('button[data-testid="run"]').click();
-    log('run 1 started; waiting for the approval prompt');
+    const setUp = page.locator('.notifications-toasts .monaco-button', { hasText: 'Set Up cleveragents' });
+    await setUp.waitFor();
+    await screenshot(page, 'install-offer');
+    await setUp.click();
+    log('accepted the offer; waiting for the private environment (pip from PyPI)');
+    const diffEditor = page.locator('.editor-group-container.active .monaco-diff-editor');
+    await diffEditor.waitFor({ timeout: SETUP_TIMEOUT_MS });
+    const privatePython = path.join(sandbox.userData, 'User', 'globalStorage', 'cleveragents.cleveragents', 'venv', 'bin', 'python');
+    if (!fs.existsSync(privatePython)) fail(`no private environment at ${privatePython}`);
+    step('install-and-go');
     const approval = view.locator('[data-testid="approval"]');
-    const allow = approval.locator('button[data-testid="approve-allow"]');
-    await allow.waitFor();
-    const approvalText = await approval.innerText();
-    if (!approvalText.includes('write_file')) {
-      fail(`the approval prompt does not name write_file: ${JSON.stringify(approvalText)}`);
+    await approval.locator('button[data-testid="approve-allow"]').waitFor();
+    const tabTitle = await page.locator('.editor-group-container.active .tab.active').innerText();
+    if (!tabTitle.includes('hello.txt')) fail(`the diff editor's tab says ${JSON.stringify(tabTitle)}`);
+    const proposed = await diffEditor.locator('.editor.modified .view-lines').innerText();
+    if (!proposed.includes('Hello from the cleveragents e2e test.')) {
+      fail(`the proposed side shows ${JSON.stringify(proposed)}`);
     }
-    if (fs.existsSync(path.join(sandbox.workspace, 'hello.txt'))) {
-      fail('hello.txt exists before the call was approved');
-    }
-    await screenshot(page, 'approval');
-    await allow.click();
-    log('approved; waiting for the tool call to succeed');
-    const writeRow = view.locator('[data-testid="tool-call"][data-call-id="call_write_hello"]');
-    await writeRow.waitFor();
-    if ((await writeRow.getAttribute('data-tool-name')) !== 'write_file') {
-      fail(`the row's data-tool-name is ${await writeRow.getAttribute('data-tool-name')}`);
-    }
-    await view
-      .locator('[data-testid="tool-call"][data-call-id="call_write_hello"][data-status="success"]')
-      .waitFor();
+    if (fs.existsSync(path.join(sandbox.workspace, 'hello.txt'))) fail('hello.txt exists before the approval');
+    await screenshot(page, 'diff-approval');
+    await clickEditorAction(page, 'Allow This Change');
+    log('allowed from the diff editor; waiting for the tool call to succeed');
+    await view.locator('[data-testid="tool-call"][data-call-id="call_write_hello"][data-status="success"]').waitFor();
     await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
-    // An answered prompt loses its buttons (it may stay, saying what was decided).
-    await allow.waitFor({ state: 'detached' });
-    const answer = view.locator('[data-testid="assistant-text"]', { hasText: FINAL_ANSWER });
-    await answer.first().waitFor();
-    await screenshot(page, 'run1-finished');
+    await diffEditor.waitFor({ state: 'detached' });
     const written = fs.readFileSync(path.join(sandbox.workspace, 'hello.txt'), 'utf8');
-    if (written !== HELLO_CONTENT) {
-      fail(`hello.txt holds ${JSON.stringify(written)}, expected ${JSON.stringify(HELLO_CONTENT)}`);
-    }
-    const rows = await view.locator('[data-testid="tool-call"]').count();
-    if (rows !== 1) fail(`run 1 shows ${rows} tool-call rows, expected 1`);
-    log('run 1 passed: approved write_file succeeded, hello.txt has the content, answer shown');
+    if (written !== HELLO_CONTENT) fail(`hello.txt holds ${JSON.stringify(written)}`);
+    step('approve-from-diff');
+    const answer = view.locator('[data-testid="assistant-text"]', { hasText: FINAL_ANSWER });
+    await answer.locator('[data-testid="code-block"] code', { hasText: 'cat hello.txt' }).waitFor();
+    await answer.locator('[data-testid="copy-code"]').waitFor();
+    const pathLink = answer.locator('[data-testid="path-link"][data-path="hello.txt"][data-line="1"]');
+    await screenshot(page, 'markdown-answer');
+    await pathLink.click();
+    await page.locator('.editor-group-container.active .tab.active', { hasText: 'hello.txt' }).waitFor();
+    await page.locator('.editor-group-container.active .monaco-editor:not(.monaco-diff-editor *)').first().waitFor();
+    await screenshot(page, 'path-opened');
+    step('markdown-and-path');
+    const changed = view.locator('[data-testid="changed-file"][data-path="hello.txt"][data-change="added"]');
+    await changed.click();
+    await page.locator('.editor-group-container.active .tab.active', { hasText: 'before the run' }).waitFor();
+    await screenshot(page, 'changed-file-diff');
+    step('changed-file-diff');
 
-    // -- run 2: a response that sleeps; Stop cancels it ------------------------------------
+    // -- run 2: an edit_file denied from the diff editor ------------------------------------
+    writeReplayScript(sandbox, [
+      {
+        text: 'I will change the second line.',
+        tool_calls: [
+          {
+            id: 'call_edit_hello',
+            name: 'edit_file',
+            arguments: { path: 'hello.txt', old_text: 'Second line', new_text: '2nd line' },
+          },
+        ],
+      },
+      { text: 'The edit was denied, so hello.txt is unchanged.' },
+    ]);
+    await prompt.fill('Change the second line of hello.txt.');
+    await view.locator('button[data-testid="run"]').click();
+    await diffEditor.waitFor();
+    const editProposed = await diffEditor.locator('.editor.modified .view-lines').innerText();
+    if (!editProposed.includes('2nd line')) fail(`the proposed edit shows ${JSON.stringify(editProposed)}`);
+    await screenshot(page, 'diff-deny');
+    await clickEditorAction(page, 'Deny This Change');
+    await view.locator('[data-testid="tool-call"][data-call-id="call_edit_hello"][data-status="failure"][data-error-kind="denied"]').waitFor();
+    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').last().waitFor();
+    if (fs.readFileSync(path.join(sandbox.workspace, 'hello.txt'), 'utf8') !== HELLO_CONTENT) {
+      fail('hello.txt changed although the edit was denied');
+    }
+    step('deny-from-diff');
+
+    // -- runs 3 and 4 at once: both stream, Stop ends one, the other goes on ----------------
     writeReplayScript(sandbox, [
       { text: 'This answer takes a very long time.', delay_ms: SLOW_RESPONSE_DELAY_MS },
     ]);
-    const cancelledEnd = view.locator('[data-testid="run-end"][data-stop-reason="cancelled"]');
-    if (await cancelledEnd.count()) fail('a cancelled run-end is shown before run 2');
-    const iterationsBefore = await view.locator('[data-testid="iteration"]').count();
     await prompt.fill(RUN2_PROMPT);
     await view.locator('button[data-testid="run"]').click();
-    log('run 2 started; waiting for its iteration to begin');
-    // Run 1 showed its iterations; run 2's first one either adds a marker or replaces them.
+    await view.locator('[data-testid="run-tab"][data-state="running"]').first().waitFor();
+    await prompt.fill('A second slow run.');
+    await view.locator('button[data-testid="run"]').click();
+    const running = view.locator('[data-testid="run-tab"][data-state="running"]');
     {
       const deadline = Date.now() + STEP_TIMEOUT_MS;
-      for (;;) {
-        const now = await view.locator('[data-testid="iteration"]').count();
-        if (now > 0 && now !== iterationsBefore) break;
-        if (Date.now() > deadline) fail('run 2 never showed an iteration marker');
+      while ((await running.count()) < 2) {
+        if (Date.now() > deadline) fail('two runs never streamed at once');
         await page.waitForTimeout(100);
       }
     }
-    await screenshot(page, 'run2-running');
-    await view.locator('button[data-testid="stop"]').click();
-    log('clicked Stop; waiting for the run to end as cancelled');
-    await cancelledEnd.waitFor({ timeout: STOP_TIMEOUT_MS });
-    await screenshot(page, 'run2-cancelled');
-    log('run 2 passed: Stop ended the sleeping run with stopReason cancelled');
+    await view.locator('[data-testid="iteration"]').first().waitFor();
+    await screenshot(page, 'two-runs');
+    const firstSlow = await running.first().getAttribute('data-run-id');
+    await view.locator(`[data-testid="run-tab-stop"][data-run-id="${firstSlow}"]`).click();
+    await view.locator(`[data-testid="run-tab"][data-run-id="${firstSlow}"][data-state="cancelled"]`).waitFor({ timeout: STOP_TIMEOUT_MS });
+    if ((await running.count()) !== 1) fail('stopping one run stopped the other too');
+    await screenshot(page, 'one-stopped');
+    const secondSlow = await running.first().getAttribute('data-run-id');
+    await view.locator(`[data-testid="run-tab-stop"][data-run-id="${secondSlow}"]`).click();
+    await view.locator(`[data-testid="run-tab"][data-run-id="${secondSlow}"][data-state="cancelled"]`).waitFor({ timeout: STOP_TIMEOUT_MS });
+    step('two-runs-one-stopped');
 
-    // -- the daemon's history (the historyPath setting) and the view's history list -------
+    // -- the daemon killed mid-session comes back, and the next run works -------------------
+    const group = /** @type {number} */ (codeServer.pid);
+    const pids = daemonPids(group);
+    if (pids.length === 0) fail('no daemon process found in code-server\'s process group');
+    for (const pid of pids) process.kill(pid, 'SIGKILL');
+    log(`killed the daemon (${pids.join(', ')})`);
+    writeReplayScript(sandbox, [{ text: 'Back after the restart.' }]);
+    await page.waitForTimeout(1000);
+    await prompt.fill('Are you back?');
+    await view.locator('button[data-testid="run"]').click();
+    await view.locator('[data-testid="assistant-text"]', { hasText: 'Back after the restart.' }).waitFor();
+    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    const after = daemonPids(group);
+    if (after.length === 0 || after.some((pid) => pids.includes(pid))) fail(`the daemon was not restarted (${after})`);
+    await screenshot(page, 'daemon-back');
+    step('daemon-killed-comes-back');
+
+    // -- the daemon's history --------------------------------------------------------------
     const stored = storedRuns(python, sandbox.history);
     const byPrompt = new Map(stored.map((run) => [run.prompt, run]));
     const first = byPrompt.get(RUN1_PROMPT);
-    const second = byPrompt.get(RUN2_PROMPT);
-    if (stored.length !== 2 || !first || !second) {
-      fail(`the history at historyPath holds ${JSON.stringify(stored)}, expected runs 1 and 2`);
+    if (!first || first.status !== 'finished' || first.tool_call_count !== 1) {
+      fail(`run 1 is stored as ${JSON.stringify(first)} (all: ${JSON.stringify(stored)})`);
     }
-    if (first.status !== 'finished' || first.tool_call_count !== 1 || first.iterations !== 2) {
-      fail(`run 1 is stored as ${JSON.stringify(first)}`);
-    }
-    if (second.status !== 'cancelled') fail(`run 2 is stored as ${JSON.stringify(second)}`);
-    const historyItems = view.locator('[data-testid="history-item"]');
-    for (const run of stored) {
-      await historyItems.and(view.locator(`[data-run-id="${run.run_id}"]`)).waitFor();
-    }
-    await screenshot(page, 'history');
-    log('history passed: both runs stored (finished, cancelled) and listed in the view');
+    if (byPrompt.get(RUN2_PROMPT)?.status !== 'cancelled') fail(`the slow run is stored as ${JSON.stringify(byPrompt.get(RUN2_PROMPT))}`);
+    if (byPrompt.get('Are you back?')?.status !== 'finished') fail('the run after the restart is not stored as finished');
+    step('history');
     passed = true;
   } catch (error) {
     console.error(`\ne2e FAILED: ${error instanceof Error ? error.stack : error}`);
@@ -573,6 +665,7 @@ async function main() {
       log(`kept ${sandbox.root}`);
     }
   }
+  log(`steps: ${Object.entries(stepSeconds).map(([name, s]) => `${name} ${s.toFixed(1)} s`).join(', ')}`);
   log(`finished in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
   console.log(passed ? 'e2e: 1 passed, 0 failed' : 'e2e: 0 passed, 1 failed');
   process.exitCode = passed ? 0 : 1;

@@ -187,7 +187,7 @@ export class DaemonClient implements vscode.Disposable {
     log.info(
       `cleveragents ${probe.packageVersion} on Python ${probe.pythonVersion} (${probe.python})`,
     );
-    this.launch = { python: choice.python, module: probe.module, historyPath: settings.historyPath };
+    this.launch = { python: probe.python, module: probe.module, historyPath: settings.historyPath };
     const client = new LanguageClient(
       'cleveragents',
       'cleveragents daemon',
