@@ -536,7 +536,8 @@ async function main() {
     await approval.locator('button[data-testid="approve-allow"]').waitFor();
     const tabTitle = await page.locator('.editor-group-container.active .tab.active').innerText();
     if (!tabTitle.includes('hello.txt')) fail(`the diff editor's tab says ${JSON.stringify(tabTitle)}`);
-    const proposed = await diffEditor.locator('.editor.modified .view-lines').innerText();
+    // Monaco draws spaces as no-break spaces.
+    const proposed = (await diffEditor.locator('.editor.modified .view-lines').innerText()).replace(/\u00a0/g, ' ');
     if (!proposed.includes('Hello from the cleveragents e2e test.')) {
       fail(`the proposed side shows ${JSON.stringify(proposed)}`);
     }
@@ -583,7 +584,7 @@ async function main() {
     await prompt.fill('Change the second line of hello.txt.');
     await view.locator('button[data-testid="run"]').click();
     await diffEditor.waitFor();
-    const editProposed = await diffEditor.locator('.editor.modified .view-lines').innerText();
+    const editProposed = (await diffEditor.locator('.editor.modified .view-lines').innerText()).replace(/\u00a0/g, ' ');
     if (!editProposed.includes('2nd line')) fail(`the proposed edit shows ${JSON.stringify(editProposed)}`);
     await screenshot(page, 'diff-deny');
     await clickEditorAction(page, 'Deny This Change');
