@@ -2,25 +2,12 @@
 // blocks that copy and paths that open, fed through the extension's real RunStore.
 
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-
-import type { Browser } from 'playwright-core';
+import { describe, it } from 'node:test';
 
 import type { RunNotification } from '../../src/shared/runState';
-import { launchBrowser, PanelHarness, servePage, type PageServer } from './harness';
+import { PanelHarness, useBrowser } from './harness';
 
-let browser: Browser;
-let server: PageServer;
-
-before(async () => {
-  server = await servePage();
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const session = useBrowser();
 
 /** A run whose only output is `text`, streamed as the daemon does (split in two deltas). */
 function streamText(harness: PanelHarness, runId: string, text: string): void {
@@ -39,7 +26,7 @@ function streamText(harness: PanelHarness, runId: string, text: string): void {
 
 describe('answers as markdown', () => {
   it('renders headings, lists, code blocks with Copy, and paths that open at their line', async () => {
-    const harness = await PanelHarness.open(browser, server.url);
+    const harness = await PanelHarness.open(session.browser(), session.url());
     const { page } = harness;
     const text = [
       '## Summary',
@@ -102,14 +89,14 @@ describe('answers as markdown', () => {
     });
     await links.nth(1).click();
     assert.equal(harness.posted.filter((m) => m.type === 'openLink').length, 1);
-    assert.equal(page.url(), server.url, 'the page never navigates');
+    assert.equal(page.url(), session.url(), 'the page never navigates');
     await harness.screenshot('webview-markdown.png');
     assert.deepEqual(harness.consoleErrors, []);
     await harness.close();
   });
 
   it('never turns model text into live HTML: scripts, handlers, images, styles, iframes', async () => {
-    const harness = await PanelHarness.open(browser, server.url);
+    const harness = await PanelHarness.open(session.browser(), session.url());
     const { page } = harness;
     await page.evaluate(() => {
       (window as unknown as { __pwned: number }).__pwned = 0;
@@ -144,7 +131,7 @@ describe('answers as markdown', () => {
   });
 
   it('links the path of a file tool call in its row', async () => {
-    const harness = await PanelHarness.open(browser, server.url);
+    const harness = await PanelHarness.open(session.browser(), session.url());
     const { store, page } = harness;
     store.beginRun('row-run', { prompt: 'Read', sandboxRoot: '/workspace' });
     store.notify({

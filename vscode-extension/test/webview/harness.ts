@@ -10,6 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { after, before } from 'node:test';
+
 import { chromium, type Browser, type Page } from 'playwright-core';
 
 import { RunStore } from '../../src/host/runStore';
@@ -256,4 +258,23 @@ export class PanelHarness {
       }
     }
   }
+}
+
+/** One page server and one browser for a test file (started before its tests, closed after). */
+export function useBrowser(): { browser: () => Browser; url: () => string } {
+  let browser: Browser | undefined;
+  let server: PageServer | undefined;
+  before(async () => {
+    server = await servePage();
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+  const need = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('useBrowser() is used before its before() hook ran');
+    return value;
+  };
+  return { browser: () => need(browser), url: () => need(server).url };
 }

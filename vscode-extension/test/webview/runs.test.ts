@@ -2,27 +2,14 @@
 // page (headless Chromium) behind the extension's real RunStore.
 
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-
-import type { Browser } from 'playwright-core';
+import { describe, it } from 'node:test';
 
 import type { RunResult } from '../../src/protocol';
 import type { RunNotification } from '../../src/shared/runState';
 import { largeRun } from '../fixtures/streams';
-import { launchBrowser, PanelHarness, servePage, type PageServer } from './harness';
+import { PanelHarness, useBrowser } from './harness';
 
-let browser: Browser;
-let server: PageServer;
-
-before(async () => {
-  server = await servePage();
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const session = useBrowser();
 
 function notifier(harness: PanelHarness, runId: string): (method: string, params: object) => void {
   let seq = 0;
@@ -45,7 +32,7 @@ const result = (runId: string, content: string): RunResult => ({
 
 describe('several runs at once', () => {
   it('lists the runs, switches between their transcripts and stops the one asked', async () => {
-    const harness = await PanelHarness.open(browser, server.url);
+    const harness = await PanelHarness.open(session.browser(), session.url());
     const { store, page } = harness;
     harness.onMessage = (message) => {
       if (message.type === 'openRun') store.display(message.runId);
@@ -91,7 +78,7 @@ describe('several runs at once', () => {
   });
 
   it('shows tokens and cost from usage notifications, and "—" when the daemon sends none', async () => {
-    const harness = await PanelHarness.open(browser, server.url);
+    const harness = await PanelHarness.open(session.browser(), session.url());
     const { store, page } = harness;
     store.beginRun('old-daemon', { prompt: 'Old', sandboxRoot: '/w' });
     await harness.delivered();
@@ -120,7 +107,7 @@ describe('several runs at once', () => {
   });
 
   it('sends the picked options, the attached context and @file mentions', async () => {
-    const harness = await PanelHarness.open(browser, server.url);
+    const harness = await PanelHarness.open(session.browser(), session.url());
     const { page } = harness;
     harness.onMessage = (message) => {
       if (message.type === 'findFiles') {
@@ -178,7 +165,7 @@ describe('several runs at once', () => {
   });
 
   it('stays smooth with 3 runs streaming 5,000 records each, and reports its frames', async () => {
-    const harness = await PanelHarness.open(browser, server.url);
+    const harness = await PanelHarness.open(session.browser(), session.url());
     const { store, page } = harness;
     harness.onMessage = (message) => {
       if (message.type === 'openRun') store.display(message.runId);
