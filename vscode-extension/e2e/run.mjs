@@ -164,6 +164,9 @@ function makeSandbox() {
 
 /** @typedef {ReturnType<typeof makeSandbox>} Sandbox */
 
+/** The fake Anthropic server's URL, given to the daemon as ANTHROPIC_BASE_URL. */
+let fakeAnthropicUrl = '';
+
 /** @param {Sandbox} sandbox */
 function environmentFor(sandbox) {
   /** @type {NodeJS.ProcessEnv} */
@@ -175,6 +178,8 @@ function environmentFor(sandbox) {
   // The daemon's interpreter must see only its own packages (the bare venv lacks cleveragents).
   delete env.PYTHONPATH;
   delete env.VIRTUAL_ENV;
+  delete env.ANTHROPIC_API_KEY;
+  if (fakeAnthropicUrl) env.ANTHROPIC_BASE_URL = fakeAnthropicUrl;
   return {
     ...env,
     PATH: `${path.dirname(node24)}${path.delimiter}${env.PATH ?? ''}`,
@@ -473,6 +478,26 @@ async function main() {
     { text: MARKDOWN_ANSWER },
   ]);
   installExtension(sandbox, vsix);
+  // The fake Anthropic API (tests/fake_anthropic.py): a run only gets an answer with its key.
+  const fake = spawn(python, [path.join(e2eDir, 'fake-anthropic.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  /** @type {{path?: string, keyMatches?: boolean, baseUrl?: string, key?: string}[]} */
+  const fakeLines = [];
+  let fakeBuffer = '';
+  fake.stdout.on('data', (chunk) => {
+    fakeBuffer += chunk.toString();
+    const lines = fakeBuffer.split('\n');
+    fakeBuffer = lines.pop() ?? '';
+    for (const line of lines) if (line.trim()) fakeLines.push(JSON.parse(line));
+  });
+  {
+    const deadline = Date.now() + 30_000;
+    while (fakeLines.length === 0) {
+      if (Date.now() > deadline) fail('the fake Anthropic server did not start');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  fakeAnthropicUrl = fakeLines[0].baseUrl ?? '';
+  const fakeKey = fakeLines[0].key ?? '';
 
   const { chromium } = await import('playwright-core');
   const port = await freePort();
@@ -583,6 +608,7 @@ async function main() {
     ]);
     await prompt.fill('Change the second line of hello.txt.');
     await view.locator('button[data-testid="run"]').click();
+    await page.locator('.editor-group-container.active .tab.active', { hasText: 'proposed change' }).waitFor();
     await diffEditor.waitFor();
     const editProposed = (await diffEditor.locator('.editor.modified .view-lines').innerText()).replace(/\u00a0/g, ' ');
     if (!editProposed.includes('2nd line')) fail(`the proposed edit shows ${JSON.stringify(editProposed)}`);
@@ -641,6 +667,29 @@ async function main() {
     await screenshot(page, 'daemon-back');
     step('daemon-killed-comes-back');
 
+    // -- Set API Key: SecretStorage, and the next anthropic run's daemon has it --------------
+    await page.keyboard.press('F1');
+    await page.locator('.quick-input-widget input').fill('>cleveragents: Set API Key');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Set API Key' }).first().waitFor();
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'anthropic' }).first().click();
+    await page.locator('.quick-input-widget input[type="password"]').waitFor();
+    await page.locator('.quick-input-widget input[type="password"]').fill(fakeKey);
+    await page.keyboard.press('Enter');
+    await page.locator('.notifications-toasts', { hasText: 'The anthropic API key is stored.' }).waitFor();
+    await view.locator('[data-testid="pick-provider"]').selectOption('anthropic');
+    await page.waitForTimeout(500);
+    await prompt.fill('Say hello.');
+    await view.locator('button[data-testid="run"]').click();
+    await view.locator('[data-testid="assistant-text"]', { hasText: 'Hello from the fake Anthropic server.' }).waitFor();
+    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    const requests = fakeLines.filter((line) => line.path !== undefined);
+    if (requests.length === 0 || !requests.every((line) => line.keyMatches)) {
+      fail(`the fake Anthropic server saw ${JSON.stringify(requests)}`);
+    }
+    await screenshot(page, 'api-key-run');
+    step('set-api-key');
+
     // -- the daemon's history --------------------------------------------------------------
     const stored = storedRuns(python, sandbox.history);
     const byPrompt = new Map(stored.map((run) => [run.prompt, run]));
@@ -657,6 +706,7 @@ async function main() {
     if (page) await screenshot(page, 'failure').catch(() => undefined);
   } finally {
     clearTimeout(overall);
+    fake.kill();
     await browser?.close().catch(() => undefined);
     await stopProcessGroup(codeServer);
     collectLogs(sandbox, !passed);
