@@ -610,8 +610,8 @@ async function main() {
     await view.locator('button[data-testid="run"]').click();
     await page.locator('.editor-group-container.active .tab.active', { hasText: 'proposed change' }).waitFor();
     await diffEditor.waitFor();
-    const editProposed = (await diffEditor.locator('.editor.modified .view-lines').innerText()).replace(/\u00a0/g, ' ');
-    if (!editProposed.includes('2nd line')) fail(`the proposed edit shows ${JSON.stringify(editProposed)}`);
+    // The proposed side is drawn once its virtual document is read: wait for the edit in it.
+    await diffEditor.locator('.editor.modified .view-lines', { hasText: '2nd' }).waitFor();
     await screenshot(page, 'diff-deny');
     await clickEditorAction(page, 'Deny This Change');
     await view.locator('[data-testid="tool-call"][data-call-id="call_edit_hello"][data-status="failure"][data-error-kind="denied"]').waitFor();
