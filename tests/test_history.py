@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cleveragents.history import SCHEMA_VERSION, RunHistory, default_history_path
+from cleveragents.service.history import SCHEMA_VERSION, RunHistory, default_history_path
 from cleveragents.tool import (
     AssistantMessage,
     CancelToken,
@@ -160,6 +160,8 @@ async def test_full_run_is_stored_and_read_back(tmp_path: Path) -> None:
     assert data["status"] == "finished" and data["usage"] == {
         "input_tokens": 30,
         "output_tokens": 3,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
     }
     assert data["tool_call_count"] == 4
 
@@ -266,7 +268,7 @@ CHILD_SCRIPT = textwrap.dedent(
     import sys
     from pathlib import Path
 
-    from cleveragents.history import RunHistory
+    from cleveragents.service.history import RunHistory
     from cleveragents.tool import (
         LLMRequest, LLMResponse, ToolCallingRuntime, ToolCallRequest, ToolRegistry, ToolRunner,
     )

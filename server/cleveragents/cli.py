@@ -1,4 +1,7 @@
-"""The `cleveragents` command: run a loop in the terminal, list tools, serve the daemon."""
+"""The terminal front of the `cleveragents` command: run a loop, list tools, read the history.
+
+`serve` is not ours: the launcher (`launcher.py`) hands it to the daemon or ACP mode.
+"""
 
 from __future__ import annotations
 
@@ -88,10 +91,16 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument("--limit", type=int, default=20, help="how many runs to list (default 20)")
     runs.add_argument("--json", action="store_true", help="print as JSON")
 
-    # Listed for --help only: `main` hands `serve ...` to the daemon's own parser.
+    # Listed for --help only: the launcher hands `serve ...` to the daemon or ACP mode.
     commands.add_parser(
         "serve", help="serve the JSON-RPC daemon (stdio or TCP) for editors and other clients"
     )
+
+    doctor = commands.add_parser(
+        "doctor", help="show what run_command can reach here: mounts, variables, limits"
+    )
+    doctor.add_argument("--sandbox", metavar="DIR", help="the project folder (default: here)")
+    doctor.add_argument("--json", action="store_true", help="print the report as JSON")
 
     tools = commands.add_parser("tools", help="list every tool with its source and schema")
     tools.add_argument("--sandbox", metavar="DIR", help="also list MCP tools of this folder")
@@ -102,16 +111,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["serve"] and "--acp" in argv[1:]:
-        # ACP mode needs neither pygls nor lsprotocol: skip their import (a second of start-up).
-        from .acp.server import main as acp_main
-
-        return int(acp_main([a for a in argv[1:] if a != "--acp"]))
-    if argv[:1] == ["serve"]:
-        # The daemon parses its own options (argparse.REMAINDER would not pass `--stdio` on).
-        from .daemon.startup import import_server_main
-
-        return int(import_server_main()(argv[1:]))
     args = _parser().parse_args(argv)
     try:
         if args.command == "run":
@@ -120,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
             return _tools(args)
         if args.command == "runs":
             return _runs(args)
+        if args.command == "serve":
+            return _fail("`serve` starts through the cleveragents command", EXIT_USAGE)
+        if args.command == "doctor":
+            return _doctor(args)
     except KeyboardInterrupt:
         return EXIT_CANCELLED
     return EXIT_USAGE
@@ -162,6 +165,21 @@ def _tools(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from .workspace.command_policy import CommandPolicy
+    from .workspace.doctor import command_policy_report, render_report
+
+    sandbox = os.path.realpath(args.sandbox or os.getcwd())
+    if not os.path.isdir(sandbox):
+        return _fail(f"sandbox {args.sandbox!r} is not a folder", EXIT_USAGE)
+    try:
+        report = command_policy_report(CommandPolicy.from_environment(), sandbox)
+    except ValueError as exc:  # a malformed CLEVERAGENTS_COMMAND_* setting
+        return _fail(str(exc), EXIT_USAGE)
+    print(json.dumps(report, indent=2) if args.json else render_report(report))
+    return EXIT_OK
+
+
 async def _add_mcp_tools_once(registry: Any, sandbox: str) -> None:
     """Start the sandbox's MCP servers just long enough to list their tools."""
     from .mcp import McpToolset, add_mcp_tools
@@ -171,7 +189,7 @@ async def _add_mcp_tools_once(registry: Any, sandbox: str) -> None:
 
 
 def _open_history(path: str | None) -> Any:
-    from .history import RunHistory, default_history_path
+    from .service.history import RunHistory, default_history_path
 
     return RunHistory(path or default_history_path())
 
@@ -324,7 +342,12 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str))
     else:
         display.show_result(
-            result.content, result.stop_reason, result.iterations, len(result.tool_call_history)
+            result.content,
+            result.stop_reason,
+            result.iterations,
+            len(result.tool_call_history),
+            result.usage,
+            result.cost_usd,
         )
     if result.stop_reason == "cancelled":
         return EXIT_CANCELLED

@@ -21,6 +21,7 @@ from .tool.events import (
     ToolCallStarted,
 )
 from .tool.policy import ApprovalDecision, ApprovalRequest
+from .tool.records import Usage
 
 
 def _model_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -88,14 +89,40 @@ class RunDisplay:
         elif isinstance(event, RunFailed):
             self.stop()
 
-    def show_result(self, content: str, reason: str, iterations: int, calls: int) -> None:
+    def show_result(
+        self,
+        content: str,
+        reason: str,
+        iterations: int,
+        calls: int,
+        usage: Usage | None = None,
+        cost_usd: float | None = None,
+    ) -> None:
         title = {
             "final_answer": "answer",
             "max_iterations": "stopped at the iteration limit",
             "cancelled": "cancelled",
+            "context_exhausted": "stopped: the model's context window is full",
         }.get(reason, reason)
         self.console.print(Panel(escape(content or "(no text)"), title=title, expand=False))
-        self.console.print(f"[dim]{iterations} iteration(s), {calls} tool call(s)[/]")
+        summary = f"{iterations} iteration(s), {calls} tool call(s)"
+        if usage is not None:
+            summary += usage_summary(usage, cost_usd)
+        self.console.print(f"[dim]{escape(summary)}[/]")
+
+
+def usage_summary(usage: Usage, cost_usd: float | None) -> str:
+    """', 52,300 tokens in (41,000 from cache, 78%), 1,200 out, ~$0.0312' (empty: no tokens)."""
+    if usage.input_tokens == 0 and usage.output_tokens == 0:
+        return ""
+    read = usage.cache_read_tokens
+    cached = ""
+    if read and usage.input_tokens:
+        cached = f" ({read:,} from cache, {read / usage.input_tokens:.0%})"
+    text = f", {usage.input_tokens:,} tokens in{cached}, {usage.output_tokens:,} out"
+    if cost_usd is None:
+        return text + ", cost unknown (no price for this model)"
+    return text + f", ~${cost_usd:.4f}"
 
 
 class TerminalApprover:
@@ -111,6 +138,8 @@ class TerminalApprover:
         console.print(
             f"[yellow]?[/] [bold]{escape(request.tool_name)}[/] wants to run with {inputs}"
         )
+        if request.note:
+            console.print(f"  [bold red]![/] {escape(request.note)}")
         while True:
             try:
                 answer = await _read_line(

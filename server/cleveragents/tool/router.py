@@ -22,6 +22,7 @@ from .messages import (
 )
 from .records import ToolCallRecord
 from .registry import ToolSpec
+from .result_budget import DEFAULT_RESULT_BUDGET_CHARS, fit_with_size
 from .runner import ThreadBudget, ToolRunner
 
 if TYPE_CHECKING:
@@ -51,12 +52,27 @@ def _schema(tool: ToolSpec | ToolSchema) -> ToolSchema:
     return tool.to_schema() if isinstance(tool, ToolSpec) else tool
 
 
-def result_from_record(record: ToolCallRecord) -> ToolResult:
-    """What the model is told about a call: its output, or the error and its kind."""
+def result_from_record(
+    record: ToolCallRecord, budget_chars: int | None = DEFAULT_RESULT_BUDGET_CHARS
+) -> ToolResult:
+    """What the model is told about a call: its output, or the error and its kind.
+
+    Cut to `budget_chars` characters of JSON (see `result_budget.py`); the record keeps all.
+    """
+    return sized_result_from_record(record, budget_chars)[0]
+
+
+def sized_result_from_record(
+    record: ToolCallRecord, budget_chars: int | None = DEFAULT_RESULT_BUDGET_CHARS
+) -> tuple[ToolResult, int]:
+    """`result_from_record` and the length of the result's JSON text (the context guard's
+    measure), computed together so a result is encoded once."""
     if record.success:
-        return ToolResult(record.call_id, record.tool_name, record.output, is_error=False)
-    content = {"error": record.error or "tool call failed", "error_kind": record.error_kind}
-    return ToolResult(record.call_id, record.tool_name, content, is_error=True)
+        content, size = fit_with_size(record.tool_name, record.output, budget_chars)
+        return ToolResult(record.call_id, record.tool_name, content, is_error=False), size
+    error = {"error": record.error or "tool call failed", "error_kind": record.error_kind}
+    content, size = fit_with_size(record.tool_name, error, budget_chars)
+    return ToolResult(record.call_id, record.tool_name, content, is_error=True), size
 
 
 def _result_text(result: ToolResult) -> str:
