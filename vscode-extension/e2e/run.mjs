@@ -437,7 +437,9 @@ function daemonPids(/** @type {number} */ group) {
   return listed.stdout
     .split('\n')
     .map((line) => line.trim().match(/^(\d+)\s+(\d+)\s+(.*)$/))
-    .filter((m) => m !== null && Number(m[2]) === group && /cleveragents/.test(m[3]) && /(serve|daemon)/.test(m[3]))
+    // `<python> -m cleveragents.daemon --stdio …` (or `-m cleveragents serve`); code-server's own
+    // command line names the temp folder `cleveragents-e2e-…`, so the module flag is what counts.
+    .filter((m) => m !== null && Number(m[2]) === group && /\s-m\s+cleveragents(\.daemon|\.cli)?\s+(--stdio|serve)\b/.test(m[3]))
     .map((m) => Number(/** @type {RegExpMatchArray} */ (m)[1]));
 }
 
@@ -657,7 +659,16 @@ async function main() {
     for (const pid of pids) process.kill(pid, 'SIGKILL');
     log(`killed the daemon (${pids.join(', ')})`);
     writeReplayScript(sandbox, [{ text: 'Back after the restart.' }]);
-    await page.waitForTimeout(1000);
+    // The extension notices the exit and starts a new daemon: wait for its process, then for
+    // the panel to say it is ready.
+    {
+      const deadline = Date.now() + STEP_TIMEOUT_MS;
+      while (!daemonPids(group).some((pid) => !pids.includes(pid))) {
+        if (Date.now() > deadline) fail('no new daemon process after the kill');
+        await page.waitForTimeout(200);
+      }
+    }
+    await view.locator('[data-testid="status"][data-daemon="ready"]').waitFor();
     await prompt.fill('Are you back?');
     await view.locator('button[data-testid="run"]').click();
     await view.locator('[data-testid="assistant-text"]', { hasText: 'Back after the restart.' }).waitFor();
@@ -677,8 +688,8 @@ async function main() {
     await page.locator('.quick-input-widget input[type="password"]').fill(fakeKey);
     await page.keyboard.press('Enter');
     await page.locator('.notifications-toasts', { hasText: 'The anthropic API key is stored.' }).waitFor();
+    // The pick is saved before the next run starts (the panel queues the run behind it).
     await view.locator('[data-testid="pick-provider"]').selectOption('anthropic');
-    await page.waitForTimeout(500);
     await prompt.fill('Say hello.');
     await view.locator('button[data-testid="run"]').click();
     await view.locator('[data-testid="assistant-text"]', { hasText: 'Hello from the fake Anthropic server.' }).waitFor();

@@ -19,6 +19,8 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
   private ready = false;
   private notice: Notice | null = null;
   private focusPromptWhenReady = false;
+  /** The last pick of run options being saved: a run the user starts next waits for it. */
+  private optionsSaved: Promise<void> = Promise.resolve();
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
@@ -150,13 +152,15 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
         void this.controller.refreshHistory();
         break;
       case 'run':
-        void this.controller.startRun(message.prompt, null, message.context ?? []);
+        void this.optionsSaved.then(() => this.controller.startRun(message.prompt, null, message.context ?? []));
         break;
       case 'continue':
-        void this.controller.startRun(message.prompt, message.runId, message.context ?? []);
+        void this.optionsSaved.then(() => this.controller.startRun(message.prompt, message.runId, message.context ?? []));
         break;
       case 'setOptions':
-        void this.setOptions(message.options);
+        this.optionsSaved = this.optionsSaved.then(() => this.setOptions(message.options)).catch((error: unknown) => {
+          this.log.warn(`saving the run options: ${String(error)}`);
+        });
         break;
       case 'addContext': {
         const item = message.what === 'selection' ? selectionContext() : currentFileContext();

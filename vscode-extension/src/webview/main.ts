@@ -244,6 +244,7 @@ function renderControls(): void {
 }
 
 function renderStatus(): void {
+  status.setAttribute('data-daemon', daemon.state);
   const failed = daemon.state === 'failed';
   statusActions.hidden = !failed;
   if (failed || (run === null && daemon.state !== 'ready')) {
