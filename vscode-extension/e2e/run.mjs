@@ -694,9 +694,14 @@ async function main() {
     await view.locator('button[data-testid="run"]').click();
     await view.locator('[data-testid="assistant-text"]', { hasText: 'Hello from the fake Anthropic server.' }).waitFor();
     await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
-    const requests = fakeLines.filter((line) => line.path !== undefined);
-    if (requests.length === 0 || !requests.every((line) => line.keyMatches)) {
-      fail(`the fake Anthropic server saw ${JSON.stringify(requests)}`);
+    // The fake reports its requests on stdout a moment after it answers them.
+    const requests = () => fakeLines.filter((line) => line.path !== undefined);
+    {
+      const deadline = Date.now() + STEP_TIMEOUT_MS;
+      while (requests().length === 0 && Date.now() < deadline) await page.waitForTimeout(100);
+    }
+    if (requests().length === 0 || !requests().every((line) => line.keyMatches)) {
+      fail(`the fake Anthropic server saw ${JSON.stringify(requests())}`);
     }
     await screenshot(page, 'api-key-run');
     step('set-api-key');

@@ -163,7 +163,7 @@ export interface RunFinishedParams {
   /** Per-run sequence number. */
   seq: number;
   /** Why it ended; `error` when the provider or runtime failed. */
-  stopReason: "final_answer" | "max_iterations" | "cancelled" | "error";
+  stopReason: "final_answer" | "max_iterations" | "cancelled" | "context_exhausted" | "error";
   /** The final (or partial) answer. */
   content: string;
   /** LLM calls made. */
@@ -219,7 +219,7 @@ export interface RunResult {
   /** The final answer; for a cancelled or limited run, the text so far. */
   content: string;
   /** Why the run ended. */
-  stopReason: "final_answer" | "max_iterations" | "cancelled";
+  stopReason: "final_answer" | "max_iterations" | "cancelled" | "context_exhausted";
   /** LLM calls made. */
   iterations: number;
   /** True when `maxIterations` ended the run. */

@@ -32,7 +32,7 @@ export interface ApprovalView {
   state: ApprovalState;
 }
 
-export type StopReason = 'final_answer' | 'max_iterations' | 'cancelled' | 'error';
+export type StopReason = 'final_answer' | 'max_iterations' | 'cancelled' | 'context_exhausted' | 'error';
 
 export type ToolCallStatus = 'running' | 'success' | 'failure';
 
@@ -665,7 +665,8 @@ function storedStopReason(detail: RunDetail): StopReason {
     case 'cancelled':
       return 'cancelled';
     case 'limit':
-      return 'max_iterations';
+      // Both limits: the iteration count and the model's window.
+      return detail.stopReason === 'context_exhausted' ? 'context_exhausted' : 'max_iterations';
     case 'failed':
     case 'interrupted':
       return 'error';

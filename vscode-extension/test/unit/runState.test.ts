@@ -362,6 +362,13 @@ describe('RunState.fromDetail (history)', () => {
     });
   }
 
+  it('tells a run stopped by a full context window from one stopped at the iteration limit', () => {
+    const limited = scenario('max_iterations').detail;
+    const exhausted = RunState.fromDetail({ ...limited, status: 'limit', stopReason: 'context_exhausted' });
+    assert.equal(exhausted.end?.stopReason, 'context_exhausted');
+    assert.equal(RunState.fromDetail(limited).end?.stopReason, 'max_iterations');
+  });
+
   it('treats late notifications for a stored run as duplicates', () => {
     const stored = RunState.fromDetail(FINAL.detail);
     const [first] = FINAL_STREAM;
