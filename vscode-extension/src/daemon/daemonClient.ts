@@ -22,10 +22,9 @@ import {
   PROTOCOL_VERSION,
   type ApproveToolCallParams,
   type ApproveToolCallResult,
-  type ClientRequests,
   type ServerCapability,
 } from '../protocol';
-import type { AllServerNotifications } from '../shared/wireAdditions';
+import type { AllClientRequests as ClientRequests, AllServerNotifications } from '../shared/wireAdditions';
 import type { DaemonStatus } from '../shared/messages';
 import type { RunNotification } from '../shared/runState';
 import { initializationOptions, type Settings } from '../host/settings';

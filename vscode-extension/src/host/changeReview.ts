@@ -31,6 +31,8 @@ export class ChangeReview implements vscode.TextDocumentContentProvider, vscode.
   private readonly pending = new Map<string, PendingProposal>();
   /** runId -> absolute path -> the text before the run changed it (null: it did not exist). */
   private readonly originals = new Map<string, Map<string, string | null>>();
+  /** What the left side of a run's diffs is called, when not "before the run" (restores). */
+  private readonly beforeLabels = new Map<string, string>();
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
   readonly onDidChange = this.changed.event;
   private counter = 0;
@@ -122,14 +124,32 @@ export class ChangeReview implements vscode.TextDocumentContentProvider, vscode.
       return;
     }
     const before = perRun.get(file) ?? null;
-    const left = this.virtual(file, before ?? '', before === null ? 'did not exist' : 'before the run');
+    const beforeLabel = this.beforeLabels.get(runId) ?? 'before the run';
+    const left = this.virtual(file, before ?? '', before === null ? 'did not exist' : beforeLabel);
     const right = exists ? vscode.Uri.file(file) : this.virtual(file, '', 'deleted');
     const label = path.relative(sandboxRoot, file);
-    await vscode.commands.executeCommand('vscode.diff', left, right, `${label} (before the run ↔ now)`, { preview: true });
+    await vscode.commands.executeCommand('vscode.diff', left, right, `${label} (${beforeLabel} ↔ now)`, { preview: true });
+  }
+
+  /** The texts of files in a folder now (null: missing or not text), by absolute path. */
+  readFiles(sandboxRoot: string, relativePaths: readonly string[]): Map<string, string | null> {
+    const texts = new Map<string, string | null>();
+    for (const relative of relativePaths) {
+      const file = path.resolve(sandboxRoot, relative);
+      if (isInside(file, sandboxRoot)) texts.set(file, readText(file));
+    }
+    return texts;
+  }
+
+  /** Texts read before a change that was not a run's tool call (a restore), for its diffs. */
+  adoptOriginals(runId: string, texts: Map<string, string | null>, label: string): void {
+    this.originals.set(runId, texts);
+    this.beforeLabels.set(runId, label);
   }
 
   forgetRun(runId: string): void {
     this.originals.delete(runId);
+    this.beforeLabels.delete(runId);
   }
 
   dispose(): void {

@@ -3,13 +3,14 @@
 
 import * as vscode from 'vscode';
 
-import { ErrorCodes, type ApproveToolCallParams, type ApproveToolCallResult, type RunParams } from '../protocol';
+import { ErrorCodes, type ApproveToolCallParams, type ApproveToolCallResult, type RunDetail, type RunParams } from '../protocol';
 import { DaemonUnavailableError, errorText, type DaemonClient } from '../daemon/daemonClient';
 import type { ApprovalDecision, RunNotification } from '../shared/runState';
 import type { ContextItem, Notice } from '../shared/messages';
-import type { RunResource } from '../shared/wireAdditions';
+import type { RestoreResult, RunDetailAdditions, RunResource } from '../shared/wireAdditions';
 import type { ChangeReview } from './changeReview';
 import type { RunStore } from './runStore';
+import { confirmation, restoreDone, restoreErrorText, restoreTitle, type RestoreTarget } from './restorePlan';
 import { chooseSandbox } from './sandbox';
 import { isInside, resolveWorkspacePath } from './workspacePaths';
 import { newRunId, runParams, type Settings } from './settings';
@@ -106,9 +107,77 @@ export class RunController {
       })
       .finally(() => {
         void this.refreshHistory();
+        void this.loadUndoInfo(runId);
       });
     void this.refreshHistory();
     return true;
+  }
+
+  /** A run ended: ask the daemon which of its steps can be restored (its checkpoints). */
+  private async loadUndoInfo(runId: string): Promise<void> {
+    try {
+      const detail: RunDetail & RunDetailAdditions = await this.deps.daemon.request('cleveragents/getRun', { runId });
+      if (detail.checkpoints === undefined) return; // a daemon without undo
+      this.deps.store.setUndoInfo(runId, {
+        checkpoints: detail.checkpoints.map((checkpoint) => checkpoint.iteration),
+        changedFiles: detail.changedFiles ?? [],
+        checkpointWarning: detail.checkpointWarning ?? null,
+      });
+    } catch (error) {
+      this.deps.log.warn(`reading the checkpoints of run ${runId}: ${errorText(error)}`);
+    }
+  }
+
+  /**
+   * Undo a run (iteration null) or restore its folder to before an iteration: a dry run
+   * first, whose list of files goes into a modal confirmation, then the restore itself. The
+   * restore's own entry goes on display, with its changed files and "Undo this restore".
+   */
+  async restore(runId: string, iteration: number | null): Promise<void> {
+    const { daemon, log, store } = this.deps;
+    const header = store.run(runId)?.header;
+    const target: RestoreTarget = { runId, iteration, kind: header?.kind ?? 'run', prompt: header?.prompt || runId };
+    const title = restoreTitle(target);
+    let preview: RestoreResult;
+    try {
+      preview = await daemon.request('cleveragents/restore', { runId, iteration, dryRun: true });
+    } catch (error) {
+      this.reportRestoreError(title, error);
+      return;
+    }
+    if (preview.changedFiles.length === 0) {
+      const message = `${title}: nothing to restore, the files are already as they were.`;
+      this.deps.notice({ level: 'info', message });
+      void vscode.window.showInformationMessage(message);
+      return;
+    }
+    const ask = confirmation(target, preview);
+    const choice = await vscode.window.showWarningMessage(ask.message, { modal: true, detail: ask.detail }, ask.confirm);
+    if (choice !== ask.confirm) return;
+    const before = this.deps.review.readFiles(preview.sandboxRoot, preview.changedFiles.map((file) => file.path));
+    let result: RestoreResult;
+    try {
+      result = await daemon.request('cleveragents/restore', { runId, iteration, dryRun: false });
+    } catch (error) {
+      this.reportRestoreError(title, error);
+      return;
+    }
+    const done = restoreDone(target, result);
+    log.info(`${title}: ${done} (restore ${result.restoreId ?? 'none'})`);
+    this.deps.notice({ level: 'info', message: done });
+    await this.refreshHistory();
+    if (result.restoreId !== null) {
+      this.deps.review.adoptOriginals(result.restoreId, before, 'before the restore');
+      await this.openRun(result.restoreId);
+    }
+  }
+
+  private reportRestoreError(title: string, error: unknown): void {
+    const data = (error as { data?: unknown } | null)?.data;
+    const message = `${title}: ${restoreErrorText(errorCode(error), errorText(error), data)}`;
+    this.deps.log.error(message);
+    this.deps.notice({ level: 'error', message });
+    void vscode.window.showErrorMessage(message);
   }
 
   /**

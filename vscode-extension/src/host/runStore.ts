@@ -14,6 +14,7 @@ import {
   type RunHeader,
   type RunNotification,
   RunState,
+  type UndoInfo,
 } from '../shared/runState';
 
 export type Scheduler = (flush: () => void) => void;
@@ -227,6 +228,14 @@ export class RunStore {
       }
     }
     this.endActive(runId);
+  }
+
+  /** The daemon's checkpoints of a finished run (what can be undone). */
+  setUndoInfo(runId: string, info: UndoInfo): void {
+    const state = this.runs.get(runId);
+    if (state === undefined) return;
+    state.setUndoInfo(info);
+    this.forward(runId, { type: 'undoInfo', info });
   }
 
   /** The run's request failed. */

@@ -214,6 +214,9 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
       case 'showChange':
         void this.controller.showChange(message.runId, message.path);
         break;
+      case 'restore':
+        void this.controller.restore(message.runId, message.iteration);
+        break;
       case 'copy':
         void vscode.env.clipboard.writeText(message.text).then(() => vscode.window.setStatusBarMessage('Copied', 2000));
         break;

@@ -106,4 +106,6 @@ export type WebviewMessage =
   /** Open the diff of a pending file-change approval again. */
   | { type: 'showProposal'; requestId: string }
   /** A changed file of a run: before the run vs now. */
-  | { type: 'showChange'; runId: string; path: string };
+  | { type: 'showChange'; runId: string; path: string }
+  /** Undo a run (iteration null) or restore its folder to before an iteration. */
+  | { type: 'restore'; runId: string; iteration: number | null };

@@ -7,7 +7,14 @@
 // request has returned) applies whatever is still buffered, marking the holes as gaps.
 
 import type { ApproveToolCallParams, RunDetail, RunResult, ToolCallRecord } from '../protocol';
-import type { AllServerNotifications, ChangedFile, RunResultAdditions, UsageView } from './wireAdditions';
+import type {
+  AllServerNotifications,
+  ChangedFile,
+  RunDetailAdditions,
+  RunResultAdditions,
+  UndoResultAdditions,
+  UsageView,
+} from './wireAdditions';
 
 export type NotificationMethod = keyof AllServerNotifications;
 
@@ -40,6 +47,8 @@ export interface IterationEntry {
   kind: 'iteration';
   id: string;
   iteration: number;
+  /** A checkpoint was taken before this iteration changed the folder: it can be restored to. */
+  restorable: boolean;
 }
 
 export interface TextEntry {
@@ -81,6 +90,18 @@ export interface EndEntry {
   errorType: string | null;
   /** Files the run changed: its write/edit records, and the daemon's list when it sends one. */
   changedFiles: ChangedFile[];
+  /** The daemon holds a checkpoint of the folder from before the run: it can be undone. */
+  undoable: boolean;
+  /** Why the run cannot be (wholly) undone, when the daemon says so. */
+  checkpointWarning: string | null;
+}
+
+/** What the daemon knows about undoing a finished run (from `getRun`). */
+export interface UndoInfo {
+  /** Iterations a checkpoint was taken before (a restore's own checkpoint: null). */
+  checkpoints: (number | null)[];
+  changedFiles: ChangedFile[];
+  checkpointWarning: string | null;
 }
 
 export type Entry = IterationEntry | TextEntry | ToolCallEntry | GapEntry | EndEntry;
@@ -105,6 +126,8 @@ export interface RunHeader {
   startedAt: number | null;
   /** Tokens and cost so far (`cleveragents/usage`, then the result); null: none reported. */
   usage: UsageView | null;
+  /** A run, or a restore of a folder (a history entry; restoring it undoes it). */
+  kind: 'run' | 'restore';
 }
 
 /** Everything needed to rebuild a RunState elsewhere (plain JSON). */
@@ -121,7 +144,8 @@ export type RunEvent =
   | { type: 'notification'; notification: RunNotification }
   | { type: 'approvalRequested'; requestId: string; params: ApproveToolCallParams }
   | { type: 'approvalSettled'; requestId: string; state: ApprovalState }
-  | { type: 'failed'; message: string };
+  | { type: 'failed'; message: string }
+  | { type: 'undoInfo'; info: UndoInfo };
 
 export type ApplyOutcome = 'applied' | 'buffered' | 'duplicate' | 'ignored';
 
@@ -165,6 +189,7 @@ export class RunState {
       storedStatus: init.storedStatus ?? null,
       startedAt: init.startedAt ?? null,
       usage: init.usage ?? null,
+      kind: init.kind ?? 'run',
     };
   }
 
@@ -255,6 +280,9 @@ export class RunState {
       case 'failed':
         this.fail(event.message);
         break;
+      case 'undoInfo':
+        this.setUndoInfo(event.info);
+        break;
     }
   }
 
@@ -280,7 +308,7 @@ export class RunState {
    * The run's request returned: apply what is still buffered (holes become gap entries), add
    * records the stream never delivered, and end the run if `runFinished` never came.
    */
-  settle(result: RunResult & RunResultAdditions): void {
+  settle(result: RunResult & RunResultAdditions & UndoResultAdditions): void {
     this.flushBuffer();
     for (const record of result.toolCallHistory) {
       const entry = this.callsById.get(record.callId);
@@ -298,6 +326,8 @@ export class RunState {
         error: null,
         errorType: null,
         changedFiles: [],
+        undoable: false,
+        checkpointWarning: null,
       });
     }
     this.setUsage(result.usage);
@@ -308,6 +338,41 @@ export class RunState {
         end.changedFiles = merged;
         this.emit(end, 'updated');
       }
+    }
+    if (end !== null && typeof result.checkpointWarning === 'string' && end.checkpointWarning !== result.checkpointWarning) {
+      end.checkpointWarning = result.checkpointWarning;
+      this.emit(end, 'updated');
+    }
+  }
+
+  /**
+   * The daemon's checkpoints of a finished run: its iterations that can be restored to, and
+   * whether the run can be undone. The daemon's list of changed files replaces the one made
+   * from the records (it covers commands too).
+   */
+  setUndoInfo(info: UndoInfo): void {
+    const restorable = new Set(info.checkpoints.filter((iteration): iteration is number => iteration !== null));
+    const undoable = info.checkpoints.length > 0;
+    for (const entry of this.entryList) {
+      if (entry.kind !== 'iteration') continue;
+      const can = restorable.has(entry.iteration) && this.header.kind === 'run';
+      if (entry.restorable !== can) {
+        entry.restorable = can;
+        this.emit(entry, 'updated');
+      }
+    }
+    const end = this.end;
+    if (end === null) return;
+    const changedFiles = info.changedFiles.length > 0 ? mergeChangedFiles(info.changedFiles, []) : end.changedFiles;
+    if (
+      end.undoable !== undoable ||
+      end.checkpointWarning !== info.checkpointWarning ||
+      JSON.stringify(end.changedFiles) !== JSON.stringify(changedFiles)
+    ) {
+      end.undoable = undoable;
+      end.checkpointWarning = info.checkpointWarning;
+      end.changedFiles = changedFiles;
+      this.emit(end, 'updated');
     }
   }
 
@@ -328,6 +393,8 @@ export class RunState {
       error: message,
       errorType: null,
       changedFiles: [],
+      undoable: false,
+      checkpointWarning: null,
     });
   }
 
@@ -395,8 +462,10 @@ export class RunState {
   }
 
   /** A run read back from the history: iterations, texts and records rebuilt from it. */
-  static fromDetail(detail: RunDetail): RunState {
+  static fromDetail(stored: RunDetail): RunState {
+    const detail: RunDetail & RunDetailAdditions = stored;
     const state = new RunState(detail.runId, {
+      kind: detail.kind ?? 'run',
       prompt: detail.prompt,
       sandboxRoot: detail.sandboxRoot,
       automationProfile: detail.automationProfile,
@@ -446,8 +515,17 @@ export class RunState {
         error: detail.error,
         errorType: detail.errorType,
         changedFiles: [],
+        undoable: false,
+        checkpointWarning: null,
       });
       state.setUsage(detail.usage);
+      if (detail.checkpoints !== undefined) {
+        state.setUndoInfo({
+          checkpoints: detail.checkpoints.map((checkpoint) => checkpoint.iteration),
+          changedFiles: detail.changedFiles ?? [],
+          checkpointWarning: detail.checkpointWarning ?? null,
+        });
+      }
     }
     // Nothing will stream for a stored run; a late notification counts as a duplicate.
     state.expectedSeq = Number.MAX_SAFE_INTEGER;
@@ -529,6 +607,8 @@ export class RunState {
           error: p.error,
           errorType: p.errorType,
           changedFiles: [],
+          undoable: false,
+          checkpointWarning: null,
         });
         this.setUsage(p.usage);
         break;
@@ -544,7 +624,7 @@ export class RunState {
     if (this.entriesById.has(id)) {
       return;
     }
-    this.add({ kind: 'iteration', id, iteration });
+    this.add({ kind: 'iteration', id, iteration, restorable: false });
   }
 
   private appendText(iteration: number, text: string): void {

@@ -86,6 +86,9 @@ const transcript = new TranscriptView(
     showChange: (path) => {
       if (run !== null) post({ type: 'showChange', runId: run.runId, path });
     },
+    restore: (iteration) => {
+      if (run !== null) post({ type: 'restore', runId: run.runId, iteration });
+    },
   },
 );
 

@@ -57,6 +57,8 @@ export interface TranscriptCallbacks {
   showProposal(requestId: string): void;
   /** Open a changed file's diff (before the run vs now). */
   showChange(path: string): void;
+  /** Undo the run (iteration null) or restore its folder to before an iteration. */
+  restore(iteration: number | null): void;
 }
 
 interface ToolRow {
@@ -276,6 +278,13 @@ export class TranscriptView {
     } else if (entry.kind === 'toolCall') {
       const row = this.toolRows.get(entry.id);
       if (row !== undefined) this.updateToolCall(entry, row);
+    } else if (entry.kind === 'iteration') {
+      const row = this.rows.get(entry.id);
+      if (row !== undefined) {
+        const fresh = this.createIteration(entry);
+        row.replaceWith(fresh);
+        this.rows.set(entry.id, fresh);
+      }
     } else if (entry.kind === 'end') {
       const row = this.rows.get(entry.id);
       if (row !== undefined) {
@@ -287,11 +296,29 @@ export class TranscriptView {
   }
 
   private createIteration(entry: IterationEntry): HTMLElement {
-    return el('div', {
-      className: 'row iteration',
-      text: `Iteration ${entry.iteration}`,
-      attrs: { role: 'listitem', 'data-testid': 'iteration', 'data-iteration': String(entry.iteration) },
-    });
+    const row = el(
+      'div',
+      {
+        className: 'row iteration',
+        attrs: { role: 'listitem', 'data-testid': 'iteration', 'data-iteration': String(entry.iteration) },
+      },
+      el('span', { text: `Iteration ${entry.iteration}` }),
+    );
+    if (entry.restorable) {
+      row.append(
+        el('button', {
+          className: 'link restore',
+          text: 'Restore to before this step',
+          attrs: {
+            type: 'button',
+            'data-testid': 'restore-iteration',
+            'data-iteration': String(entry.iteration),
+            title: `Put the folder back as it was before iteration ${entry.iteration} (shows the files first)`,
+          },
+        }),
+      );
+    }
+    return row;
   }
 
   private createGap(entry: GapEntry): HTMLElement {
@@ -307,9 +334,12 @@ export class TranscriptView {
 
   private createEnd(entry: EndEntry): HTMLElement {
     const state = this.state;
-    const title = stopReasonTitle(entry.stopReason, state?.header.maxIterations ?? null);
+    const isRestore = state?.header.kind === 'restore';
+    const title = isRestore ? 'Restored' : stopReasonTitle(entry.stopReason, state?.header.maxIterations ?? null);
     const counts = state?.counts();
-    const parts = [plural(entry.iterations, 'iteration'), plural(entry.toolCalls, 'tool call')];
+    const parts = isRestore
+      ? [plural(entry.changedFiles.length, 'file') + ' changed']
+      : [plural(entry.iterations, 'iteration'), plural(entry.toolCalls, 'tool call')];
     if (counts !== undefined && counts.failed > 0) parts.push(`${counts.failed} failed`);
     if (entry.usage !== null && entry.usage.inputTokens + entry.usage.outputTokens > 0) {
       parts.push(plural(entry.usage.inputTokens + entry.usage.outputTokens, 'token'));
@@ -330,6 +360,29 @@ export class TranscriptView {
     );
     if (entry.error) {
       element.append(el('p', { className: 'end-error', text: entry.error, attrs: { 'data-testid': 'run-error' } }));
+    }
+    if (entry.undoable) {
+      const restore = state?.header.kind === 'restore';
+      element.append(
+        el(
+          'div',
+          { className: 'end-actions' },
+          el('button', {
+            className: 'secondary',
+            text: restore ? 'Undo this restore' : 'Undo this run',
+            attrs: {
+              type: 'button',
+              'data-testid': 'undo-run',
+              title: restore
+                ? 'Put the folder back as it was before this restore (shows the files first)'
+                : 'Put the folder back as it was before this run (shows the files first)',
+            },
+          }),
+        ),
+      );
+    }
+    if (entry.checkpointWarning) {
+      element.append(el('p', { className: 'end-warning', text: entry.checkpointWarning, attrs: { 'data-testid': 'checkpoint-warning' } }));
     }
     if (entry.changedFiles.length > 0) {
       element.append(
@@ -573,6 +626,15 @@ export class TranscriptView {
     if (testId === 'approval-diff') {
       const requestId = button.getAttribute('data-proposal');
       if (requestId !== null) this.callbacks.showProposal(requestId);
+      return;
+    }
+    if (testId === 'undo-run') {
+      this.callbacks.restore(null);
+      return;
+    }
+    if (testId === 'restore-iteration') {
+      const iteration = Number(button.getAttribute('data-iteration'));
+      if (Number.isInteger(iteration) && iteration > 0) this.callbacks.restore(iteration);
       return;
     }
     if (testId === 'changed-file') {
