@@ -52,7 +52,9 @@ export class HistoryView {
     this.list.replaceChildren(
       ...runs.map((run) => {
         const status = STATUS_WORDS[run.status];
-        const meta = [relativeTime(run.startedAt, now), plural(run.toolCallCount, 'tool call')];
+        // A restore of a folder (newer daemons) is an entry of its own: it made no tool calls.
+        const restore = (run as { kind?: string }).kind === 'restore';
+        const meta = [relativeTime(run.startedAt, now), restore ? 'restore' : plural(run.toolCallCount, 'tool call')];
         if (run.continuedFrom) meta.push('follow-up');
         const button = el(
           'button',
