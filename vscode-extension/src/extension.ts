@@ -14,6 +14,7 @@ import { RunStore } from './host/runStore';
 import { RUN_VIEW_ID, RunViewProvider } from './host/runViewProvider';
 import { readSettings, RESTART_SETTINGS, type Settings } from './host/settings';
 import { RunStatusBar } from './host/statusBar';
+import { DONT_TRUST, TRUST, trustQuestion } from './host/trustPrompt';
 
 let daemonForDeactivate: DaemonClient | null = null;
 
@@ -37,6 +38,14 @@ export function activate(context: vscode.ExtensionContext): void {
           return { decision: 'deny' };
         }
         return controller.approve(params, token);
+      },
+      trust: async (params, token) => {
+        const question = trustQuestion(params);
+        log.info(`trust asked for ${params.configPath} (${params.servers.map((server) => server.name).join(', ')})`);
+        const answer = await vscode.window.showWarningMessage(question.message, { modal: true, detail: question.detail }, TRUST, DONT_TRUST);
+        const trusted = answer === TRUST && !token.isCancellationRequested;
+        log.info(`${params.configPath}: ${trusted ? 'trusted' : 'not trusted'}`);
+        return { trusted };
       },
       status: (status) => store.setDaemon(status),
     },

@@ -24,7 +24,12 @@ import {
   type ApproveToolCallResult,
   type ServerCapability,
 } from '../protocol';
-import type { AllClientRequests as ClientRequests, AllServerNotifications } from '../shared/wireAdditions';
+import type {
+  AllClientRequests as ClientRequests,
+  AllServerNotifications,
+  TrustWorkspaceParams,
+  TrustWorkspaceResult,
+} from '../shared/wireAdditions';
 import type { DaemonStatus } from '../shared/messages';
 import type { RunNotification } from '../shared/runState';
 import { initializationOptions, type Settings } from '../host/settings';
@@ -58,6 +63,8 @@ const STOP_TIMEOUT_MS = 8_000;
 export interface DaemonEvents {
   notification(notification: RunNotification): void;
   approval(params: ApproveToolCallParams, token: vscode.CancellationToken): Promise<ApproveToolCallResult>;
+  /** A folder's MCP config wants to start programs: may it? */
+  trust(params: TrustWorkspaceParams, token: vscode.CancellationToken): Promise<TrustWorkspaceResult>;
   status(status: DaemonStatus): void;
 }
 
@@ -318,6 +325,20 @@ export class DaemonClient implements vscode.Disposable {
       'cleveragents/approveToolCall',
       (params: ApproveToolCallParams, token: vscode.CancellationToken) => events.approval(params, token),
     );
+    client.onRequest(
+      'cleveragents/trustWorkspace',
+      (params: TrustWorkspaceParams, token: vscode.CancellationToken) => events.trust(params, token),
+    );
+    // `initialize` declares what this client answers (approvals, trust questions).
+    client.registerFeature({
+      fillClientCapabilities: (capabilities) => {
+        const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
+        capabilities.experimental = { ...experimental, cleveragents: { approvals: true, trust: true } };
+      },
+      initialize: () => undefined,
+      getState: () => ({ kind: 'static' }),
+      clear: () => undefined,
+    });
     client.onDidChangeState((change) => {
       if (client !== this.client) {
         return;

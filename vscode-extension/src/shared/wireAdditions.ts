@@ -88,3 +88,25 @@ export interface RestoreResult {
 export type AllClientRequests = ClientRequests & {
   'cleveragents/restore': { params: RestoreParams; result: RestoreResult };
 };
+
+/** An MCP server a folder's config would start. */
+export interface TrustedServer {
+  name: string;
+  command: string;
+  args: string[];
+}
+
+/**
+ * `cleveragents/trustWorkspace` (server -> client): may the folder's MCP config start these
+ * programs? Sent only to clients that declare `experimental.cleveragents.trust: true`.
+ */
+export interface TrustWorkspaceParams {
+  sandboxRoot: string;
+  configPath: string;
+  configHash: string;
+  servers: TrustedServer[];
+}
+
+export interface TrustWorkspaceResult {
+  trusted: boolean;
+}
