@@ -14,7 +14,11 @@ export interface TrustQuestion {
 
 export function trustQuestion(params: TrustWorkspaceParams): TrustQuestion {
   const count = params.servers.length === 1 ? 'one program' : `${params.servers.length} programs`;
-  const lines = params.servers.map((server) => `${server.name}: ${[server.command, ...server.args].map(shellQuote).join(' ')}`);
+  const lines = params.servers.map((server) => {
+    const line = `${server.name}: ${[server.command, ...server.args].map(shellQuote).join(' ')}`;
+    const env = server.envNames ?? [];
+    return env.length > 0 ? `${line} (sets ${env.join(', ')})` : line;
+  });
   return {
     message: `${params.configPath} asks to start ${count} as tools for runs in ${params.sandboxRoot}. Trust it?`,
     detail: [

@@ -92,8 +92,11 @@ export type AllClientRequests = ClientRequests & {
 /** An MCP server a folder's config would start. */
 export interface TrustedServer {
   name: string;
+  /** As written (`${VAR}` references unexpanded). */
   command: string;
   args: string[];
+  /** Names of the variables it sets (never their values). */
+  envNames?: string[];
 }
 
 /**
