@@ -561,9 +561,10 @@ async function main() {
     step('install-and-go');
     const approval = view.locator('[data-testid="approval"]');
     await approval.locator('button[data-testid="approve-allow"]').waitFor();
-    const tabTitle = await page.locator('.editor-group-container.active .tab.active').innerText();
-    if (!tabTitle.includes('hello.txt')) fail(`the diff editor's tab says ${JSON.stringify(tabTitle)}`);
-    // Monaco draws spaces as no-break spaces.
+    await page.locator('.editor-group-container.active .tab.active', { hasText: 'hello.txt' }).waitFor();
+    // The proposed side is drawn once its virtual document is read (Monaco draws spaces as
+    // no-break spaces, so match a word).
+    await diffEditor.locator('.editor.modified .view-lines', { hasText: 'cleveragents' }).waitFor();
     const proposed = (await diffEditor.locator('.editor.modified .view-lines').innerText()).replace(/\u00a0/g, ' ');
     if (!proposed.includes('Hello from the cleveragents e2e test.')) {
       fail(`the proposed side shows ${JSON.stringify(proposed)}`);
