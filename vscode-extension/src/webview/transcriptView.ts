@@ -94,6 +94,9 @@ export class TranscriptView {
   /** The user is at the bottom: keep following. */
   private follow = true;
   private lastScrollTop = 0;
+  private lastScrollHeight = 0;
+  /** A catch-up jump waits for its frame. */
+  private catchingUp = false;
   private finishedSince = { done: 0, failed: 0 };
   private announceTimer: ReturnType<typeof setTimeout> | null = null;
 
@@ -116,11 +119,23 @@ export class TranscriptView {
   private onScroll(): void {
     const { scrollTop, clientHeight, scrollHeight } = this.scroller;
     const atBottom = scrollTop + clientHeight >= scrollHeight - BOTTOM_SLACK_PX;
-    // Only a move up stops following: rows growing below the reader (the list outpacing the
-    // browser's anchoring for a frame) are not the reader leaving the bottom.
     const movedUp = scrollTop < this.lastScrollTop - 1;
+    // The browser also moves the view up by itself, when rows above it shrink (off-screen
+    // chunks laid out with their real size): the list's height changes with that move.
+    const resized = scrollHeight !== this.lastScrollHeight;
     this.lastScrollTop = scrollTop;
-    const follow = atBottom || (this.follow && !movedUp);
+    this.lastScrollHeight = scrollHeight;
+    if (atBottom) {
+      this.setFollow(true);
+    } else if (movedUp && !resized) {
+      // Only the reader (wheel, keys, scroll bar, focus) moving up stops following.
+      this.setFollow(false);
+    } else if (movedUp && this.follow && this.queue.length === 0 && !this.catchingUp) {
+      this.catchUp(10);
+    }
+  }
+
+  private setFollow(follow: boolean): void {
     if (follow !== this.follow) {
       this.follow = follow;
       this.anchor.classList.toggle('off', !follow);
@@ -142,6 +157,7 @@ export class TranscriptView {
     this.anchored = false;
     this.follow = true;
     this.lastScrollTop = 0;
+    this.lastScrollHeight = 0;
     this.anchor.classList.remove('off');
     if (state === null) {
       this.flushNow();
@@ -229,7 +245,9 @@ export class TranscriptView {
     const { scrollTop, clientHeight, scrollHeight } = this.scroller;
     if (scrollTop + clientHeight >= scrollHeight - BOTTOM_SLACK_PX) return;
     this.anchor.scrollIntoView({ block: 'end' });
+    this.catchingUp = true;
     requestAnimationFrame(() => {
+      this.catchingUp = false;
       if (this.frame === null && this.queue.length === 0) this.catchUp(attempts - 1);
     });
   }

@@ -16,7 +16,9 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 
 import { RunStore } from '../../src/host/runStore';
 import { renderWebviewHtml } from '../../src/host/webviewHtml';
+import type { RunResult } from '../../src/protocol';
 import type { HostMessage, WebviewMessage } from '../../src/shared/messages';
+import type { RunNotification } from '../../src/shared/runState';
 
 // Tests run from out/test/webview.
 export const EXTENSION_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -277,4 +279,27 @@ export function useBrowser(): { browser: () => Browser; url: () => string } {
     return value;
   };
   return { browser: () => need(browser), url: () => need(server).url };
+}
+
+/** Sends `runId`'s notifications into the harness's store, numbering them as the daemon does. */
+export function notifier(harness: PanelHarness, runId: string): (method: string, params: object) => void {
+  let seq = 0;
+  return (method, params) => {
+    seq += 1;
+    harness.store.notify({ method, params: { ...params, runId, seq } } as RunNotification);
+  };
+}
+
+/** A finished run's result, as an older daemon sends it (no usage, no changed files). */
+export function runResult(runId: string, content: string, iterations = 1): RunResult {
+  return {
+    runId,
+    content,
+    stopReason: 'final_answer',
+    iterations,
+    terminatedByLimit: false,
+    usage: { inputTokens: 0, outputTokens: 0 },
+    toolCallHistory: [],
+    continuedFrom: null,
+  };
 }

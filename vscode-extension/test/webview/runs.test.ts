@@ -4,31 +4,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import type { RunResult } from '../../src/protocol';
-import type { RunNotification } from '../../src/shared/runState';
 import { largeRun } from '../fixtures/streams';
-import { PanelHarness, useBrowser } from './harness';
+import { notifier, PanelHarness, runResult, useBrowser } from './harness';
 
 const session = useBrowser();
-
-function notifier(harness: PanelHarness, runId: string): (method: string, params: object) => void {
-  let seq = 0;
-  return (method, params) => {
-    seq += 1;
-    harness.store.notify({ method, params: { ...params, runId, seq } } as RunNotification);
-  };
-}
-
-const result = (runId: string, content: string): RunResult => ({
-  runId,
-  content,
-  stopReason: 'final_answer',
-  iterations: 1,
-  terminatedByLimit: false,
-  usage: { inputTokens: 0, outputTokens: 0 },
-  toolCallHistory: [],
-  continuedFrom: null,
-});
 
 describe('several runs at once', () => {
   it('lists the runs, switches between their transcripts and stops the one asked', async () => {
@@ -67,7 +46,7 @@ describe('several runs at once', () => {
     await page.locator('[data-testid="run-tab-stop"][data-run-id="run-b"]').click();
     await harness.waitForPosted((m) => m.type === 'stop' && m.runId === 'run-b');
 
-    store.settleRun('run-a', { ...result('run-a', 'A done'), stopReason: 'cancelled' });
+    store.settleRun('run-a', { ...runResult('run-a', 'A done'), stopReason: 'cancelled' });
     await harness.delivered();
     await page.locator('[data-testid="run-tab"][data-run-id="run-a"][data-state="cancelled"]').waitFor();
     await page.locator('[data-testid="run-tab"][data-run-id="run-b"]').click();
@@ -85,7 +64,7 @@ describe('several runs at once', () => {
     await page.locator('[data-testid="run-usage"]').waitFor();
     assert.equal(await page.textContent('[data-testid="run-tokens"]'), '—');
     assert.equal(await page.textContent('[data-testid="run-cost"]'), '—');
-    store.settleRun('old-daemon', result('old-daemon', 'done'));
+    store.settleRun('old-daemon', runResult('old-daemon', 'done'));
 
     store.beginRun('priced', { prompt: 'Priced', sandboxRoot: '/w' });
     const send = notifier(harness, 'priced');
@@ -99,7 +78,7 @@ describe('several runs at once', () => {
     await page.locator('[data-testid="run-cost"]', { hasText: '$0.02' }).waitFor();
     assert.equal(await page.textContent('[data-testid="run-tokens"]'), '2,600 in · 450 out (1,000 cached)');
     // A result without a cost (an older daemon) keeps the streamed one.
-    store.settleRun('priced', { ...result('priced', 'done'), usage: { inputTokens: 2600, outputTokens: 450 } });
+    store.settleRun('priced', { ...runResult('priced', 'done'), usage: { inputTokens: 2600, outputTokens: 450 } });
     await harness.delivered();
     assert.equal(await page.textContent('[data-testid="run-cost"]'), '$0.02');
     await harness.screenshot('webview-cost-header.png');
@@ -194,7 +173,7 @@ describe('several runs at once', () => {
       for (const stream of streams) for (const n of stream.slice(i, i + perTick)) store.notify(n);
       await new Promise((resolve) => setTimeout(resolve, 16));
     }
-    for (const id of ids) store.settleRun(id, result(id, 'done'));
+    for (const id of ids) store.settleRun(id, runResult(id, 'done'));
     await harness.delivered();
     // The displayed run (the last started) has every row; the others are one click away.
     await page.waitForFunction((expected) => document.querySelectorAll('[data-testid="tool-call"]').length === expected, count);

@@ -5,31 +5,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import type { RunDetail, RunResult } from '../../src/protocol';
-import type { RunNotification } from '../../src/shared/runState';
+import type { RunDetail } from '../../src/protocol';
 import type { RunDetailAdditions } from '../../src/shared/wireAdditions';
-import { PanelHarness, useBrowser } from './harness';
+import { notifier, PanelHarness, runResult, useBrowser } from './harness';
 
 const session = useBrowser();
-
-function notifier(harness: PanelHarness, runId: string): (method: string, params: object) => void {
-  let seq = 0;
-  return (method, params) => {
-    seq += 1;
-    harness.store.notify({ method, params: { ...params, runId, seq } } as RunNotification);
-  };
-}
-
-const result = (runId: string): RunResult => ({
-  runId,
-  content: 'Done.',
-  stopReason: 'final_answer',
-  iterations: 3,
-  terminatedByLimit: false,
-  usage: { inputTokens: 0, outputTokens: 0 },
-  toolCallHistory: [],
-  continuedFrom: null,
-});
 
 describe('undo in the transcript', () => {
   it('offers to restore the steps with a checkpoint and to undo the run, once the daemon lists them', async () => {
@@ -38,7 +18,7 @@ describe('undo in the transcript', () => {
     store.beginRun('three-steps', { prompt: 'Change things', sandboxRoot: '/w' });
     const send = notifier(harness, 'three-steps');
     for (const iteration of [1, 2, 3]) send('cleveragents/iterationStarted', { iteration });
-    store.settleRun('three-steps', result('three-steps'));
+    store.settleRun('three-steps', runResult('three-steps', 'Done.', 3));
     await harness.delivered();
     await page.locator('[data-testid="run-end"]').waitFor();
     // Nothing to offer before the daemon says what it holds.
@@ -85,7 +65,7 @@ describe('undo in the transcript', () => {
     const { store, page } = harness;
     store.beginRun('no-git', { prompt: 'Without git', sandboxRoot: '/w' });
     notifier(harness, 'no-git')('cleveragents/iterationStarted', { iteration: 1 });
-    store.settleRun('no-git', result('no-git'));
+    store.settleRun('no-git', runResult('no-git', 'Done.'));
     store.setUndoInfo('no-git', { checkpoints: [], changedFiles: [], checkpointWarning: 'git is not installed: this run cannot be undone' });
     await harness.delivered();
     await page.locator('[data-testid="checkpoint-warning"]', { hasText: 'git is not installed' }).waitFor();
