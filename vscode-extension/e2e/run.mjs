@@ -43,6 +43,8 @@ const MARKDOWN_ANSWER = `${FINAL_ANSWER}\n\nRead it with:\n\n\`\`\`sh\ncat hello
 const SETUP_TIMEOUT_MS = 6 * 60_000;
 const RUN1_PROMPT = 'Write hello.txt with the greeting.';
 const RUN2_PROMPT = 'Take your time.';
+const UNDO_PROMPT = 'Add notes, then change the greeting.';
+const NOTES_CONTENT = 'Notes from the undo run.\n';
 /** Long enough that only Stop can end run 2 within STOP_TIMEOUT_MS. */
 const SLOW_RESPONSE_DELAY_MS = 300_000;
 const STOP_TIMEOUT_MS = 60_000;
@@ -623,6 +625,67 @@ async function main() {
       fail('hello.txt changed although the edit was denied');
     }
     step('deny-from-diff');
+
+    // -- undo: a run that adds notes.txt (step 1) and edits hello.txt (step 2), restored to
+    //    before step 2 from its iteration row, then undone whole from its end, files checked --
+    writeReplayScript(sandbox, [
+      {
+        text: 'First the notes.',
+        tool_calls: [{ id: 'call_write_notes', name: 'write_file', arguments: { path: 'notes.txt', content: NOTES_CONTENT } }],
+      },
+      {
+        text: 'Now the greeting.',
+        tool_calls: [
+          { id: 'call_edit_hello2', name: 'edit_file', arguments: { path: 'hello.txt', old_text: 'Second line', new_text: '2nd line' } },
+        ],
+      },
+      { text: 'Wrote notes.txt and changed hello.txt.' },
+    ]);
+    // auto-edit from the panel's picker: the file tools run without asking.
+    await view.locator('[data-testid="pick-profile"]').selectOption('auto-edit');
+    await prompt.fill(UNDO_PROMPT);
+    await view.locator('button[data-testid="run"]').click();
+    const undoTab = view.locator('[data-testid="run-tab"]', { hasText: UNDO_PROMPT });
+    await undoTab.waitFor();
+    const undoRunId = await undoTab.getAttribute('data-run-id');
+    await view.locator('[data-testid="tool-call"][data-call-id="call_edit_hello2"][data-status="success"]').waitFor();
+    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    const hello = path.join(sandbox.workspace, 'hello.txt');
+    const notes = path.join(sandbox.workspace, 'notes.txt');
+    const edited = HELLO_CONTENT.replace('Second line', '2nd line');
+    if (fs.readFileSync(hello, 'utf8') !== edited || fs.readFileSync(notes, 'utf8') !== NOTES_CONTENT) {
+      fail('the undo run did not write notes.txt and edit hello.txt');
+    }
+    // The daemon's checkpoints arrive after the run: one before each changing step.
+    await view.locator('[data-testid="restore-iteration"][data-iteration="2"]').click();
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor();
+    const asked = await dialog.innerText();
+    if (!asked.includes('Changed back: hello.txt') || asked.includes('notes.txt')) {
+      fail(`restoring to before step 2 asks ${JSON.stringify(asked)}`);
+    }
+    await screenshot(page, 'restore-step-confirm');
+    await dialog.getByRole('button', { name: 'Restore', exact: true }).click();
+    // The restore's own entry goes on display, with the file it changed.
+    const restored = view.locator('[data-testid="run-end"]', { has: view.locator('.end-title', { hasText: 'Restored' }) });
+    await restored.locator('[data-testid="changed-file"][data-path="hello.txt"]').waitFor();
+    if (fs.readFileSync(hello, 'utf8') !== HELLO_CONTENT) fail('hello.txt is not back to before step 2');
+    if (fs.readFileSync(notes, 'utf8') !== NOTES_CONTENT) fail('restoring to before step 2 undid step 1 too');
+    await screenshot(page, 'restored-step');
+    step('restore-to-before-step');
+    await view.locator(`[data-testid="run-tab"][data-run-id="${undoRunId}"]`).click();
+    // Its own end (the restore's says "Undo this restore").
+    await view.locator('[data-testid="undo-run"]', { hasText: 'Undo this run' }).click();
+    await dialog.waitFor();
+    const askedUndo = await dialog.innerText();
+    if (!askedUndo.includes('Deleted: notes.txt')) fail(`undoing the run asks ${JSON.stringify(askedUndo)}`);
+    await screenshot(page, 'undo-run-confirm');
+    await dialog.getByRole('button', { name: 'Undo Run', exact: true }).click();
+    await view.locator('[data-testid="run-end"] [data-testid="changed-file"][data-path="notes.txt"][data-change="deleted"]').waitFor();
+    if (fs.existsSync(notes)) fail('notes.txt is still there after undoing the run');
+    if (fs.readFileSync(hello, 'utf8') !== HELLO_CONTENT) fail('hello.txt changed by undoing the run');
+    await screenshot(page, 'run-undone');
+    step('undo-run');
 
     // -- runs 3 and 4 at once: both stream, Stop ends one, the other goes on ----------------
     writeReplayScript(sandbox, [

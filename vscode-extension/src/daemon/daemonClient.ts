@@ -22,10 +22,10 @@ import {
   PROTOCOL_VERSION,
   type ApproveToolCallParams,
   type ApproveToolCallResult,
+  type ClientRequests,
   type ServerCapability,
 } from '../protocol';
 import type {
-  AllClientRequests as ClientRequests,
   AllServerNotifications,
   TrustWorkspaceParams,
   TrustWorkspaceResult,

@@ -1,12 +1,7 @@
 // Undo in words: what a restore is called, what its dry run says will change (for the
 // confirmation), and what the daemon's refusals mean for the user. Pure.
 
-import type { ChangedFile, RestoreResult } from '../shared/wireAdditions';
-
-/** `cleveragents/restore` while a run is active in that folder (RunActive). */
-export const RUN_ACTIVE = -32002;
-/** git failed part way; `data.restoreId` puts the folder back as it was before (RestoreFailed). */
-export const RESTORE_FAILED = -32018;
+import { ErrorCodes, type ChangedFile, type RestoreResult } from '../protocol';
 
 /** Files listed by name in the confirmation; the rest are counted. */
 const MAX_LISTED = 30;
@@ -77,13 +72,13 @@ export function restoreDone(target: RestoreTarget, result: RestoreResult): strin
 /** The daemon refused or failed a restore: what happened and what to do. */
 export function restoreErrorText(code: number | null, message: string, data: unknown): string {
   const record = (data !== null && typeof data === 'object' ? data : {}) as Record<string, unknown>;
-  if (code === RUN_ACTIVE) {
+  if (code === ErrorCodes.RunActive) {
     const folder = typeof record.sandboxRoot === 'string' ? record.sandboxRoot : 'this folder';
     const runs = Array.isArray(record.activeRunIds) ? record.activeRunIds.filter((id) => typeof id === 'string') : [];
     const which = runs.length > 0 ? ` (${runs.join(', ')})` : '';
     return `Cannot restore while a run is going in ${folder}${which}: stop it or let it finish, then try again.`;
   }
-  if (code === RESTORE_FAILED && typeof record.restoreId === 'string') {
+  if (code === ErrorCodes.RestoreFailed && typeof record.restoreId === 'string') {
     return `${message} The restore stopped part way: undo it from the history (${record.restoreId}) to put the folder back.`;
   }
   return message;

@@ -3,11 +3,11 @@
 
 import * as vscode from 'vscode';
 
-import { ErrorCodes, type ApproveToolCallParams, type ApproveToolCallResult, type RunDetail, type RunParams } from '../protocol';
+import { ErrorCodes, type ApproveToolCallParams, type ApproveToolCallResult, type RestoreResult, type RunParams } from '../protocol';
 import { DaemonUnavailableError, errorText, type DaemonClient } from '../daemon/daemonClient';
 import type { ApprovalDecision, RunNotification } from '../shared/runState';
 import type { ContextItem, Notice } from '../shared/messages';
-import type { RestoreResult, RunDetailAdditions, RunResource } from '../shared/wireAdditions';
+import type { RunResource } from '../shared/wireAdditions';
 import type { ChangeReview } from './changeReview';
 import type { RunStore } from './runStore';
 import { confirmation, restoreDone, restoreErrorText, restoreTitle, type RestoreTarget } from './restorePlan';
@@ -116,12 +116,12 @@ export class RunController {
   /** A run ended: ask the daemon which of its steps can be restored (its checkpoints). */
   private async loadUndoInfo(runId: string): Promise<void> {
     try {
-      const detail: RunDetail & RunDetailAdditions = await this.deps.daemon.request('cleveragents/getRun', { runId });
-      if (detail.checkpoints === undefined) return; // a daemon without undo
+      const detail = await this.deps.daemon.request('cleveragents/getRun', { runId });
+      if (!Array.isArray(detail.checkpoints)) return; // a daemon older than undo
       this.deps.store.setUndoInfo(runId, {
         checkpoints: detail.checkpoints.map((checkpoint) => checkpoint.iteration),
-        changedFiles: detail.changedFiles ?? [],
-        checkpointWarning: detail.checkpointWarning ?? null,
+        changedFiles: detail.changedFiles,
+        checkpointWarning: detail.checkpointWarning,
       });
     } catch (error) {
       this.deps.log.warn(`reading the checkpoints of run ${runId}: ${errorText(error)}`);

@@ -6,15 +6,8 @@
 // arrives early waits in a buffer until the missing ones come, and `settle` (the run's
 // request has returned) applies whatever is still buffered, marking the holes as gaps.
 
-import type { ApproveToolCallParams, RunDetail, RunResult, ToolCallRecord } from '../protocol';
-import type {
-  AllServerNotifications,
-  ChangedFile,
-  RunDetailAdditions,
-  RunResultAdditions,
-  UndoResultAdditions,
-  UsageView,
-} from './wireAdditions';
+import type { ApproveToolCallParams, ChangedFile, RunDetail, RunResult, ToolCallRecord } from '../protocol';
+import type { AllServerNotifications, RunResultAdditions, UsageView } from './wireAdditions';
 
 export type NotificationMethod = keyof AllServerNotifications;
 
@@ -308,7 +301,7 @@ export class RunState {
    * The run's request returned: apply what is still buffered (holes become gap entries), add
    * records the stream never delivered, and end the run if `runFinished` never came.
    */
-  settle(result: RunResult & RunResultAdditions & UndoResultAdditions): void {
+  settle(result: RunResult & RunResultAdditions): void {
     this.flushBuffer();
     for (const record of result.toolCallHistory) {
       const entry = this.callsById.get(record.callId);
@@ -332,8 +325,10 @@ export class RunState {
     }
     this.setUsage(result.usage);
     const end = this.end;
-    if (end !== null && result.changedFiles !== undefined && result.changedFiles.length > 0) {
-      const merged = mergeChangedFiles(end.changedFiles, result.changedFiles);
+    // `?? []`: a daemon older than undo sends no list.
+    const changedFiles = result.changedFiles ?? [];
+    if (end !== null && changedFiles.length > 0) {
+      const merged = mergeChangedFiles(end.changedFiles, changedFiles);
       if (merged.length !== end.changedFiles.length) {
         end.changedFiles = merged;
         this.emit(end, 'updated');
@@ -462,8 +457,7 @@ export class RunState {
   }
 
   /** A run read back from the history: iterations, texts and records rebuilt from it. */
-  static fromDetail(stored: RunDetail): RunState {
-    const detail: RunDetail & RunDetailAdditions = stored;
+  static fromDetail(detail: RunDetail): RunState {
     const state = new RunState(detail.runId, {
       kind: detail.kind ?? 'run',
       prompt: detail.prompt,
@@ -519,13 +513,12 @@ export class RunState {
         checkpointWarning: null,
       });
       state.setUsage(detail.usage);
-      if (detail.checkpoints !== undefined) {
-        state.setUndoInfo({
-          checkpoints: detail.checkpoints.map((checkpoint) => checkpoint.iteration),
-          changedFiles: detail.changedFiles ?? [],
-          checkpointWarning: detail.checkpointWarning ?? null,
-        });
-      }
+      // A daemon older than undo sends no checkpoints: nothing to offer.
+      state.setUndoInfo({
+        checkpoints: (detail.checkpoints ?? []).map((checkpoint) => checkpoint.iteration),
+        changedFiles: detail.changedFiles ?? [],
+        checkpointWarning: detail.checkpointWarning ?? null,
+      });
     }
     // Nothing will stream for a stored run; a late notification counts as a duplicate.
     state.expectedSeq = Number.MAX_SAFE_INTEGER;

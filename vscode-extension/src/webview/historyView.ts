@@ -52,9 +52,8 @@ export class HistoryView {
     this.list.replaceChildren(
       ...runs.map((run) => {
         const status = STATUS_WORDS[run.status];
-        // A restore of a folder (newer daemons) is an entry of its own: it made no tool calls.
-        const restore = (run as { kind?: string }).kind === 'restore';
-        const meta = [relativeTime(run.startedAt, now), restore ? 'restore' : plural(run.toolCallCount, 'tool call')];
+        // A restore of a folder is an entry of its own: it made no tool calls.
+        const meta = [relativeTime(run.startedAt, now), run.kind === 'restore' ? 'restore' : plural(run.toolCallCount, 'tool call')];
         if (run.continuedFrom) meta.push('follow-up');
         const button = el(
           'button',

@@ -87,6 +87,7 @@ describe('run state: changed files and usage', () => {
       toolCallHistory: [],
       continuedFrom: null,
       changedFiles: [{ path: 'gone.txt', change: 'deleted' }, { path: './src/a.py', change: 'modified' }],
+      checkpointWarning: null,
     });
     assert.deepEqual(state.end?.changedFiles, [
       { path: 'new.txt', change: 'added' },

@@ -87,7 +87,7 @@ describe('RunState with the recorded final_answer stream', () => {
         ['call_missing', 'failure', 'execution_error'],
         ['call_write', 'success', null],
         ['call_command', 'failure', 'denied'],
-        ['call_edit', 'failure', 'execution_error'],
+        ['call_edit', 'success', null],
       ],
     );
     assert.equal(state.end?.stopReason, 'final_answer');

@@ -127,7 +127,8 @@ describe('RunStore', () => {
     const mirror = new WebviewMirror();
     store.onMessage((message) => mirror.receive(message));
     store.beginRun(RUN_ID, {});
-    FINAL_STREAM.filter((n) => n.params.seq <= 28).forEach((n) => store.notify(n));
+    // Up to the first call's start: the three approvals are then all open at once.
+    FINAL_STREAM.filter((n) => n.params.seq <= 26).forEach((n) => store.notify(n));
     const requests = FINAL.messages.filter((message) => message.kind === 'request');
     const answers = requests.map((request, index) =>
       request.kind === 'request' ? store.requestApproval(`approval-${index}`, request.params) : Promise.resolve(null),

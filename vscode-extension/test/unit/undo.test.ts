@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { confirmation, restoreDone, restoreErrorText, restoreTitle, RUN_ACTIVE, RESTORE_FAILED } from '../../src/host/restorePlan';
+import { confirmation, restoreDone, restoreErrorText, restoreTitle } from '../../src/host/restorePlan';
+import { ErrorCodes, type RestoreResult } from '../../src/protocol';
 import { RunState, type RunNotification } from '../../src/shared/runState';
-import type { RestoreResult } from '../../src/shared/wireAdditions';
 
 const preview: RestoreResult = {
   restoreId: null,
@@ -56,13 +56,13 @@ describe('restore confirmation', () => {
 
 describe('restore refusals', () => {
   it('explains a run still going, with its folder and runs', () => {
-    const text = restoreErrorText(RUN_ACTIVE, 'a run is active', { sandboxRoot: '/w', activeRunIds: ['run_9'] });
+    const text = restoreErrorText(ErrorCodes.RunActive, 'a run is active', { sandboxRoot: '/w', activeRunIds: ['run_9'] });
     assert.equal(text, 'Cannot restore while a run is going in /w (run_9): stop it or let it finish, then try again.');
-    assert.match(restoreErrorText(RUN_ACTIVE, 'x', null), /in this folder:/);
+    assert.match(restoreErrorText(ErrorCodes.RunActive, 'x', null), /in this folder:/);
   });
 
   it('points at the restore that undoes a partial one, and passes other messages on', () => {
-    assert.match(restoreErrorText(RESTORE_FAILED, 'git failed.', { restoreId: 'restore_7' }), /git failed\. .*restore_7/);
+    assert.match(restoreErrorText(ErrorCodes.RestoreFailed, 'git failed.', { restoreId: 'restore_7' }), /git failed\. .*restore_7/);
     assert.equal(restoreErrorText(-32017, 'run r1 cannot be restored: its checkpoints were pruned', null), 'run r1 cannot be restored: its checkpoints were pruned');
   });
 });

@@ -290,7 +290,7 @@ export function notifier(harness: PanelHarness, runId: string): (method: string,
   };
 }
 
-/** A finished run's result, as an older daemon sends it (no usage, no changed files). */
+/** A finished run's result that changed nothing and reported no tokens. */
 export function runResult(runId: string, content: string, iterations = 1): RunResult {
   return {
     runId,
@@ -301,5 +301,7 @@ export function runResult(runId: string, content: string, iterations = 1): RunRe
     usage: { inputTokens: 0, outputTokens: 0 },
     toolCallHistory: [],
     continuedFrom: null,
+    changedFiles: [],
+    checkpointWarning: null,
   };
 }

@@ -111,7 +111,7 @@ describe('the runs panel', () => {
       ['call_missing', 'read_file', 'failure', 'execution_error'],
       ['call_write', 'write_file', 'success', null],
       ['call_command', 'run_command', 'failure', 'denied'],
-      ['call_edit', 'edit_file', 'failure', 'execution_error'],
+      ['call_edit', 'edit_file', 'success', null],
     ]);
     assert.equal(await page.locator('[data-testid="iteration"]').count(), 3);
     assert.deepEqual(await page.locator('[data-testid="assistant-text"]').allTextContents(), [
@@ -238,8 +238,8 @@ describe('the runs panel', () => {
     const harness = await openPanel();
     const { page } = harness;
     const recorded = scenario('final_answer');
-    // After call_edit started (seq 28), before the approvals.
-    const cut = recorded.messages.findIndex((m) => m.kind === 'notification' && m.params.seq === 28) + 1;
+    // After call_edit started (seq 30), before its approval.
+    const cut = recorded.messages.findIndex((m) => m.kind === 'notification' && m.params.seq === 30) + 1;
     await replay(harness, recorded, { stopAfter: cut });
     await page.locator(row('call_edit')).waitFor();
     await page.click(`${row('call_missing')} [data-testid="tool-call-toggle"]`);

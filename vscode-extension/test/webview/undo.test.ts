@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import type { RunDetail } from '../../src/protocol';
-import type { RunDetailAdditions } from '../../src/shared/wireAdditions';
 import { notifier, PanelHarness, runResult, useBrowser } from './harness';
 
 const session = useBrowser();
@@ -77,7 +76,7 @@ describe('undo in the transcript', () => {
   it('shows a restore from the history as "Restored", with its files and "Undo this restore"', async () => {
     const harness = await PanelHarness.open(session.browser(), session.url());
     const { store, page } = harness;
-    const detail: RunDetail & RunDetailAdditions = {
+    const detail: RunDetail = {
       runId: 'restore_1',
       prompt: 'undo run three-steps',
       status: 'finished',
