@@ -706,6 +706,11 @@ async function main() {
     }
     await view.locator('[data-testid="iteration"]').first().waitFor();
     await screenshot(page, 'two-runs');
+    // While runs are going in the folder, the daemon refuses to restore it, and the panel says why.
+    await view.locator(`[data-testid="run-tab"][data-run-id="${undoRunId}"]`).click();
+    await view.locator('[data-testid="undo-run"]', { hasText: 'Undo this run' }).click();
+    await view.locator('[data-testid="notice"]', { hasText: 'Cannot restore while a run is going' }).waitFor();
+    await screenshot(page, 'restore-refused');
     const firstSlow = await running.first().getAttribute('data-run-id');
     await view.locator(`[data-testid="run-tab-stop"][data-run-id="${firstSlow}"]`).click();
     await view.locator(`[data-testid="run-tab"][data-run-id="${firstSlow}"][data-state="cancelled"]`).waitFor({ timeout: STOP_TIMEOUT_MS });
