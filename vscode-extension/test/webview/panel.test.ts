@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import type { RunResult } from '../../src/protocol';
 import type { RunNotification } from '../../src/shared/runState';
 import { largeRun, notificationsOf, recordedRuns, scenario, type RecordedScenario } from '../fixtures/streams';
-import { PanelHarness, useBrowser } from './harness';
+import { PanelHarness, runResult, useBrowser } from './harness';
 
 const session = useBrowser();
 
@@ -398,18 +398,7 @@ describe('a run of 5,000 tool calls', () => {
 
   it('renders incrementally, streamed or in one burst, and reports its time', async () => {
     const stream = largeRun(count);
-    const result: RunResult = {
-      runId: 'large-run',
-      content: `Read ${count} files.`,
-      stopReason: 'final_answer',
-      iterations: count / 10,
-      terminatedByLimit: false,
-      usage: { inputTokens: 0, outputTokens: 0 },
-      toolCallHistory: [],
-      continuedFrom: null,
-      changedFiles: [],
-      checkpointWarning: null,
-    };
+    const result = runResult('large-run', `Read ${count} files.`, count / 10);
 
     // 1. Streamed as a fast daemon sends it: the store forwards a batch per 16 ms tick.
     const streamed = await openPanel();
