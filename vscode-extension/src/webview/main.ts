@@ -238,11 +238,13 @@ function renderControls(): void {
   const hasPrompt = prompt.value.trim() !== '';
   runButton.disabled = !hasPrompt;
   stopButton.disabled = !displayedActive();
-  continueButton.disabled = !(run !== null && run.finished && hasPrompt);
+  // A restore has no conversation to follow up.
+  const continuable = run !== null && run.finished && run.header.kind === 'run';
+  continueButton.disabled = !(continuable && hasPrompt);
   setAttr(
     continueButton,
     'title',
-    run !== null && run.finished ? `Send the prompt as a follow-up to "${run.header.prompt}"` : 'Open a finished run to continue it',
+    continuable && run !== null ? `Send the prompt as a follow-up to "${run.header.prompt}"` : 'Open a finished run to continue it',
   );
 }
 
