@@ -111,6 +111,10 @@ class Sandbox:
                 return absolute[len(alias) + 1 :]
         return None
 
+    def absolute(self, path: SandboxPath) -> str:
+        """A checked path as an absolute one under the real root (to hand another program)."""
+        return os.path.join(self.root, *path.parts)
+
     def resolve(self, path: str) -> SandboxPath:
         """Check `path` against the wall; raises SandboxViolation naming `path` on any escape."""
         if not isinstance(path, str):
