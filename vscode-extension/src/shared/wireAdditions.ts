@@ -5,7 +5,7 @@
 import type { ServerNotifications, Usage } from '../protocol';
 
 /** Usage with the fields newer daemons add (cache tokens, cost in USD; null = price unknown). */
-export type UsageView = Usage & {
+export type UsageView = Pick<Usage, 'inputTokens' | 'outputTokens'> & {
   cacheReadTokens?: number;
   cacheWriteTokens?: number;
   costUsd?: number | null;

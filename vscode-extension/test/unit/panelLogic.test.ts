@@ -83,7 +83,7 @@ describe('run state: changed files and usage', () => {
       stopReason: 'final_answer',
       iterations: 1,
       terminatedByLimit: false,
-      usage: { inputTokens: 10, outputTokens: 5 },
+      usage: { inputTokens: 10, outputTokens: 5, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.5 },
       toolCallHistory: [],
       continuedFrom: null,
       changedFiles: [{ path: 'gone.txt', change: 'deleted' }, { path: './src/a.py', change: 'modified' }],
@@ -94,7 +94,7 @@ describe('run state: changed files and usage', () => {
       { path: 'src/a.py', change: 'modified' },
       { path: 'gone.txt', change: 'deleted' },
     ]);
-    assert.equal(state.header.usage?.costUsd, 0.5, 'a result without a cost keeps the streamed one');
+    assert.equal(state.header.usage?.costUsd, 0.5, 'the result keeps the run\'s cost in the header');
     assert.deepEqual(mergeChangedFiles([{ path: 'a', change: 'modified' }], [{ path: 'a', change: 'deleted' }]), [{ path: 'a', change: 'deleted' }]);
   });
 
