@@ -75,7 +75,7 @@ export class RunController {
     }
     const settings = this.deps.settings();
     const runId = newRunId();
-    const params: RunParams & { resources?: RunResource[] } = runParams(settings, { prompt: text, sandboxRoot, runId, continueFrom });
+    const params: RunParams = runParams(settings, { prompt: text, sandboxRoot, runId, continueFrom });
     const resources = context.filter((item) => isInside(item.path, sandboxRoot)).map(toResource);
     if (resources.length < context.length) {
       log.warn(`${context.length - resources.length} attached file(s) are outside ${sandboxRoot} and were left out`);

@@ -298,7 +298,7 @@ export function runResult(runId: string, content: string, iterations = 1): RunRe
     stopReason: 'final_answer',
     iterations,
     terminatedByLimit: false,
-    usage: { inputTokens: 0, outputTokens: 0 },
+    usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: null },
     toolCallHistory: [],
     continuedFrom: null,
     changedFiles: [],
