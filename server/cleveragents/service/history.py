@@ -57,6 +57,7 @@ from ..tool.records import ERROR_KINDS, ErrorKind, ToolCallRecord, ToolCallRunRe
 from ..tool.resources import Resource, prompt_with_resources
 from ..tool.router import result_from_record
 from ..tool.runtime import close_dangling_calls
+from ..workspace.private import keep_private, private_file, private_folder
 from .changes import CHANGE_KINDS, ChangedFile
 
 log = logging.getLogger(__name__)
@@ -371,7 +372,17 @@ class RunHistory:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Prompts, outputs and file contents: the owner's alone. The default data folder is
+        # ours to lock down; a folder named with --history is only created that way.
+        folder = self.path.parent
+        private_folder(folder, tighten=folder == default_history_path().parent)
+        private_file(self.path)
+        sidecars = [self.path.with_name(self.path.name + s) for s in ("-wal", "-shm", "-journal")]
+        for sidecar in sidecars:  # SQLite gives new ones the database's mode; older ones:
+            if sidecar.exists():
+                private_file(sidecar)
+        # No tool may read or rewrite the history, wherever it lives.
+        keep_private(self.path, *sidecars)
         self._lock = threading.Lock()
         # Continuations announced before their run's RunStarted arrives.
         self._pending_continuations: dict[str, str] = {}

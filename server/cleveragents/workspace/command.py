@@ -57,6 +57,7 @@ from .command_policy import (
     human_size,
 )
 from .limits import MAX_OUTPUT_BYTES
+from .private import private_folder
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 
 _resource: Any
@@ -371,6 +372,11 @@ def _limits_hit(
     return hit
 
 
+def _inside_folder(path: str, folder: str) -> bool:
+    real = os.path.realpath(path)
+    return folder == "/" or real == folder or real.startswith(folder.rstrip("/") + "/")
+
+
 @dataclass(slots=True)
 class _Prepared:
     """Everything decided before a command starts."""
@@ -396,6 +402,13 @@ def _prepare(
     confined = status.available if confine is None else confine
     if confined and (not status.available or status.executable is None):
         raise ToolError(f"confinement was required but {status.reason}")
+    from cleveragents.service.history import default_history_path  # history imports us
+
+    data_folder = default_history_path().parent
+    if _inside_folder(str(data_folder), sandbox.root):
+        # Hidden only if it exists: else the command could make one (a planted checkpoint
+        # store) that a later run with a history would trust.
+        private_folder(data_folder, tighten=True)
     view = command_mounts(policy, sandbox.root)
     if view.sandbox_hidden_by is not None:
         raise ToolError(

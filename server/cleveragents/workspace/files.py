@@ -224,6 +224,8 @@ def list_dir(path: str = ".", sandbox_root: str | None = None) -> dict[str, Any]
                 found = sorted(iterator, key=lambda entry: entry.name)
         except OSError as exc:
             raise ToolError(f"{path!r}: cannot list: {exc.strerror}") from None
+        hidden = sandbox.hidden_under(target.parts)
+        found = [entry for entry in found if entry.name not in hidden]
         entries = [_describe_entry(fd, entry) for entry in found[:MAX_LIST_ENTRIES]]
     return {
         "path": target.relative,
