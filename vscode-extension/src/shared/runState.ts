@@ -7,7 +7,7 @@
 // request has returned) applies whatever is still buffered, marking the holes as gaps.
 
 import type { ApproveToolCallParams, ChangedFile, RunDetail, RunResult, ToolCallRecord } from '../protocol';
-import type { AllServerNotifications, RunResultAdditions, UsageView } from './wireAdditions';
+import type { AllServerNotifications, UsageView } from './wireAdditions';
 
 export type NotificationMethod = keyof AllServerNotifications;
 
@@ -301,7 +301,7 @@ export class RunState {
    * The run's request returned: apply what is still buffered (holes become gap entries), add
    * records the stream never delivered, and end the run if `runFinished` never came.
    */
-  settle(result: RunResult & RunResultAdditions): void {
+  settle(result: RunResult): void {
     this.flushBuffer();
     for (const record of result.toolCallHistory) {
       const entry = this.callsById.get(record.callId);

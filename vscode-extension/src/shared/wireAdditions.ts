@@ -1,43 +1,15 @@
-// Wire fields of protocol v1 that this extension reads before src/protocol.ts is regenerated
-// with them (see protocol/README.md). Every one is optional: an older daemon sends none of
-// them and the panel shows "—" or leaves the feature out.
+// Wire types this extension reads beyond src/protocol.ts (generated from protocol/schema.json):
+// the looser Usage an older daemon sends, and the workspace-trust request until its branch's
+// schema is merged (then protocol.ts has them and these go).
 
-import type { ServerNotifications, Usage } from '../protocol';
+import type { RunResource, ServerNotifications, Usage, UsageParams } from '../protocol';
 
-/** Usage with the fields newer daemons add (cache tokens, cost in USD; null = price unknown). */
-export type UsageView = Pick<Usage, 'inputTokens' | 'outputTokens'> & {
-  cacheReadTokens?: number;
-  cacheWriteTokens?: number;
-  costUsd?: number | null;
-};
+/** Usage as the panel keeps it: a daemon older than usage reporting sends only the two counts. */
+export type UsageView = Pick<Usage, 'inputTokens' | 'outputTokens'> & Partial<Omit<Usage, 'inputTokens' | 'outputTokens'>>;
 
-/** `cleveragents/usage`: sent after each model call. */
-export interface UsageParams {
-  runId: string;
-  seq: number;
-  iteration: number;
-  /** This model call's. */
-  usage: UsageView;
-  /** The run's so far. */
-  total: UsageView;
-}
+export type { RunResource, UsageParams };
 
-/** `RunParams.resources`: context the user attached to the prompt. */
-export interface RunResource {
-  /** Inside the sandbox, relative or absolute. */
-  path: string;
-  /** A selection or an unsaved buffer; null: the daemon reads the file. */
-  text?: string | null;
-  startLine?: number | null;
-  endLine?: number | null;
-}
-
-export type AllServerNotifications = ServerNotifications & { 'cleveragents/usage': UsageParams };
-
-/** The usage fields newer daemons add to `RunResult`. */
-export interface RunResultAdditions {
-  usage?: UsageView;
-}
+export type AllServerNotifications = ServerNotifications;
 
 /** An MCP server a folder's config would start. */
 export interface TrustedServer {

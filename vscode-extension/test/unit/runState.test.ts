@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 
 import type { ApproveToolCallParams, RunResult } from '../../src/protocol';
 import { type Entry, type RunNotification, RunState, type ToolCallEntry } from '../../src/shared/runState';
-import { notificationsOf, scenario } from '../fixtures/streams';
+import { notificationsOf, scenario, startSeqOf } from '../fixtures/streams';
 
 const FINAL = scenario('final_answer');
 const FINAL_STREAM = notificationsOf(FINAL);
@@ -204,7 +204,7 @@ describe('RunState with the recorded final_answer stream', () => {
 });
 
 describe('RunState approvals', () => {
-  const upToWriteStart = FINAL_STREAM.filter((n) => n.params.seq <= 26);
+  const upToWriteStart = FINAL_STREAM.filter((n) => n.params.seq <= startSeqOf(FINAL, 'call_write'));
 
   it('attaches an approval to its row and settles it once', () => {
     const state = fed(upToWriteStart);

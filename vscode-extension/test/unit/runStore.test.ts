@@ -6,7 +6,7 @@ import { RunStore } from '../../src/host/runStore';
 import { statusText } from '../../src/host/statusText';
 import type { HostMessage } from '../../src/shared/messages';
 import { RunState, type RunNotification } from '../../src/shared/runState';
-import { notificationsOf, recordedRuns, scenario } from '../fixtures/streams';
+import { notificationsOf, recordedRuns, scenario, startSeqOf } from '../fixtures/streams';
 
 const FINAL = scenario('final_answer');
 const FINAL_STREAM = notificationsOf(FINAL);
@@ -128,7 +128,7 @@ describe('RunStore', () => {
     store.onMessage((message) => mirror.receive(message));
     store.beginRun(RUN_ID, {});
     // Up to the first call's start: the three approvals are then all open at once.
-    FINAL_STREAM.filter((n) => n.params.seq <= 26).forEach((n) => store.notify(n));
+    FINAL_STREAM.filter((n) => n.params.seq <= startSeqOf(FINAL, 'call_write')).forEach((n) => store.notify(n));
     const requests = FINAL.messages.filter((message) => message.kind === 'request');
     const answers = requests.map((request, index) =>
       request.kind === 'request' ? store.requestApproval(`approval-${index}`, request.params) : Promise.resolve(null),
@@ -151,7 +151,7 @@ describe('RunStore', () => {
   it('puts the run that asks for an approval on display', () => {
     const { store, messages, tick } = harness();
     store.beginRun(RUN_ID, {});
-    FINAL_STREAM.filter((n) => n.params.seq <= 26).forEach((n) => store.notify(n));
+    FINAL_STREAM.filter((n) => n.params.seq <= startSeqOf(FINAL, 'call_write')).forEach((n) => store.notify(n));
     store.showStoredRun(scenario('cancelled').detail);
     tick();
     messages.length = 0;
@@ -167,7 +167,7 @@ describe('RunStore', () => {
   it('fails a run: error end, approvals withdrawn, no active run', async () => {
     const { store, messages, tick } = harness();
     store.beginRun(RUN_ID, {});
-    FINAL_STREAM.filter((n) => n.params.seq <= 26).forEach((n) => store.notify(n));
+    FINAL_STREAM.filter((n) => n.params.seq <= startSeqOf(FINAL, 'call_write')).forEach((n) => store.notify(n));
     const request = FINAL.messages.find((message) => message.kind === 'request');
     assert.ok(request?.kind === 'request');
     const answer = store.requestApproval('approval-1', request.params);
@@ -241,7 +241,9 @@ describe('RunStore', () => {
     const { store } = harness();
     assert.equal(statusText(store), null);
     store.beginRun(RUN_ID, { prompt: 'p' });
-    FINAL_STREAM.filter((n) => n.params.seq <= 12).forEach((n: RunNotification) => store.notify(n));
+    // Up to the third call of iteration 1 starting.
+    const third = FINAL_STREAM.findIndex((n) => n.method === 'cleveragents/toolCallStarted' && n.params.callId === 'call_missing');
+    FINAL_STREAM.slice(0, third + 1).forEach((n: RunNotification) => store.notify(n));
     assert.equal(statusText(store)?.text, '$(loading~spin) cleveragents: iteration 1, 3 tool calls');
   });
 });

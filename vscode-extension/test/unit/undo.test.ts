@@ -81,7 +81,7 @@ describe('run state with checkpoints', () => {
       content: 'ok',
       iterations: 3,
       terminatedByLimit: false,
-      usage: { inputTokens: 0, outputTokens: 0 },
+      usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: null },
       toolCalls: 0,
       error: null,
       errorType: null,

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 
 import type { RunResult } from '../../src/protocol';
 import type { RunNotification } from '../../src/shared/runState';
-import { largeRun, notificationsOf, recordedRuns, scenario, type RecordedScenario } from '../fixtures/streams';
+import { largeRun, notificationsOf, recordedRuns, scenario, type RecordedScenario, startSeqOf } from '../fixtures/streams';
 import { PanelHarness, runResult, useBrowser } from './harness';
 
 const session = useBrowser();
@@ -238,8 +238,9 @@ describe('the runs panel', () => {
     const harness = await openPanel();
     const { page } = harness;
     const recorded = scenario('final_answer');
-    // After call_edit started (seq 30), before its approval.
-    const cut = recorded.messages.findIndex((m) => m.kind === 'notification' && m.params.seq === 30) + 1;
+    // After call_edit started, before its approval.
+    const editStart = startSeqOf(recorded, 'call_edit');
+    const cut = recorded.messages.findIndex((m) => m.kind === 'notification' && m.params.seq === editStart) + 1;
     await replay(harness, recorded, { stopAfter: cut });
     await page.locator(row('call_edit')).waitFor();
     await page.click(`${row('call_missing')} [data-testid="tool-call-toggle"]`);

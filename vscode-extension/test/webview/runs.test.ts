@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
+import type { RunResult } from '../../src/protocol';
 import { largeRun } from '../fixtures/streams';
 import { notifier, PanelHarness, runResult, useBrowser } from './harness';
 
@@ -77,8 +78,8 @@ describe('several runs at once', () => {
     await harness.delivered();
     await page.locator('[data-testid="run-cost"]', { hasText: '$0.02' }).waitFor();
     assert.equal(await page.textContent('[data-testid="run-tokens"]'), '2,600 in · 450 out (1,000 cached)');
-    // The result's usage keeps the cost in the header.
-    store.settleRun('priced', { ...runResult('priced', 'done'), usage: total });
+    // A result without a cost (an older daemon) keeps the streamed one.
+    store.settleRun('priced', { ...runResult('priced', 'done'), usage: { inputTokens: 2600, outputTokens: 450 } as RunResult['usage'] });
     await harness.delivered();
     assert.equal(await page.textContent('[data-testid="run-cost"]'), '$0.02');
     await harness.screenshot('webview-cost-header.png');

@@ -94,8 +94,6 @@ describe('undo in the transcript', () => {
       errorType: null,
       usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: null },
       toolCallHistory: [],
-      iterationUsage: [],
-      resources: [],
       messages: [],
       kind: 'restore',
       restoredRunId: 'three-steps',
@@ -103,6 +101,8 @@ describe('undo in the transcript', () => {
       checkpoints: [{ iteration: null, createdAt: 1_700_000_000, note: null }],
       changedFiles: [{ path: 'build/out.bin', change: 'deleted' }],
       checkpointWarning: null,
+      iterationUsage: [],
+      resources: [],
     };
     store.showStoredRun(detail);
     await harness.delivered();
