@@ -3,7 +3,10 @@
 pygls's reader accepts only `Content-Length: N\\r\\n` exactly and goes deaf after one bad
 frame. This parser is lenient about what clients really send (header names in any case,
 LF-only line ends, extra headers, blank lines between frames) and, when a frame is broken,
-reports it once and resynchronises on the next `Content-Length` header.
+reports it once and resynchronises on the next `Content-Length` header. A frame announced
+over the limit is broken too: its length is not trusted (a client that announces 100 MB and
+then sends ordinary requests must not be silenced until 100 MB have passed), so reading
+resumes at the next `Content-Length` header; the oversized body itself is never buffered.
 
 The writer runs on its own thread, so a client that stops reading never blocks the event
 loop (pygls writes synchronously).
@@ -27,6 +30,7 @@ MAX_HEADER_LINE = 8 * 1024
 MAX_BODY = 64 * 1024 * 1024
 _HEADER = re.compile(rb"^([!#$%&'*+\-.^_`|~0-9A-Za-z]+)[ \t]*:[ \t]*(.*?)[ \t]*$")
 _CONTENT_LENGTH = b"content-length"
+_FIND_CONTENT_LENGTH = re.compile(rb"content-length", re.IGNORECASE)
 # Bytes a header line (or a blank line) can start with; anything else is not a header.
 _LINE_START = frozenset(
     bytes([c])
@@ -60,11 +64,15 @@ class FrameParser:
         self._content_length: int | None = None
         self._in_headers = False  # at least one header line of the current frame seen
         self._body_length: int | None = None  # set while waiting for a body
-        self._skip = 0  # bytes of an oversized body still to discard
         self._resyncing = False  # discarding bytes up to the next Content-Length header
+        self._fed = 0  # bytes fed so far; the buffer starts at `_fed - len(_buffer)`
+        # While inside the bytes an over-limit frame announced, further errors are the
+        # oversized body being misread as headers: it was reported once, that is enough.
+        self._quiet_until = 0
 
     def feed(self, data: bytes) -> list[Item]:
         self._buffer += data
+        self._fed += len(data)
         items: list[Item] = []
         while self._step(items):
             pass
@@ -80,26 +88,22 @@ class FrameParser:
 
     # -- the state machine: each step consumes something or returns False ------------------
     def _step(self, items: list[Item]) -> bool:
-        if self._skip:
-            dropped = min(self._skip, len(self._buffer))
-            del self._buffer[:dropped]
-            self._skip -= dropped
-            return bool(self._buffer) and not self._skip
         if self._body_length is not None:
             if len(self._buffer) < self._body_length:
                 return False
             body = bytes(self._buffer[: self._body_length])
             del self._buffer[: self._body_length]
             self._body_length = None
+            self._quiet_until = 0  # a real frame: whatever was announced before was a lie
             items.append(Frame(body))
             return True
         if self._resyncing:
-            start = self._buffer.lower().find(_CONTENT_LENGTH)
-            if start < 0:
+            found = _FIND_CONTENT_LENGTH.search(self._buffer)
+            if found is None:
                 # A header could begin in the last bytes; keep just enough of them.
                 del self._buffer[: max(0, len(self._buffer) - len(_CONTENT_LENGTH) + 1)]
                 return False
-            del self._buffer[:start]
+            del self._buffer[: found.start()]
             self._resyncing = False
             return True
         if self._buffer and not self._in_headers and bytes(self._buffer[:1]) not in _LINE_START:
@@ -109,51 +113,81 @@ class FrameParser:
         newline = self._buffer.find(b"\n")
         if newline < 0:
             if len(self._buffer) > MAX_HEADER_LINE:
+                # Drop a byte so that resynchronising cannot find this same header again.
+                del self._buffer[:1]
                 self._fail(items, "a header line is longer than 8 KiB")
                 return True
             return False
+        start = self._position
         line = bytes(self._buffer[:newline]).rstrip(b"\r")
         del self._buffer[: newline + 1]
-        self._line(line, items)
+        self._line(line, start, items)
         return True
 
-    def _line(self, line: bytes, items: list[Item]) -> None:
+    def _line(self, line: bytes, start: int, items: list[Item]) -> None:
+        """One header line (or blank line), which began at offset `start` of the stream."""
         if not line.strip():
             if not self._in_headers:
                 return  # blank lines between frames are harmless
             if self._content_length is None:
-                self._fail(items, "a frame without a Content-Length header")
+                self._fail(items, "a frame without a Content-Length header", start)
                 return
             length = self._content_length
             self._reset_headers()
             if length > self.max_body:
-                items.append(FrameError(f"a frame of {length} bytes is over the limit"))
-                self._skip = length
+                self._fail(
+                    items,
+                    f"a frame of {length} bytes is over the {self.max_body} byte limit; "
+                    "reading resumes at the next Content-Length header",
+                    start,
+                )
+                self._quiet_until = max(self._quiet_until, self._position + length)
             else:
                 self._body_length = length
             return
         match = _HEADER.match(line)
         if match is None:
-            # The tail of a body sent with a miscounted length can share its line with the next
-            # frame's header: hand that header back, or resynchronising would skip past it.
-            header = line.lower().find(_CONTENT_LENGTH, 1)
-            if header > 0:
-                self._buffer[:0] = line[header:] + b"\n"
-            self._fail(items, f"expected a header line, got {line[:40]!r}")
+            self._fail_line(items, line, start, f"expected a header line, got {line[:40]!r}")
             return
-        self._in_headers = True
         name, value = match.group(1).lower(), match.group(2)
         if name != _CONTENT_LENGTH:
+            if _FIND_CONTENT_LENGTH.search(line, 1) is not None:
+                # `junkContent-Length: 52` or `X-Foo: baContent-Length: 52`: a header glued
+                # to the end of something else, not a header of its own.
+                message = f"expected a header line, got {line[:40]!r}"
+                self._fail_line(items, line, start, message)
+                return
+            self._in_headers = True
             return  # Content-Type and anything else: UTF-8 JSON is all we speak
+        self._in_headers = True
         if not value.isdigit():
-            self._fail(items, f"invalid Content-Length {value[:40]!r}")
+            self._fail_line(items, line, start, f"invalid Content-Length {value[:40]!r}")
             return
         self._content_length = int(value)
 
-    def _fail(self, items: list[Item], message: str) -> None:
-        items.append(FrameError(message))
+    def _fail_line(self, items: list[Item], line: bytes, start: int, message: str) -> None:
+        """A header line that failed: hand back a `Content-Length` further along it.
+
+        The tail of a body sent with a miscounted length, or of an oversized body being
+        skipped, can share its line with the next frame's header; resynchronising from the
+        end of the line would skip past that header.
+        """
+        found = _FIND_CONTENT_LENGTH.search(line, 1)
+        if found is not None:
+            self._buffer[:0] = line[found.start() :] + b"\n"
+        self._fail(items, message, start)
+
+    def _fail(self, items: list[Item], message: str, at: int | None = None) -> None:
+        """Report a broken frame (at stream offset `at`, default here) and resynchronise."""
+        if (self._position if at is None else at) >= self._quiet_until:
+            items.append(FrameError(message))
         self._reset_headers()
         self._resyncing = True
+
+    @property
+    def _position(self) -> int:
+        """Offset in the stream of the first unread byte."""
+        return self._fed - len(self._buffer)
 
     def _reset_headers(self) -> None:
         self._content_length = None
