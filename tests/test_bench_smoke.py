@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -92,3 +95,37 @@ def test_import_time_json_shows_no_provider_sdk_is_imported() -> None:
     assert result["loaded"]["openai"] is False
     packages = [package for package, _ms in result["self_ms_by_package"]]
     assert "cleveragents" in packages, "no -X importtime lines were parsed"
+
+
+CHECKPOINT_STEPS = (
+    "first snapshot",
+    "no-change snapshot",
+    "incremental snapshot",
+    "diff to now",
+    "restore",
+    "prune (pack)",
+)
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+@needs_git
+def test_checkpoint_bench_prints_every_step_and_a_verdict_per_target() -> None:
+    # The bench checks what it measures (an unchanged folder gives the same tree, the diff
+    # and the restore see every change), so it crashes rather than report work not done.
+    output = run_bench("checkpoint_bench.py", "--quick")
+    assert output.startswith("Checkpoints: 500 files, 1 round(s)")
+    for step in CHECKPOINT_STEPS:
+        assert any(line.startswith(step) for line in output.splitlines()), step
+    assert len(verdict_lines(output)) == 4
+    assert "store after a prune" in output
+
+
+@needs_git
+def test_checkpoint_bench_json_holds_every_step_and_the_disk_figures() -> None:
+    result: dict[str, Any] = json.loads(run_bench("checkpoint_bench.py", "--quick", "--json"))
+    assert [row["step"] for row in result["rows"]] == list(CHECKPOINT_STEPS)
+    for row in result["rows"]:
+        assert 0 < row["min_ms"] <= row["median_ms"] <= row["max_ms"]
+    assert result["workspace_bytes"] > 0 and result["store_bytes_packed"] > 0
+    for verdict in result["verdicts"]:
+        assert verdict["met"] == (verdict["value"] <= verdict["limit"])

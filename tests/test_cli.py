@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from tests.conftest import ROOT
 
-CLI = [sys.executable, "-m", "cleveragents.cli"]
+CLI = [sys.executable, "-m", "cleveragents"]
 
 
 @pytest.fixture

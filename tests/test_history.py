@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cleveragents.history import SCHEMA_VERSION, RunHistory, default_history_path
+from cleveragents.service.history import SCHEMA_VERSION, RunHistory, default_history_path
 from cleveragents.tool import (
     AssistantMessage,
     CancelToken,
@@ -266,7 +266,7 @@ CHILD_SCRIPT = textwrap.dedent(
     import sys
     from pathlib import Path
 
-    from cleveragents.history import RunHistory
+    from cleveragents.service.history import RunHistory
     from cleveragents.tool import (
         LLMRequest, LLMResponse, ToolCallingRuntime, ToolCallRequest, ToolRegistry, ToolRunner,
     )

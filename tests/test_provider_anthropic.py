@@ -512,7 +512,7 @@ async def test_thinking_survives_the_history_store_into_a_continued_run(
 ) -> None:
     # A run interrupted mid-tool-cycle and continued later by a new process: the signed
     # thinking must come back from the stored conversation, not from any in-memory cache.
-    from cleveragents.history import RunHistory
+    from cleveragents.service.history import RunHistory
     from cleveragents.tool.runtime import close_dangling_calls
 
     fake.push(

@@ -1,4 +1,7 @@
-"""The `cleveragents` command: run a loop in the terminal, list tools, serve the daemon."""
+"""The terminal front of the `cleveragents` command: run a loop, list tools, read the history.
+
+`serve` is not ours: the launcher (`launcher.py`) hands it to the daemon or ACP mode.
+"""
 
 from __future__ import annotations
 
@@ -88,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument("--limit", type=int, default=20, help="how many runs to list (default 20)")
     runs.add_argument("--json", action="store_true", help="print as JSON")
 
-    # Listed for --help only: `main` hands `serve ...` to the daemon's own parser.
+    # Listed for --help only: the launcher hands `serve ...` to the daemon or ACP mode.
     commands.add_parser(
         "serve", help="serve the JSON-RPC daemon (stdio or TCP) for editors and other clients"
     )
@@ -102,16 +105,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["serve"] and "--acp" in argv[1:]:
-        # ACP mode needs neither pygls nor lsprotocol: skip their import (a second of start-up).
-        from .acp.server import main as acp_main
-
-        return int(acp_main([a for a in argv[1:] if a != "--acp"]))
-    if argv[:1] == ["serve"]:
-        # The daemon parses its own options (argparse.REMAINDER would not pass `--stdio` on).
-        from .daemon.startup import import_server_main
-
-        return int(import_server_main()(argv[1:]))
     args = _parser().parse_args(argv)
     try:
         if args.command == "run":
@@ -120,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             return _tools(args)
         if args.command == "runs":
             return _runs(args)
+        if args.command == "serve":
+            return _fail("`serve` starts through the cleveragents command", EXIT_USAGE)
     except KeyboardInterrupt:
         return EXIT_CANCELLED
     return EXIT_USAGE
@@ -171,7 +166,7 @@ async def _add_mcp_tools_once(registry: Any, sandbox: str) -> None:
 
 
 def _open_history(path: str | None) -> Any:
-    from .history import RunHistory, default_history_path
+    from .service.history import RunHistory, default_history_path
 
     return RunHistory(path or default_history_path())
 

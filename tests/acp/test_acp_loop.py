@@ -26,8 +26,8 @@ from acp_support import (
     write_script,
 )
 
-from cleveragents.daemon import wire
-from cleveragents.history import RunHistory
+from cleveragents.service import errors as codes
+from cleveragents.service.history import RunHistory
 
 
 async def open_session(conn: Any, cwd: Path, **meta: Any) -> str:
@@ -362,7 +362,7 @@ async def test_the_profile_comes_from_meta_env_or_set_mode(
 
         with pytest.raises(RequestError) as bad_mode:
             await agent.conn.set_session_mode(session_id=sid, mode_id="yolo")
-        assert bad_mode.value.code == wire.INVALID_PARAMS
+        assert bad_mode.value.code == codes.INVALID_PARAMS
 
 
 # -- errors --------------------------------------------------------------------------------
@@ -387,7 +387,7 @@ async def test_a_provider_error_is_a_json_rpc_error_and_the_session_survives(
             sid = await open_session(agent.conn, sandbox)
             with pytest.raises(RequestError) as failed:
                 await agent.conn.prompt(session_id=sid, prompt=[text_block("Hello?")])
-            assert failed.value.code == wire.RUN_FAILED
+            assert failed.value.code == codes.RUN_FAILED
             assert "this model does not exist" in str(failed.value)
             assert failed.value.data is not None and failed.value.data["errorType"]
             answer = await agent.conn.prompt(session_id=sid, prompt=[text_block("Hello again?")])
@@ -403,7 +403,7 @@ async def test_an_unusable_provider_is_a_json_rpc_error(
         sid = await open_session(agent.conn, sandbox)
         with pytest.raises(RequestError) as failed:
             await agent.conn.prompt(session_id=sid, prompt=[text_block("Hello?")])
-        assert failed.value.code == wire.PROVIDER_UNAVAILABLE
+        assert failed.value.code == codes.PROVIDER_UNAVAILABLE
         assert "missing-script.json" in str(failed.value)
 
 
@@ -416,22 +416,22 @@ async def test_bad_requests_get_errors_and_the_agent_keeps_serving(
         for cwd in ("relative/path", str(sandbox / "missing")):
             with pytest.raises(RequestError) as bad_cwd:
                 await agent.conn.new_session(cwd=cwd, mcp_servers=[])
-            assert bad_cwd.value.code == wire.INVALID_PARAMS
+            assert bad_cwd.value.code == codes.INVALID_PARAMS
             assert "cwd" in str(bad_cwd.value.data)
         with pytest.raises(RequestError) as bad_profile:
             await agent.conn.new_session(
                 cwd=str(sandbox), mcp_servers=[], cleveragents={"automationProfile": "yolo"}
             )
-        assert bad_profile.value.code == wire.INVALID_PARAMS
+        assert bad_profile.value.code == codes.INVALID_PARAMS
 
         with pytest.raises(RequestError) as no_session:
             await agent.conn.prompt(session_id="sess_nope", prompt=[text_block("Hi")])
-        assert no_session.value.code == wire.INVALID_PARAMS
+        assert no_session.value.code == codes.INVALID_PARAMS
 
         sid = (await agent.conn.new_session(cwd=str(sandbox), mcp_servers=[])).session_id
         with pytest.raises(RequestError) as empty:
             await agent.conn.prompt(session_id=sid, prompt=[text_block("   ")])
-        assert empty.value.code == wire.INVALID_PARAMS
+        assert empty.value.code == codes.INVALID_PARAMS
 
         # Garbage on the wire is answered with a parse error; the session is unharmed.
         agent.inject(b"this is not json\n")
@@ -503,7 +503,7 @@ async def test_image_prompts_are_refused(
             await agent.conn.prompt(
                 session_id=sid, prompt=[text_block("Look:"), image_block("aGk=", "image/png")]
             )
-        assert refused.value.code == wire.INVALID_PARAMS
+        assert refused.value.code == codes.INVALID_PARAMS
         assert "image" in str(refused.value.data)
 
 
@@ -576,7 +576,7 @@ async def test_a_client_mcp_server_that_cannot_start_fails_session_new(
         broken = McpServerStdio(name="broken", command="/nonexistent/server", args=[], env=[])
         with pytest.raises(RequestError) as failed:
             await agent.conn.new_session(cwd=str(sandbox), mcp_servers=[broken])
-        assert failed.value.code == wire.TOOLS_UNAVAILABLE
+        assert failed.value.code == codes.TOOLS_UNAVAILABLE
         assert "broken" in str(failed.value)
         # Without it, the session opens.
         assert (await agent.conn.new_session(cwd=str(sandbox), mcp_servers=[])).session_id

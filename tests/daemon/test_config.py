@@ -10,15 +10,16 @@ from cleveragents.assembly import SYSTEM_PROMPT
 from cleveragents.daemon import wire
 from cleveragents.daemon.config import (
     client_declares_approvals,
-    history_path,
+    client_options,
+    initialization_settings,
     parse_initialization_options,
-    session_settings,
 )
-from cleveragents.daemon.converter import ParamsError
+from cleveragents.service.errors import ParamsError
+from cleveragents.service.settings import ClientOptions, history_path, session_settings
 
 
 def test_defaults_without_options_or_environment() -> None:
-    settings = session_settings(wire.InitializationOptions(), {})
+    settings = session_settings(ClientOptions(), {})
     defaults = settings.defaults
     assert (defaults.provider, defaults.model, defaults.automation_profile) == (
         "offline",
@@ -40,7 +41,7 @@ def test_the_environment_fills_what_the_options_leave_out() -> None:
         "CLEVERAGENTS_BASE_URL": "http://env",
         "CLEVERAGENTS_REPLAY_SCRIPT": "/env.json",
     }
-    defaults = session_settings(wire.InitializationOptions(), env).defaults
+    defaults = session_settings(ClientOptions(), env).defaults
     assert (
         defaults.provider,
         defaults.model,
@@ -65,7 +66,7 @@ def test_options_win_over_the_environment() -> None:
             "approvalTimeoutSeconds": 5,
         }
     )
-    settings = session_settings(options, env)
+    settings = session_settings(client_options(options), env)
     assert (settings.defaults.provider, settings.defaults.max_iterations) == ("replay", 9)
     assert settings.defaults.system_prompt == "Be brief."
     assert settings.defaults.approval_timeout_s == 5
@@ -87,8 +88,37 @@ def test_options_win_over_the_environment() -> None:
 )
 def test_a_bad_environment_value_is_named(env: dict[str, str], problem: str) -> None:
     with pytest.raises(ParamsError) as raised:
-        session_settings(wire.InitializationOptions(), env)
+        session_settings(ClientOptions(), env)
     assert any(p.startswith(problem) for p in raised.value.problems), raised.value.problems
+
+
+def test_one_error_names_bad_types_and_bad_values_together() -> None:
+    with pytest.raises(ParamsError) as raised:
+        initialization_settings(
+            {
+                "maxIterations": "9",  # the wrong type
+                "provider": "skynet",  # the right type, a bad value
+                "maxTokens": 0,
+                "approvalTimeoutSeconds": -1,
+            },
+            {},
+        )
+    assert [p.split(":")[0] for p in raised.value.problems] == [
+        "initializationOptions.maxIterations",
+        "initializationOptions.provider",
+        "initializationOptions.approvalTimeoutSeconds",
+        "initializationOptions.maxTokens",
+    ], raised.value.problems
+    assert "expected an integer" in raised.value.problems[0]
+
+
+def test_a_field_of_the_wrong_type_is_named_once() -> None:
+    with pytest.raises(ParamsError) as raised:
+        initialization_settings({"provider": 7, "maxIterations": 0}, {})
+    assert [p.split(":")[0] for p in raised.value.problems] == [
+        "initializationOptions.provider",
+        "initializationOptions.maxIterations",
+    ], raised.value.problems
 
 
 @pytest.mark.parametrize("key", ["apiKey", "api_key", "openaiApiKey"])

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from cleveragents.daemon.framing import Frame, FrameError, FrameParser, ThreadedWriter, encode
+from cleveragents.jsonrpc_io import Frame, FrameError, FrameParser, ThreadedWriter, encode
 
 BODY = b'{"jsonrpc":"2.0","id":1,"method":"x"}'
 

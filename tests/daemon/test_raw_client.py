@@ -541,7 +541,7 @@ async def test_kill_9_mid_run_keeps_every_record_completed_before_it(
         await raw.process.wait()
     assert raw.process.returncode == -9
 
-    from cleveragents.history import RunHistory
+    from cleveragents.service.history import RunHistory
 
     with RunHistory(tmp_path / "history.sqlite3") as history:
         stored = history.get_run("doomed")
@@ -716,3 +716,63 @@ async def test_a_nul_in_the_sandbox_root_is_invalid_params(raw: RawDaemon, tmp_p
     for root in ("/tmp/a\u0000b", "file:///tmp/%00"):
         answer = await raw.request("cleveragents/run", {"prompt": "x", "sandboxRoot": root})
         assert answer["error"]["code"] == wire.INVALID_PARAMS, answer
+
+
+async def test_one_invalid_params_error_names_bad_types_and_bad_values_together(
+    raw: RawDaemon, tmp_path: Path, sandbox: Path
+) -> None:
+    await raw.initialize(replay_options(simple_script(tmp_path)))
+    start = len(raw.received)
+    msg_id = raw.send_request(
+        "cleveragents/run",
+        {
+            "prompt": " ",  # a bad value
+            "sandboxRoot": str(sandbox),
+            "maxIterations": "5",  # the wrong type
+            "maxTokens": 0,  # a bad value
+            "runId": "bad id!",  # a bad value
+        },
+    )
+    error = await raw.error(msg_id, start)
+    assert error["code"] == wire.INVALID_PARAMS
+    assert [p.split(":")[0] for p in error["data"]["problems"]] == [
+        "params.maxIterations",
+        "params.prompt",
+        "params.maxTokens",
+        "params.runId",
+    ], error
+    assert "expected an integer" in error["data"]["problems"][0]
+    assert error["message"] == "invalid params: " + "; ".join(error["data"]["problems"])
+    await run_ok(raw, sandbox)
+
+
+async def test_a_late_answer_to_a_withdrawn_approval_is_no_warning(
+    raw: RawDaemon, tmp_path: Path, sandbox: Path
+) -> None:
+    script = write_script(
+        tmp_path / "s.json",
+        {"text": "", "tool_calls": [call("write_note", "n1", name="f", text="x")]},
+        {"text": "Done."},
+    )
+    await raw.initialize(
+        replay_options(script), capabilities={"experimental": {"cleveragents": {"approvals": True}}}
+    )
+    run_id = raw.send_request(
+        "cleveragents/run", {"prompt": "go", "sandboxRoot": str(sandbox), "runId": "late"}
+    )
+    asked = await raw.wait_for(lambda m: m.get("method") == "cleveragents/approveToolCall")
+    await raw.request("cleveragents/cancel", {"runId": "late"})
+    await raw.wait_for(
+        lambda m: m.get("method") == "$/cancelRequest" and m["params"]["id"] == asked["id"]
+    )
+    # The client answers anyway, as LSP clients must: normal, not worth a warning.
+    raw.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"decision": "allow"}})
+    assert (await raw.response(run_id))["result"]["stopReason"] == "cancelled"
+    # An answer to a request the daemon never sent still is.
+    raw.send({"jsonrpc": "2.0", "id": "never-sent", "result": {}})
+    assert "result" in await raw.request("cleveragents/tools", {})
+    await raw.close()
+    warnings = [line for line in raw.stderr.decode().splitlines() if " WARNING " in line]
+    assert any("never-sent" in line for line in warnings), warnings
+    assert not any(repr(asked["id"]) in line for line in warnings), warnings
+    assert not (sandbox / "f").exists()

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from cleveragents.daemon import wire
-from cleveragents.daemon.config import RunDefaults
-from cleveragents.daemon.runs import DaemonError, RunManager
-from cleveragents.history import RunHistory
+from cleveragents.daemon import runs, wire
+from cleveragents.service.errors import ServiceError
+from cleveragents.service.history import RunHistory
+from cleveragents.service.runs import RunManager
+from cleveragents.service.settings import RunDefaults
 from cleveragents.tool import LLMRequest, LLMResponse, ToolCallRequest, ToolRegistry
 from cleveragents.tool.llm import FunctionLLMCaller
 
@@ -83,7 +84,7 @@ async def test_a_run_streams_numbered_notifications_and_returns_the_result(
     with RunHistory(tmp_path / "h.sqlite3") as history:
         manager = RunManager(registry(), RunDefaults(), history, llm_factory=two_steps(text="hi"))
         client = RecordingClient()
-        result = await manager.run(params(sandbox, run_id="r1"), client)
+        result = await runs.run(manager, params(sandbox, run_id="r1"), client)
         assert (result.run_id, result.content, result.stop_reason) == (
             "r1",
             "Done.",
@@ -109,8 +110,9 @@ async def test_settings_resolve_params_then_defaults(sandbox: Path) -> None:
     )
     manager = RunManager(registry(), defaults, None, llm_factory=factory)
     client = RecordingClient()
-    await manager.run(params(sandbox), client)
-    await manager.run(
+    await runs.run(manager, params(sandbox), client)
+    await runs.run(
+        manager,
         params(sandbox, provider="openai", model="m-run", base_url="http://run", max_tokens=99),
         client,
     )
@@ -130,7 +132,9 @@ async def test_settings_resolve_params_then_defaults(sandbox: Path) -> None:
 async def test_a_file_uri_sandbox_root_is_accepted(sandbox: Path) -> None:
     manager = RunManager(registry(), RunDefaults(), None, llm_factory=two_steps(text="x"))
     uri = sandbox.resolve().as_uri()
-    result = await manager.run(wire.RunParams(prompt="go", sandbox_root=uri), RecordingClient())
+    result = await runs.run(
+        manager, wire.RunParams(prompt="go", sandbox_root=uri), RecordingClient()
+    )
     assert result.stop_reason == "final_answer"
     await manager.aclose()
 
@@ -144,7 +148,7 @@ async def test_an_unanswered_approval_times_out_as_a_denial(sandbox: Path) -> No
         llm_factory=two_steps("touch", name="f"),
     )
     client = RecordingClient(approvals=True, answer=never)
-    result = await manager.run(params(sandbox), client)
+    result = await runs.run(manager, params(sandbox), client)
     assert [m for m, _ in client.asked] == ["cleveragents/approveToolCall"]
     assert result.tool_call_history[0].error_kind == "denied"
     assert not (sandbox / "f").exists()
@@ -163,8 +167,8 @@ async def test_cancel_stops_only_the_named_run(sandbox: Path) -> None:
 
     manager = RunManager(registry(), RunDefaults(), None, llm_factory=factory)
     client = RecordingClient()
-    first = asyncio.ensure_future(manager.run(params(sandbox, run_id="a"), client))
-    second = asyncio.ensure_future(manager.run(params(sandbox, run_id="b"), client))
+    first = asyncio.ensure_future(runs.run(manager, params(sandbox, run_id="a"), client))
+    second = asyncio.ensure_future(runs.run(manager, params(sandbox, run_id="b"), client))
     while sorted(manager.active_run_ids) != ["a", "b"]:
         await asyncio.sleep(0)
     assert manager.cancel("a") is True
@@ -179,15 +183,16 @@ async def test_cancel_stops_only_the_named_run(sandbox: Path) -> None:
 
 async def test_validation_collects_every_problem(sandbox: Path) -> None:
     manager = RunManager(registry(), RunDefaults(), None, llm_factory=two_steps(text="x"))
-    with pytest.raises(DaemonError) as raised:
-        manager.plan(
+    with pytest.raises(ServiceError) as raised:
+        runs.plan(
+            manager,
             wire.RunParams(
                 prompt=" ",
                 sandbox_root="relative",
                 max_iterations=0,
                 tools=["echo", "ghost"],
                 run_id="bad id!",
-            )
+            ),
         )
     assert raised.value.code == wire.INVALID_PARAMS
     assert [p.split(":")[0] for p in raised.value.data["problems"]] == [
@@ -202,13 +207,13 @@ async def test_validation_collects_every_problem(sandbox: Path) -> None:
 
 async def test_without_a_history_runs_still_work_and_reads_are_empty(sandbox: Path) -> None:
     manager = RunManager(registry(), RunDefaults(), None, llm_factory=two_steps(text="x"))
-    await manager.run(params(sandbox, run_id="r"), RecordingClient())
-    assert manager.list_runs(wire.RunsParams()).runs == []
-    with pytest.raises(DaemonError) as raised:
-        manager.get_run(wire.GetRunParams(run_id="r"))
+    await runs.run(manager, params(sandbox, run_id="r"), RecordingClient())
+    assert runs.list_runs(manager, wire.RunsParams()).runs == []
+    with pytest.raises(ServiceError) as raised:
+        runs.get_run(manager, wire.GetRunParams(run_id="r"))
     assert raised.value.code == wire.RUN_NOT_FOUND
-    with pytest.raises(DaemonError) as continued:
-        await manager.run(params(sandbox, continue_from="r"), RecordingClient())
+    with pytest.raises(ServiceError) as continued:
+        await runs.run(manager, params(sandbox, continue_from="r"), RecordingClient())
     assert continued.value.code == wire.RUN_NOT_FOUND
     await manager.aclose()
 
@@ -224,7 +229,7 @@ async def test_a_tool_subset_is_all_the_model_is_offered(sandbox: Path) -> None:
         return FunctionLLMCaller(complete)
 
     manager = RunManager(registry(), RunDefaults(), None, llm_factory=factory)
-    await manager.run(params(sandbox, tools=["touch"]), RecordingClient())
-    await manager.run(params(sandbox), RecordingClient())
+    await runs.run(manager, params(sandbox, tools=["touch"]), RecordingClient())
+    await runs.run(manager, params(sandbox), RecordingClient())
     assert offered == [["touch"], ["echo", "touch"]]
     await manager.aclose()

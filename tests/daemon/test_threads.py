@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from cleveragents.daemon.threads import DaemonThreadPool
+from cleveragents.service.threads import DaemonThreadPool
 
 
 def test_results_and_exceptions_come_back() -> None:
@@ -59,7 +59,7 @@ def test_shutdown_cancels_queued_work_and_refuses_more() -> None:
 def test_a_stuck_worker_does_not_hold_the_interpreter_open() -> None:
     program = (
         "import threading\n"
-        "from cleveragents.daemon.threads import DaemonThreadPool\n"
+        "from cleveragents.service.threads import DaemonThreadPool\n"
         "pool = DaemonThreadPool(1, 'stuck')\n"
         "pool.submit(threading.Event().wait)\n"
         "print('leaving')\n"

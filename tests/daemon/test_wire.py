@@ -11,7 +11,8 @@ import pytest
 from daemon_support import SCHEMA_FILE, check_type
 
 from cleveragents.daemon import schema, wire
-from cleveragents.daemon.converter import ParamsError, camel, structure, unstructure
+from cleveragents.daemon.converter import camel, structure, unstructure
+from cleveragents.service.errors import ParamsError
 
 
 def test_camel() -> None:

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from acp import PROTOCOL_VERSION, Client, RequestError
@@ -44,26 +42,28 @@ from acp.schema import (
 
 from .. import __version__
 from ..assembly import build_runtime
-from ..daemon import wire
-from ..daemon.config import RunDefaults
-from ..history import RunHistory
 from ..mcp import (
     McpConfig,
     McpError,
     McpServerConfig,
     McpToolset,
-    McpToolsetPool,
     add_mcp_tools,
     registry_with_mcp_tools,
 )
-from ..providers import ProviderConfigError, create_llm_caller
+from ..service.errors import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    RUN_FAILED,
+    TOOLS_UNAVAILABLE,
+    ServiceError,
+)
+from ..service.runs import RunManager
+from ..service.settings import RunDefaults
 from ..tool.context import ToolActorContext
 from ..tool.events import RunObserver
 from ..tool.llm import LLMCaller
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.records import ToolCallRunResult
-from ..tool.registry import ToolRegistry
-from ..tool.runner import ToolRunner
 from ..tool.runtime import new_run_id
 from .prompts import ContentBlock, UnsupportedPrompt, prompt_text
 from .session import AcpSession, PromptTurn
@@ -72,7 +72,6 @@ from .updates import META_KEY, stop_reason
 log = logging.getLogger(__name__)
 
 McpServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
-LLMFactory = Callable[..., LLMCaller]
 CLIENT_MCP_CONFIG = "session/new mcpServers"
 
 MODE_DESCRIPTIONS = {
@@ -83,31 +82,20 @@ MODE_DESCRIPTIONS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class AgentServices:
-    """What every session's runs share: tools, settings, history, MCP servers, threads."""
-
-    registry: ToolRegistry
-    defaults: RunDefaults
-    history: RunHistory | None
-    mcp_pool: McpToolsetPool
-    executor: Executor
-    llm_factory: LLMFactory = create_llm_caller
-
-
 def request_error(code: int, message: str, **data: Any) -> RequestError:
     return RequestError(code, message, data or None)
 
 
 def invalid_params(problem: str) -> RequestError:
-    return request_error(wire.INVALID_PARAMS, f"invalid params: {problem}", problems=[problem])
+    return request_error(INVALID_PARAMS, f"invalid params: {problem}", problems=[problem])
 
 
 class CleverAgentsAgent:
     """The agent side of one ACP connection (the SDK routes requests to these methods)."""
 
-    def __init__(self, services: AgentServices) -> None:
-        self.services = services
+    def __init__(self, manager: RunManager) -> None:
+        # The core's run manager: settings, tools, history, MCP servers and tool threads.
+        self.manager = manager
         self.sessions: dict[str, AcpSession] = {}
         self._client: Client | None = None
 
@@ -132,7 +120,7 @@ class CleverAgentsAgent:
             log.info(
                 "client %s %s, protocol %d", client_info.name, client_info.version, protocol_version
             )
-        defaults = self.services.defaults
+        defaults = self.manager.defaults
         return InitializeResponse(
             # Version 1 is the only one we speak; a client that wants another disconnects.
             protocol_version=PROTOCOL_VERSION,
@@ -168,7 +156,7 @@ class CleverAgentsAgent:
             raise invalid_params(
                 "additionalDirectories: not supported; the sandbox is the session's cwd alone"
             )
-        profile = _requested_profile(kwargs.get(META_KEY), self.services.defaults)
+        profile = _requested_profile(kwargs.get(META_KEY), self.manager.defaults)
         client_mcp = await _start_client_mcp(sandbox_root, mcp_servers or ())
         session_id = f"sess_{os.urandom(12).hex()}"
         self.sessions[session_id] = AcpSession(
@@ -203,13 +191,13 @@ class CleverAgentsAgent:
             raise invalid_params(str(exc)) from None
         if session.turn is not None:
             raise request_error(
-                wire.INVALID_REQUEST,
+                INVALID_REQUEST,
                 "invalid request: a prompt is already running in this session "
                 "(send session/cancel first)",
                 sessionId=session_id,
             )
         llm = self._llm_caller()
-        turn = PromptTurn(self.client, session, self.services.defaults.approval_timeout_s)
+        turn = PromptTurn(self.client, session, self.manager.defaults.approval_timeout_s)
         session.turn = turn
         run_id = new_run_id()
         try:
@@ -229,9 +217,9 @@ class CleverAgentsAgent:
     async def _run(
         self, session: AcpSession, turn: PromptTurn, llm: LLMCaller, text: str, run_id: str
     ) -> ToolCallRunResult:
-        services = self.services
-        defaults = services.defaults
-        history = services.history
+        manager = self.manager
+        defaults = manager.defaults
+        history = manager.history
         observers: list[RunObserver] = [turn.observe]
         if history is not None:
             # The history first: a record the client has seen is already stored.
@@ -242,8 +230,8 @@ class CleverAgentsAgent:
                 except Exception as exc:  # the earlier run was not stored: keep going
                     log.warning("run %s not linked to %s: %s", run_id, session.last_run_id, exc)
         try:
-            async with services.mcp_pool.lease(session.sandbox_root) as sandbox_mcp:
-                registry = registry_with_mcp_tools(services.registry, sandbox_mcp)
+            async with manager.mcp.lease(session.sandbox_root) as sandbox_mcp:
+                registry = registry_with_mcp_tools(manager.registry, sandbox_mcp)
                 if session.client_mcp is not None:
                     add_mcp_tools(registry, session.client_mcp)
                 turn.registry = registry
@@ -252,7 +240,7 @@ class CleverAgentsAgent:
                     registry,
                     max_iterations=defaults.max_iterations,
                     system_prompt=defaults.system_prompt,
-                    runner=ToolRunner(registry, executor=services.executor),
+                    runner=manager.runner_for(registry),
                 )
                 result = await runtime.arun_tool_loop(
                     text,
@@ -269,13 +257,13 @@ class CleverAgentsAgent:
         except McpError as exc:
             await turn.finish()
             raise request_error(
-                wire.TOOLS_UNAVAILABLE, str(exc), sandboxRoot=session.sandbox_root
+                TOOLS_UNAVAILABLE, str(exc), sandboxRoot=session.sandbox_root
             ) from exc
         except Exception as exc:
             log.warning("run %s failed: %s: %s", run_id, type(exc).__name__, exc)
             await turn.finish()
             raise request_error(
-                wire.RUN_FAILED,
+                RUN_FAILED,
                 f"the run failed: {type(exc).__name__}: {exc}",
                 runId=run_id,
                 errorType=type(exc).__name__,
@@ -284,24 +272,13 @@ class CleverAgentsAgent:
         return result
 
     def _llm_caller(self) -> LLMCaller:
-        defaults = self.services.defaults
-        options = {
-            "base_url": defaults.base_url,
-            "script": defaults.replay_script,
-            "max_tokens": defaults.max_tokens,
-        }
+        defaults = self.manager.defaults
         try:
-            return self.services.llm_factory(
-                defaults.provider,
-                defaults.model,
-                **{k: v for k, v in options.items() if v is not None},
+            return self.manager.llm_caller(
+                defaults.provider, defaults.model, defaults.provider_options()
             )
-        except (ProviderConfigError, ValueError, RuntimeError, ImportError, OSError) as exc:
-            raise request_error(
-                wire.PROVIDER_UNAVAILABLE,
-                f"provider {defaults.provider!r} is unavailable: {exc}",
-                provider=defaults.provider,
-            ) from exc
+        except ServiceError as exc:
+            raise request_error(exc.code, exc.message, **(exc.data or {})) from exc
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """`session/cancel`: the running prompt stops and answers `cancelled`."""
@@ -386,9 +363,7 @@ async def _start_client_mcp(sandbox_root: str, servers: Sequence[McpServer]) -> 
     try:
         await toolset.open()
     except McpError as exc:
-        raise request_error(
-            wire.TOOLS_UNAVAILABLE, str(exc), servers=[s.name for s in stdio]
-        ) from exc
+        raise request_error(TOOLS_UNAVAILABLE, str(exc), servers=[s.name for s in stdio]) from exc
     return toolset
 
 

@@ -23,13 +23,11 @@ import signal
 import sys
 from typing import cast
 
-from ..daemon import wire
-from ..daemon.config import RunDefaults, open_history, session_settings
-from ..daemon.converter import ParamsError
-from ..daemon.processes import claim_stdio, kill_descendants
-from ..daemon.threads import DaemonThreadPool
-from ..history import RunHistory
-from ..mcp import McpToolsetPool
+from ..service.errors import ParamsError
+from ..service.history import RunHistory
+from ..service.processes import claim_stdio, kill_descendants
+from ..service.runs import RunManager
+from ..service.settings import ClientOptions, RunDefaults, open_history, session_settings
 from ..tool.registry import ToolRegistry
 from ..toolsets import ToolLoadError, build_registry
 from .transport import StdioTransport
@@ -82,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     options = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     _configure_logging(options.log_level)
     try:
-        settings = session_settings(wire.InitializationOptions(), os.environ)
+        settings = session_settings(ClientOptions(), os.environ)
     except ParamsError as exc:
         print(f"cleveragents: {exc}", file=sys.stderr)
         return 2
@@ -114,7 +112,7 @@ async def serve(
     # and argument errors stay quick.
     from acp import Agent, run_agent
 
-    from .agent import AgentServices, CleverAgentsAgent
+    from .agent import CleverAgentsAgent
 
     loop = asyncio.get_running_loop()
     stopped = asyncio.Event()
@@ -129,9 +127,8 @@ async def serve(
     transport = StdioTransport(
         in_fd, out_fd, on_broken=lambda: stop(1, "the client stopped reading")
     )
-    executor = DaemonThreadPool(MAX_TOOL_WORKERS, "cleveragents-tool")
-    mcp_pool = McpToolsetPool()
-    agent = CleverAgentsAgent(AgentServices(registry, defaults, history, mcp_pool, executor))
+    manager = RunManager(registry, defaults, history, max_tool_workers=MAX_TOOL_WORKERS)
+    agent = CleverAgentsAgent(manager)
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stop, 128 + signum, f"signal {signum}")
@@ -153,8 +150,7 @@ async def serve(
         log.error("the ACP connection failed: %s: %s", type(exc).__name__, exc)
         stop(1, "connection failure")
     await agent.aclose()
-    await mcp_pool.close()
-    executor.shutdown(wait=False, cancel_futures=True)
+    await manager.aclose()  # the MCP servers, then the tool threads
     kill_descendants()
     await loop.run_in_executor(None, transport.writer.flush, FLUSH_TIMEOUT_S)
     transport.writer.close()

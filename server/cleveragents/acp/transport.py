@@ -3,8 +3,8 @@
 `StdioTransport` is a message transport for the ACP SDK (its `Transport` protocol: `send`,
 `receive`, `close` of decoded messages), so the framing stays ours: a line that is not JSON
 is answered with a -32700 parse error instead of being dropped in silence, an over-long line
-is skipped up to its end, and writes go through the daemon's `ThreadedWriter`, so a client
-that stops reading never blocks the event loop.
+is skipped up to its end, and writes go through the shared `ThreadedWriter` (`jsonrpc_io.py`),
+so a client that stops reading never blocks the event loop.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ..daemon.framing import ThreadedWriter, start_fd_reader
+from ..jsonrpc_io import ThreadedWriter, start_fd_reader
 
 log = logging.getLogger(__name__)
 

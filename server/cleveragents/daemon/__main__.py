@@ -1,7 +1,7 @@
-"""`python -m cleveragents.daemon` runs the daemon, like `cleveragents serve`."""
+"""`python -m cleveragents.daemon` runs the daemon, like `cleveragents serve` (`--acp` too)."""
 
 import sys
 
-from .startup import import_server_main
+from ..launcher import serve
 
-sys.exit(import_server_main()(sys.argv[1:]))
+sys.exit(serve(sys.argv[1:]))

@@ -1,77 +1,22 @@
-"""Daemon settings: run defaults from `initializationOptions` and the environment.
+"""`initialize`, translated: wire options and capabilities to the core's settings.
 
-Precedence, for each setting: a run's params, then `initializationOptions`, then the
-environment, then the built-in default. API keys are read by the providers from the
-environment only; no request can carry one.
+The resolution itself (run params > client options > environment > defaults) is the core's
+(`service/settings.py`); this module checks the wire shapes and names every bad field.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ..assembly import SYSTEM_PROMPT
-from ..history import RunHistory
-from ..providers import PROVIDERS
-from ..tool.policy import AUTOMATION_PROFILES
-from ..tool.runtime import DEFAULT_MAX_ITERATIONS
+from ..service.errors import ParamsError
+from ..service.settings import ClientOptions, SessionSettings, session_settings
 from . import wire
-from .converter import ParamsError, camel, structure
-
-log = logging.getLogger(__name__)
-
-DEFAULT_PROFILE = "ask"
-DEFAULT_APPROVAL_TIMEOUT_S = 600.0
-MAX_APPROVAL_TIMEOUT_S = 86_400.0
-MAX_ITERATIONS_CAP = 1000
-
-ENV_PROVIDER = "CLEVERAGENTS_PROVIDER"
-ENV_MODEL = "CLEVERAGENTS_MODEL"
-ENV_PROFILE = "CLEVERAGENTS_PROFILE"
-ENV_MAX_ITERATIONS = "CLEVERAGENTS_MAX_ITERATIONS"
-ENV_BASE_URL = "CLEVERAGENTS_BASE_URL"
-ENV_REPLAY_SCRIPT = "CLEVERAGENTS_REPLAY_SCRIPT"
-ENV_HISTORY = "CLEVERAGENTS_HISTORY"
+from .converter import structure, structure_partial, without_problems_at
 
 # Keys that look like secrets: refused in initializationOptions with a pointer to the env.
 _SECRET_KEYS = {"apiKey", "api_key", "anthropicApiKey", "openaiApiKey", "token", "secret"}
-
-
-@dataclass(frozen=True, slots=True)
-class RunDefaults:
-    """What a run uses for every setting its params leave out."""
-
-    provider: str = "offline"
-    model: str | None = None
-    automation_profile: str = DEFAULT_PROFILE
-    max_iterations: int = DEFAULT_MAX_ITERATIONS
-    system_prompt: str | None = SYSTEM_PROMPT
-    base_url: str | None = None
-    replay_script: str | None = None
-    max_tokens: int | None = None
-    approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSettings:
-    """Which tools the daemon's registry holds."""
-
-    modules: tuple[str, ...] = ()
-    builtins: bool = True
-    plugins: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class SessionSettings:
-    """Everything `initialize` decided."""
-
-    defaults: RunDefaults = field(default_factory=RunDefaults)
-    tools: ToolSettings = field(default_factory=ToolSettings)
-    approvals: bool = False
+WHERE = "initializationOptions"
 
 
 def parse_initialization_options(raw: Any) -> wire.InitializationOptions:
@@ -83,11 +28,49 @@ def parse_initialization_options(raw: Any) -> wire.InitializationOptions:
         if secrets:
             raise ParamsError(
                 [
-                    f"initializationOptions.{secrets[0]}: API keys are read only from the "
+                    f"{WHERE}.{secrets[0]}: API keys are read only from the "
                     "daemon's environment (ANTHROPIC_API_KEY, OPENAI_API_KEY)"
                 ]
             )
-    return structure(raw, wire.InitializationOptions, where="initializationOptions")
+    return structure(raw, wire.InitializationOptions, where=WHERE)
+
+
+def client_options(options: wire.InitializationOptions) -> ClientOptions:
+    return ClientOptions(
+        provider=options.provider,
+        model=options.model,
+        automation_profile=options.automation_profile,
+        max_iterations=options.max_iterations,
+        system_prompt=options.system_prompt,
+        base_url=options.base_url,
+        replay_script=options.replay_script,
+        max_tokens=options.max_tokens,
+        tool_modules=tuple(options.tool_modules) if options.tool_modules is not None else None,
+        builtin_tools=options.builtin_tools,
+        plugin_tools=options.plugin_tools,
+        approvals=options.approvals,
+        approval_timeout_seconds=options.approval_timeout_seconds,
+    )
+
+
+def initialization_settings(
+    raw: Any, env: Mapping[str, str] | None = None, *, client_approvals: bool = False
+) -> SessionSettings:
+    """The session's settings from raw `initializationOptions`; one ParamsError naming every
+    bad field, those of the wrong type and those with a bad value alike."""
+    try:
+        options = parse_initialization_options(raw)
+    except ParamsError as exc:
+        # Check the values of the fields that did fit, so one answer names every bad field.
+        partial, bad = structure_partial(raw, wire.InitializationOptions, where=WHERE)
+        if partial is None:
+            raise
+        try:
+            session_settings(client_options(partial), env, client_approvals=client_approvals)
+        except ParamsError as more:
+            raise ParamsError(exc.problems + without_problems_at(more.problems, bad)) from None
+        raise
+    return session_settings(client_options(options), env, client_approvals=client_approvals)
 
 
 def client_declares_approvals(capabilities_experimental: Any) -> bool:
@@ -103,110 +86,3 @@ def client_declares_approvals(capabilities_experimental: Any) -> bool:
         # A newer client may declare more; only the flag we know matters here.
         return ours.get("approvals") is True
     return capability.approvals is True
-
-
-def session_settings(
-    options: wire.InitializationOptions,
-    env: Mapping[str, str] | None = None,
-    *,
-    client_approvals: bool = False,
-) -> SessionSettings:
-    """Combine options, environment and defaults; ParamsError names a bad value."""
-    env = os.environ if env is None else env
-    problems: list[str] = []
-
-    def pick(name: str, option: Any, env_name: str) -> tuple[Any, str]:
-        if option is not None:
-            return option, f"initializationOptions.{camel(name)}"
-        return env.get(env_name) or None, f"${env_name}"
-
-    provider, where = pick("provider", options.provider, ENV_PROVIDER)
-    provider = provider or "offline"
-    if provider not in PROVIDERS:
-        problems.append(
-            f"{where}: unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}"
-        )
-    profile, where = pick("automation_profile", options.automation_profile, ENV_PROFILE)
-    profile = profile or DEFAULT_PROFILE
-    if profile not in AUTOMATION_PROFILES:
-        problems.append(
-            f"{where}: unknown automation profile {profile!r}; choose one of "
-            f"{', '.join(AUTOMATION_PROFILES)}"
-        )
-    max_iterations_raw, where = pick("max_iterations", options.max_iterations, ENV_MAX_ITERATIONS)
-    max_iterations = DEFAULT_MAX_ITERATIONS
-    if max_iterations_raw is not None:
-        try:
-            max_iterations = int(max_iterations_raw)
-        except ValueError:
-            problems.append(f"{where}: expected an integer, got {max_iterations_raw!r}")
-        else:
-            problem = check_max_iterations(max_iterations)
-            if problem:
-                problems.append(f"{where}: {problem}")
-    timeout = options.approval_timeout_seconds
-    # Finite and bounded: an approval that could wait forever is the hang the protocol rules out.
-    if timeout is not None and not (0 < timeout <= MAX_APPROVAL_TIMEOUT_S):
-        problems.append(
-            "initializationOptions.approvalTimeoutSeconds: must be more than 0 and at most "
-            f"{MAX_APPROVAL_TIMEOUT_S:g}"
-        )
-    if options.max_tokens is not None and options.max_tokens < 1:
-        problems.append("initializationOptions.maxTokens: must be at least 1")
-    if problems:
-        raise ParamsError(problems)
-    defaults = RunDefaults(
-        provider=provider,
-        model=pick("model", options.model, ENV_MODEL)[0],
-        automation_profile=profile,
-        max_iterations=max_iterations,
-        system_prompt=options.system_prompt if options.system_prompt is not None else SYSTEM_PROMPT,
-        base_url=pick("base_url", options.base_url, ENV_BASE_URL)[0],
-        replay_script=pick("replay_script", options.replay_script, ENV_REPLAY_SCRIPT)[0],
-        max_tokens=options.max_tokens,
-        approval_timeout_s=timeout if timeout is not None else DEFAULT_APPROVAL_TIMEOUT_S,
-    )
-    tools = ToolSettings(
-        modules=tuple(options.tool_modules or ()),
-        builtins=options.builtin_tools is not False,
-        plugins=options.plugin_tools is not False,
-    )
-    return SessionSettings(
-        defaults=defaults,
-        tools=tools,
-        approvals=options.approvals is True or client_approvals,
-    )
-
-
-def check_max_iterations(value: int) -> str | None:
-    if value < 1:
-        return f"must be at least 1, got {value}"
-    if value > MAX_ITERATIONS_CAP:
-        return f"must be at most {MAX_ITERATIONS_CAP}, got {value}"
-    return None
-
-
-def history_path(argument: str | None, env: Mapping[str, str] | None = None) -> Path:
-    """`--history`, else $CLEVERAGENTS_HISTORY, else the user data folder's file."""
-    from ..history import default_history_path
-
-    env = os.environ if env is None else env
-    chosen = argument or env.get(ENV_HISTORY)
-    return Path(chosen).expanduser() if chosen else default_history_path()
-
-
-def open_history(path_argument: str | None) -> RunHistory | None:
-    """The run history, or None when its file cannot be used: a server still serves then.
-
-    Runs a dead process left "running" are marked interrupted: they can never finish.
-    """
-    path = history_path(path_argument)
-    try:
-        history = RunHistory(path)
-        interrupted = history.mark_interrupted()
-    except Exception as exc:  # an unwritable or corrupt file must not stop the server
-        log.error("run history %s unavailable, runs will not be stored: %s", path, exc)
-        return None
-    if interrupted:
-        log.info("marked %d runs interrupted", len(interrupted))
-    return history

@@ -12,7 +12,7 @@ import types
 import typing
 from collections.abc import Callable
 from functools import cache
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Any, Literal, TypeVar, cast, get_args, get_origin
 
 import attrs
 import cattrs
@@ -28,6 +28,8 @@ from cattrs.gen import (
     make_mapping_structure_fn,
     override,
 )
+
+from ..service.errors import ParamsError
 
 T = TypeVar("T")
 
@@ -59,14 +61,6 @@ def json_type_name(value: Any) -> str:
 
 class WireTypeError(TypeError):
     """A value of the wrong JSON type; the message is shown to the client as is."""
-
-
-class ParamsError(ValueError):
-    """Params that do not fit their wire type; `problems` name each bad field."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = problems
 
 
 def _expect(kind: type, description: str) -> Callable[[Any, Any], Any]:
@@ -261,3 +255,47 @@ def _problems_for_field(exc: BaseException, path: str, kind: Any) -> list[str]:
     ):
         return _problems(exc, path)
     return [f"{path}: expected {describe(kind)} ({exc})"]
+
+
+def structure_partial(data: Any, cls: type[T], where: str = "params") -> tuple[T | None, set[str]]:
+    """After `structure` failed: a `cls` from the fields that do fit, and the paths of the rest.
+
+    A field that does not fit takes its default (a required one, an empty value of its type),
+    so the caller can still check the values of the others and name every bad field at once.
+    None when `data` is not an object at all.
+    """
+    if not isinstance(data, dict) or not attrs.has(cls):
+        return None, set()
+    attrs.resolve_types(cls)
+    converter = wire_converter()
+    values: dict[str, Any] = {}
+    bad: set[str] = set()
+    for field in attrs.fields(cls):
+        key = camel(field.name)
+        if key in data:
+            try:
+                values[field.name] = converter.structure(data[key], field.type)
+                continue
+            except (ClassValidationError, IterableValidationError, WireTypeError):
+                bad.add(f"{where}.{key}")
+        else:
+            if field.default is not attrs.NOTHING:
+                continue
+            bad.add(f"{where}.{key}")
+        if field.default is attrs.NOTHING:
+            values[field.name] = _empty(field.type)
+    return cast(T, cls(**values)), bad
+
+
+def _empty(kind: Any) -> Any:
+    origin = get_origin(kind) or kind
+    return {str: "", int: 0, float: 0.0, bool: False, list: [], dict: {}}.get(origin)
+
+
+def without_problems_at(problems: list[str], paths: set[str]) -> list[str]:
+    """`problems` less those about a field under one of `paths` (already named otherwise)."""
+    return [
+        problem
+        for problem in problems
+        if not any(problem.startswith(path) and problem[len(path)] in ":[." for path in paths)
+    ]

@@ -1,11 +1,11 @@
 """`cleveragents serve`: the JSON-RPC daemon (LSP base protocol and lifecycle, on pygls).
 
-Bytes come in through our own framing reader (`framing.py`) and every message is checked
+Bytes come in through our own framing reader (`jsonrpc_io.py`) and every message is checked
 here before pygls sees it: the envelope (-32600), the lifecycle (-32002 before `initialize`),
 the method (-32601) and, for our methods, the params, structured strictly from the top
 level (-32602 naming the field). pygls then dispatches requests to the async handlers below,
 owns their tasks (so `$/cancelRequest` cancels them) and answers. Handlers stay thin: the
-work is in `runs.py`.
+work is the core's (`service/`), reached through `runs.py`, which translates.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import contextlib
 import inspect
-import itertools
 import json
 import logging
 import os
@@ -35,31 +34,27 @@ from pygls.protocol import (
 )
 
 from .. import __version__
-from ..history import RunHistory
-from ..providers import PROVIDERS
-from ..tool.policy import AUTOMATION_PROFILES
-from ..tool.registry import ToolRegistry
-from ..toolsets import ToolLoadError, build_registry
-from . import wire
-from .config import (
-    SessionSettings,
-    client_declares_approvals,
-    open_history,
-    parse_initialization_options,
-    session_settings,
-)
-from .converter import ParamsError, structure, unstructure
-from .framing import (
+from ..jsonrpc_io import (
     Frame,
     FrameError,
     FrameParser,
     StreamWriterAdapter,
     ThreadedWriter,
-    encode,
     start_fd_reader,
 )
-from .processes import claim_stdio, kill_descendants
-from .runs import ClientRequestError, DaemonError, RunManager
+from ..providers import PROVIDERS
+from ..service.errors import ParamsError, ServiceError
+from ..service.history import RunHistory
+from ..service.processes import claim_stdio, kill_descendants
+from ..service.runs import RunManager
+from ..service.settings import SessionSettings, open_history
+from ..tool.policy import AUTOMATION_PROFILES
+from ..tool.registry import ToolRegistry
+from ..toolsets import ToolLoadError, build_registry
+from . import runs, wire
+from .config import client_declares_approvals, initialization_settings
+from .connection import Connection
+from .converter import structure, structure_partial, unstructure, without_problems_at
 
 log = logging.getLogger(__name__)
 
@@ -68,74 +63,6 @@ State = Literal["new", "initializing", "initialized", "shutdown"]
 STOP_GRACE_S = 5.0
 FLUSH_TIMEOUT_S = 2.0
 _MISSING = object()
-
-
-class Connection:
-    """Our side of the client connection: raw sends and server-to-client requests.
-
-    Shares the writer with pygls, so everything goes out in the order it was sent.
-    """
-
-    def __init__(self, writer: ThreadedWriter | StreamWriterAdapter) -> None:
-        self.writer = writer
-        self.approvals = False
-        self._ids = itertools.count(1)
-        self._pending: dict[str, asyncio.Future[Any]] = {}
-
-    def send(self, message: dict[str, Any]) -> None:
-        # ASCII escapes: a lone surrogate (a file name that is not UTF-8, decoded by Python as
-        # \udce9) stays valid JSON instead of failing to encode and losing the message.
-        body = json.dumps(message, ensure_ascii=True, separators=(",", ":"), default=str)
-        self.writer.write(encode(body.encode("ascii")))
-
-    def notify(self, method: str, params: Any) -> None:
-        self.send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def send_error(
-        self, msg_id: int | str | None, code: int, message: str, data: Any = None
-    ) -> None:
-        error: dict[str, Any] = {"code": code, "message": message}
-        if data is not None:
-            error["data"] = data
-        self.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
-
-    async def request(self, method: str, params: Any) -> Any:
-        msg_id = f"cleveragents-{next(self._ids)}"
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[msg_id] = future
-        self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-        try:
-            return await future
-        except asyncio.CancelledError:
-            if msg_id in self._pending:  # withdrawn before the client answered
-                self.notify("$/cancelRequest", {"id": msg_id})
-            raise
-        finally:
-            self._pending.pop(msg_id, None)
-
-    def resolve(self, message: dict[str, Any]) -> bool:
-        """Settle one of our requests with the client's answer; False if it is not ours."""
-        future = self._pending.pop(str(message.get("id")), None)
-        if future is None or future.done():
-            return False
-        error = message.get("error")
-        if error is not None:
-            code = error.get("code") if isinstance(error, dict) else None
-            text = error.get("message") if isinstance(error, dict) else None
-            future.set_exception(
-                ClientRequestError(
-                    code if isinstance(code, int) else wire.INTERNAL_ERROR, str(text or error)
-                )
-            )
-        else:
-            future.set_result(message.get("result"))
-        return True
-
-    def fail_pending(self, reason: str) -> None:
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(ClientRequestError(wire.INTERNAL_ERROR, reason))
-        self._pending.clear()
 
 
 class DaemonProtocol(LanguageServerProtocol):
@@ -242,7 +169,14 @@ class Daemon:
         if "method" not in message:
             if has_id and _valid_id(msg_id) and (("result" in message) != ("error" in message)):
                 if not self.connection.resolve(message):
-                    log.warning("ignoring a response to unknown request %r", msg_id)
+                    # LSP clients answer requests we withdrew (`$/cancelRequest`): normal.
+                    late = self.connection.was_withdrawn(msg_id)
+                    log.log(
+                        logging.DEBUG if late else logging.WARNING,
+                        "ignoring a response to %s request %r",
+                        "withdrawn" if late else "unknown",
+                        msg_id,
+                    )
                 return
             reply(
                 reply_id,
@@ -323,11 +257,12 @@ class Daemon:
             try:
                 typed: Any = structure(params, custom.params)
             except ParamsError as exc:
+                problems = exc.problems + self._value_problems(method, params, custom.params)
                 reply(
                     msg_id,
                     wire.INVALID_PARAMS,
-                    f"invalid params: {exc}",
-                    {"problems": exc.problems},
+                    "invalid params: " + "; ".join(problems),
+                    {"problems": problems},
                 )
                 return
             self.protocol.handle_message(
@@ -371,6 +306,21 @@ class Daemon:
         elif not method.startswith("$/"):
             log.info("ignoring unknown notification %s", method)
 
+    def _value_problems(self, method: str, params: Any, cls: type) -> list[str]:
+        """Bad values among the params that did fit their types, so one -32602 names them all."""
+        check = _VALUE_CHECKS.get(method)
+        partial, bad = structure_partial(params, cls)
+        if check is None or partial is None or self.manager is None:
+            return []
+        try:
+            check(self.manager, partial)
+        except ServiceError as exc:
+            if exc.code == wire.INVALID_PARAMS and isinstance(exc.data, dict):
+                return without_problems_at(list(exc.data.get("problems", [])), bad)
+        except ParamsError as exc:
+            return without_problems_at(exc.problems, bad)
+        return []
+
     def _pygls_handles(self, method: str) -> bool:
         features = self.protocol.fm
         return method in features.builtin_features or method in features.features
@@ -405,40 +355,39 @@ class Daemon:
 
         @server.feature("cleveragents/run")
         async def run(ls: LanguageServer, params: wire.RunParams) -> Any:
-            return await self._call(lambda m: m.run(params, self.connection))
+            return await self._call(lambda m: runs.run(m, params, self.connection))
 
         @server.feature("cleveragents/cancel")
         async def cancel(ls: LanguageServer, params: wire.CancelParams) -> Any:
-            return await self._call(lambda m: wire.CancelResult(cancelled=m.cancel(params.run_id)))
+            return await self._call(lambda m: runs.cancel(m, params))
 
         @server.feature("cleveragents/tools")
         async def tools(ls: LanguageServer, params: wire.ToolsParams) -> Any:
-            return await self._call(lambda m: m.tools(params.sandbox_root))
+            return await self._call(lambda m: runs.tools(m, params))
 
         @server.feature("cleveragents/runs")
-        async def runs(ls: LanguageServer, params: wire.RunsParams) -> Any:
-            return await self._call(lambda m: m.list_runs(params))
+        async def list_runs(ls: LanguageServer, params: wire.RunsParams) -> Any:
+            return await self._call(lambda m: runs.list_runs(m, params))
 
         @server.feature("cleveragents/getRun")
         async def get_run(ls: LanguageServer, params: wire.GetRunParams) -> Any:
-            return await self._call(lambda m: m.get_run(params))
+            return await self._call(lambda m: runs.get_run(m, params))
 
     async def _call(self, work: Callable[[RunManager], Any]) -> Any:
-        """A handler's work (a value or an awaitable) as wire data; DaemonError as its error."""
+        """A handler's work (a value or an awaitable) as wire data; ServiceError as its error."""
         assert self.manager is not None  # requests before initialize never get here
         try:
             value = work(self.manager)
             if inspect.isawaitable(value):
                 value = await value
             return unstructure(value)
-        except DaemonError as exc:
+        except ServiceError as exc:
             raise JsonRpcException(exc.message, exc.code, exc.data) from None
 
     def _initialize(self, params: lsp.InitializeParams) -> None:
         try:
-            options = parse_initialization_options(params.initialization_options)
-            settings = session_settings(
-                options,
+            settings = initialization_settings(
+                params.initialization_options,
                 self.env,
                 client_approvals=client_declares_approvals(params.capabilities.experimental),
             )
@@ -506,6 +455,13 @@ class Daemon:
 
 def _valid_id(value: Any) -> bool:
     return isinstance(value, int | str) and not isinstance(value, bool)
+
+
+# Value checks of a method's params, run on the fields that fit when others did not.
+_VALUE_CHECKS: dict[str, Callable[[RunManager, Any], object]] = {
+    "cleveragents/run": lambda manager, params: runs.plan(manager, params),
+    "cleveragents/runs": lambda manager, params: runs.list_runs(manager, params),
+}
 
 
 # -- entry points ----------------------------------------------------------------------------
@@ -647,11 +603,10 @@ def _parse_address(value: str) -> tuple[str, int]:
 
 def main(args: list[str]) -> int:
     """`cleveragents serve [--stdio | --tcp HOST:PORT] [--history PATH] [--log-level L]`."""
-    if "--acp" in args:  # ACP mode parses its own options
-        from ..acp.server import main as acp_main
-
-        return acp_main([arg for arg in args if arg != "--acp"])
     options = _parser().parse_args(args)
+    if options.acp:  # the launcher (`cleveragents serve --acp`) starts ACP mode, not this
+        print("cleveragents: --acp: run `cleveragents serve --acp`", file=sys.stderr)
+        return 2
     _configure_logging(options.log_level)
     address = None
     if options.tcp:

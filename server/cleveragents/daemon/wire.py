@@ -12,8 +12,10 @@ from typing import Any, Literal
 
 import attrs
 
+from ..service import errors
+
 # The runtime's own literals: the wire says exactly what the runtime and history produce.
-from ..history import RunStatus
+from ..service.history import RunStatus
 from ..tool.policy import ApprovalDecision
 from ..tool.records import ErrorKind, StopReason
 
@@ -618,19 +620,20 @@ class ErrorCode:
     meaning: str
 
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-SERVER_NOT_INITIALIZED = -32002
-REQUEST_CANCELLED = -32800
-RUN_FAILED = -32010
-RUN_NOT_FOUND = -32011
-RUN_ID_IN_USE = -32012
-RUN_STILL_RUNNING = -32013
-PROVIDER_UNAVAILABLE = -32014
-TOOLS_UNAVAILABLE = -32015
+# The codes are the core's (`service/errors.py`): ACP mode answers with them too.
+PARSE_ERROR = errors.PARSE_ERROR
+INVALID_REQUEST = errors.INVALID_REQUEST
+METHOD_NOT_FOUND = errors.METHOD_NOT_FOUND
+INVALID_PARAMS = errors.INVALID_PARAMS
+INTERNAL_ERROR = errors.INTERNAL_ERROR
+SERVER_NOT_INITIALIZED = errors.SERVER_NOT_INITIALIZED
+REQUEST_CANCELLED = errors.REQUEST_CANCELLED
+RUN_FAILED = errors.RUN_FAILED
+RUN_NOT_FOUND = errors.RUN_NOT_FOUND
+RUN_ID_IN_USE = errors.RUN_ID_IN_USE
+RUN_STILL_RUNNING = errors.RUN_STILL_RUNNING
+PROVIDER_UNAVAILABLE = errors.PROVIDER_UNAVAILABLE
+TOOLS_UNAVAILABLE = errors.TOOLS_UNAVAILABLE
 
 ERROR_CODES: tuple[ErrorCode, ...] = (
     ErrorCode(

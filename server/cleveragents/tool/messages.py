@@ -7,7 +7,7 @@ the run history only ever see these types.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from .records import Usage
 
@@ -37,14 +37,23 @@ class ToolResult:
     is_error: bool = False
 
 
+class _Serialisable:
+    """`to_dict()` on every message: records serialise a conversation without importing us."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return message_to_dict(cast(Message, self))
+
+
 @dataclass(slots=True, frozen=True)
-class UserMessage:
+class UserMessage(_Serialisable):
     text: str
     role: Literal["user"] = "user"
 
 
 @dataclass(slots=True, frozen=True)
-class AssistantMessage:
+class AssistantMessage(_Serialisable):
     text: str
     tool_calls: tuple[ToolCallRequest, ...] = ()
     # Opaque, JSON-serialisable data a provider needs back verbatim on later turns (Anthropic's
@@ -54,7 +63,7 @@ class AssistantMessage:
 
 
 @dataclass(slots=True, frozen=True)
-class ToolResultsMessage:
+class ToolResultsMessage(_Serialisable):
     results: tuple[ToolResult, ...]
     role: Literal["tool"] = "tool"
 

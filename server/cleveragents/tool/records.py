@@ -82,8 +82,6 @@ class ToolCallRunResult:
     messages: list[Any] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        from .messages import message_to_dict
-
         return {
             "run_id": self.run_id,
             "content": self.content,
@@ -92,5 +90,5 @@ class ToolCallRunResult:
             "stop_reason": self.stop_reason,
             "usage": self.usage.to_dict(),
             "tool_call_history": [r.to_dict() for r in self.tool_call_history],
-            "messages": [message_to_dict(m) for m in self.messages],
+            "messages": [m.to_dict() for m in self.messages],
         }

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from .tool.events import (
+from ..tool.events import (
     IterationStarted,
     ResponseReceived,
     RunEvent,
@@ -44,7 +44,7 @@ from .tool.events import (
     RunStarted,
     ToolCallFinished,
 )
-from .tool.messages import (
+from ..tool.messages import (
     AssistantMessage,
     Message,
     ToolResult,
@@ -53,9 +53,9 @@ from .tool.messages import (
     message_from_dict,
     message_to_dict,
 )
-from .tool.records import ERROR_KINDS, ErrorKind, ToolCallRecord, ToolCallRunResult, Usage
-from .tool.router import result_from_record
-from .tool.runtime import close_dangling_calls
+from ..tool.records import ERROR_KINDS, ErrorKind, ToolCallRecord, ToolCallRunResult, Usage
+from ..tool.router import result_from_record
+from ..tool.runtime import close_dangling_calls
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,144 @@
+"""Wire <-> core: the daemon's params as the core's requests, the core's results as wire types."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from ..service.history import RunSummary, StoredRun
+from ..service.runs import RunRequest
+from ..tool.messages import AssistantMessage, Message, UserMessage
+from ..tool.records import ToolCallRecord, ToolCallRunResult, Usage
+from ..tool.registry import ToolSpec
+from . import wire
+
+
+def run_request(params: wire.RunParams) -> RunRequest:
+    return RunRequest(
+        prompt=params.prompt,
+        sandbox_root=params.sandbox_root,
+        provider=params.provider,
+        model=params.model,
+        max_iterations=params.max_iterations,
+        automation_profile=params.automation_profile,
+        continue_from=params.continue_from,
+        run_id=params.run_id,
+        system_prompt=params.system_prompt,
+        tools=tuple(params.tools) if params.tools is not None else None,
+        base_url=params.base_url,
+        replay_script=params.replay_script,
+        max_tokens=params.max_tokens,
+        progress_token=params.work_done_token,
+    )
+
+
+def wire_record(record: ToolCallRecord) -> wire.ToolCallRecord:
+    return wire.ToolCallRecord(
+        call_id=record.call_id,
+        tool_name=record.tool_name,
+        inputs=record.inputs,
+        output=record.output,
+        duration_ms=record.duration_ms,
+        success=record.success,
+        error=record.error,
+        error_kind=record.error_kind,
+        iteration=record.iteration,
+    )
+
+
+def wire_usage(usage: Usage) -> wire.Usage:
+    return wire.Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+
+
+def run_result(result: ToolCallRunResult, continued_from: str | None) -> wire.RunResult:
+    return wire.RunResult(
+        run_id=result.run_id,
+        content=result.content,
+        stop_reason=result.stop_reason,
+        iterations=result.iterations,
+        terminated_by_limit=result.terminated_by_limit,
+        usage=wire_usage(result.usage),
+        tool_call_history=[wire_record(r) for r in result.tool_call_history],
+        continued_from=continued_from,
+    )
+
+
+def tool_info(spec: ToolSpec) -> wire.ToolInfo:
+    return wire.ToolInfo(
+        name=spec.name,
+        description=spec.description,
+        input_schema=spec.input_schema,
+        mutating=spec.mutating,
+        executes_code=spec.executes_code,
+        source=spec.source,
+    )
+
+
+def _summary_fields(summary: RunSummary) -> dict[str, Any]:
+    return {
+        "run_id": summary.run_id,
+        "prompt": summary.prompt,
+        "status": summary.status,
+        "started_at": summary.started_at,
+        "finished_at": summary.finished_at,
+        "iterations": summary.iterations,
+        "tool_call_count": summary.tool_call_count,
+        "sandbox_root": summary.sandbox_root,
+        "automation_profile": summary.automation_profile,
+        "continued_from": summary.continued_from,
+    }
+
+
+def run_summary(summary: RunSummary) -> wire.RunSummary:
+    return wire.RunSummary(**_summary_fields(summary))
+
+
+def run_detail(stored: StoredRun) -> wire.RunDetail:
+    return wire.RunDetail(
+        **_summary_fields(stored),
+        max_iterations=stored.max_iterations,
+        content=stored.content,
+        stop_reason=stored.stop_reason,
+        error=stored.error,
+        error_type=stored.error_type,
+        usage=wire_usage(stored.usage),
+        tool_call_history=[wire_record(r) for r in stored.records],
+        messages=[wire_message(m) for m in stored.messages],
+    )
+
+
+def wire_message(message: Message) -> wire.ConversationMessage:
+    if isinstance(message, UserMessage):
+        return wire.ConversationMessage(
+            role="user", text=message.text, tool_calls=None, results=None
+        )
+    if isinstance(message, AssistantMessage):
+        return wire.ConversationMessage(
+            role="assistant",
+            text=message.text,
+            tool_calls=[
+                wire.RequestedToolCall(
+                    call_id=c.call_id,
+                    tool_name=c.tool_name,
+                    arguments=c.arguments,
+                    parse_error=c.parse_error,
+                )
+                for c in message.tool_calls
+            ],
+            results=None,
+        )
+    return wire.ConversationMessage(
+        role="tool",
+        text=None,
+        tool_calls=None,
+        results=[
+            wire.ToolResultContent(
+                call_id=r.call_id, tool_name=r.tool_name, content=r.content, is_error=r.is_error
+            )
+            for r in message.results
+        ],
+    )
+
+
+def profile(value: str) -> wire.AutomationProfile:
+    # The runtime checked the name against AUTOMATION_PROFILES before the run began.
+    return cast(wire.AutomationProfile, value)

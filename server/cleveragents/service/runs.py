@@ -1,0 +1,452 @@
+"""Runs: start, stream, approve, cancel and read back runs, for every front.
+
+Nothing here knows a wire: a front hands each run a `RunSink` (an observer for the run's
+events and a way to ask the user for approvals) and translates the plain results back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import unquote, urlparse
+
+from ..assembly import build_runtime
+from ..mcp import McpError, McpToolset, McpToolsetPool, registry_with_mcp_tools
+from ..providers import PROVIDERS, ProviderConfigError, create_llm_caller
+from ..tool.context import ToolActorContext
+from ..tool.events import RunObserver
+from ..tool.llm import LLMCaller
+from ..tool.messages import Message
+from ..tool.policy import ApprovalDecision, ApprovalRequest, Approver
+from ..tool.records import ToolCallRunResult
+from ..tool.registry import ToolRegistry, ToolSpec
+from ..tool.runner import ToolRunner
+from ..tool.runtime import CancelToken, new_run_id
+from .errors import (
+    PROVIDER_UNAVAILABLE,
+    RUN_FAILED,
+    RUN_ID_IN_USE,
+    RUN_NOT_FOUND,
+    RUN_STILL_RUNNING,
+    TOOLS_UNAVAILABLE,
+    ClientRequestError,
+    ServiceError,
+    invalid_params,
+)
+from .history import RunHistory, RunSummary, StoredRun
+from .settings import RunDefaults, check_max_iterations
+from .threads import DaemonThreadPool
+
+log = logging.getLogger(__name__)
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+LLMFactory = Callable[..., LLMCaller]
+ProgressToken = int | str
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """What a client asked for; None leaves a setting to the session's defaults."""
+
+    prompt: str
+    sandbox_root: str
+    provider: str | None = None
+    model: str | None = None
+    max_iterations: int | None = None
+    automation_profile: str | None = None
+    continue_from: str | None = None
+    run_id: str | None = None
+    system_prompt: str | None = None
+    tools: tuple[str, ...] | None = None
+    base_url: str | None = None
+    replay_script: str | None = None
+    max_tokens: int | None = None
+    # The front's handle for the run (the LSP work-done token): `cancel_by_token` finds it.
+    progress_token: ProgressToken | None = None
+
+
+class RunSink(Protocol):
+    """The front's half of one run: where its events go, and who approves its tool calls."""
+
+    @property
+    def approvals(self) -> bool:
+        """Whether `ask_approval` may be used (else calls that need approval are denied)."""
+        ...
+
+    def run_observer(self, plan: RunPlan) -> RunObserver:
+        """The observer of this run's events (called once, before the run starts)."""
+        ...
+
+    async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        """The user's answer; ClientRequestError when the client answered with an error.
+
+        Cancelling the awaiting task withdraws the question.
+        """
+        ...
+
+
+@dataclass(slots=True)
+class ActiveRun:
+    run_id: str
+    cancel: CancelToken
+    progress_token: ProgressToken | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """A validated run request with every setting resolved."""
+
+    run_id: str
+    prompt: str
+    sandbox_root: str
+    provider: str
+    model: str | None
+    automation_profile: str
+    max_iterations: int
+    system_prompt: str | None
+    continue_from: str | None
+    tools: tuple[str, ...] | None
+    provider_options: dict[str, Any]
+    progress_token: ProgressToken | None
+
+
+class RunManager:
+    """Every run of one daemon: starts them, tracks the live ones, reads the history."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        defaults: RunDefaults,
+        history: RunHistory | None,
+        *,
+        llm_factory: LLMFactory = create_llm_caller,
+        max_tool_workers: int = 32,
+    ) -> None:
+        self.registry = registry
+        self.defaults = defaults
+        self.history = history
+        self.llm_factory = llm_factory
+        # One pool for every run's sync tools: never the event loop's default executor.
+        self.executor = DaemonThreadPool(max_tool_workers, "cleveragents-tool")
+        self._runner = ToolRunner(registry, executor=self.executor)
+        # MCP servers per sandbox root, shared by that root's runs, stopped by `aclose`.
+        self.mcp = McpToolsetPool()
+        self._active: dict[str, ActiveRun] = {}
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    # -- starting a run ----------------------------------------------------------------------
+    def plan(self, params: RunRequest) -> RunPlan:
+        """Validate and resolve a run request; ServiceError when it cannot run."""
+        problems: list[str] = []
+        defaults = self.defaults
+        if not params.prompt.strip():
+            problems.append("params.prompt: must not be empty")
+        sandbox_root, problem = check_sandbox_root(params.sandbox_root)
+        if problem:
+            problems.append(f"params.sandboxRoot: {problem}")
+        provider = params.provider if params.provider is not None else defaults.provider
+        if provider not in PROVIDERS:
+            problems.append(
+                f"params.provider: unknown provider {provider!r}; choose one of "
+                f"{', '.join(PROVIDERS)}"
+            )
+        max_iterations = (
+            params.max_iterations if params.max_iterations is not None else defaults.max_iterations
+        )
+        problem = check_max_iterations(max_iterations)
+        if problem:
+            problems.append(f"params.maxIterations: {problem}")
+        if params.max_tokens is not None and params.max_tokens < 1:
+            problems.append("params.maxTokens: must be at least 1")
+        if params.run_id is not None and not _RUN_ID.match(params.run_id):
+            problems.append("params.runId: use 1 to 64 letters, digits, '_', '-', '.' or ':'")
+        if params.tools is not None:
+            for index, name in enumerate(params.tools):
+                # `server__tool` names are MCP tools: checked once the servers are up.
+                if name not in self.registry and "__" not in name:
+                    problems.append(
+                        f"params.tools[{index}]: unknown tool {name!r}; available: "
+                        f"{', '.join(self.registry.names()) or 'none'}"
+                    )
+        if problems:
+            raise invalid_params(problems)
+        run_id = params.run_id or new_run_id()
+        if run_id in self._active or (
+            self.history is not None and self.history.get_run(run_id) is not None
+        ):
+            raise ServiceError(
+                RUN_ID_IN_USE, f"run id {run_id!r} is already taken", {"runId": run_id}
+            )
+        if params.continue_from is not None:
+            self._check_continuable(params.continue_from)
+        overrides = {
+            "base_url": params.base_url,
+            "script": params.replay_script,
+            "max_tokens": params.max_tokens,
+        }
+        options = defaults.provider_options()
+        options.update({k: v for k, v in overrides.items() if v is not None})
+        return RunPlan(
+            run_id=run_id,
+            prompt=params.prompt,
+            sandbox_root=sandbox_root,
+            provider=provider,
+            model=params.model if params.model is not None else defaults.model,
+            automation_profile=params.automation_profile or defaults.automation_profile,
+            max_iterations=max_iterations,
+            system_prompt=(
+                params.system_prompt if params.system_prompt is not None else defaults.system_prompt
+            ),
+            continue_from=params.continue_from,
+            tools=tuple(params.tools) if params.tools is not None else None,
+            provider_options=options,
+            progress_token=params.progress_token,
+        )
+
+    def _check_continuable(self, run_id: str) -> None:
+        if run_id in self._active:
+            raise ServiceError(
+                RUN_STILL_RUNNING, f"run {run_id!r} is still running", {"runId": run_id}
+            )
+        stored = self.history.get_run(run_id) if self.history is not None else None
+        if stored is None:
+            raise ServiceError(
+                RUN_NOT_FOUND, f"no run {run_id!r} in the history", {"runId": run_id}
+            )
+        if stored.status == "running":
+            raise ServiceError(
+                RUN_STILL_RUNNING,
+                f"run {run_id!r} is still running (in another daemon)",
+                {"runId": run_id},
+            )
+
+    async def run(self, params: RunRequest, sink: RunSink) -> ToolCallRunResult:
+        """Run to the end, streaming events to `sink`; the result, or ServiceError.
+
+        Cancelling the awaiting task cancels the run (its calls are recorded as cancelled,
+        the sink sees it finish) and re-raises CancelledError.
+        """
+        plan = self.plan(params)
+        llm = self.llm_caller(plan.provider, plan.model, plan.provider_options)
+        conversation: list[Message] = []
+        if plan.continue_from is not None:
+            assert self.history is not None  # _check_continuable found the run there
+            try:
+                conversation = self.history.conversation(plan.continue_from)
+                self.history.mark_continuation(plan.run_id, plan.continue_from)
+            except KeyError:
+                raise ServiceError(
+                    RUN_NOT_FOUND,
+                    f"no run {plan.continue_from!r} in the history",
+                    {"runId": plan.continue_from},
+                ) from None
+        context = ToolActorContext(
+            sandbox_root=plan.sandbox_root, automation_profile=plan.automation_profile
+        )
+        observers: list[RunObserver] = [sink.run_observer(plan)]
+        if self.history is not None:
+            # The history first: a record the client has seen is already stored.
+            observers.insert(0, self.history)
+        approver = make_approver(sink, self.defaults.approval_timeout_s) if sink.approvals else None
+        active = ActiveRun(plan.run_id, CancelToken(), plan.progress_token)
+        self._active[plan.run_id] = active
+        self._idle.clear()
+        try:
+            async with self._mcp_for(plan) as mcp_tools:
+                registry, runner = self._tools_for(plan.tools, mcp_tools)
+                runtime = build_runtime(
+                    llm,
+                    registry,
+                    max_iterations=plan.max_iterations,
+                    system_prompt=plan.system_prompt,
+                    runner=runner,
+                )
+                return await runtime.arun_tool_loop(
+                    plan.prompt,
+                    context,
+                    history=conversation,
+                    observers=observers,
+                    approver=approver,
+                    cancel=active.cancel,
+                    run_id=plan.run_id,
+                )
+        except asyncio.CancelledError:
+            raise
+        except McpError as exc:
+            raise ServiceError(
+                TOOLS_UNAVAILABLE, str(exc), {"sandboxRoot": plan.sandbox_root}
+            ) from exc
+        except ServiceError:  # bad params found once the MCP tools are known: -32602 as is
+            raise
+        except Exception as exc:
+            log.warning("run %s failed: %s: %s", plan.run_id, type(exc).__name__, exc)
+            raise ServiceError(
+                RUN_FAILED,
+                f"the run failed: {type(exc).__name__}: {exc}",
+                {"runId": plan.run_id, "errorType": type(exc).__name__},
+            ) from exc
+        finally:
+            del self._active[plan.run_id]
+            if not self._active:
+                self._idle.set()
+
+    def llm_caller(self, provider: str, model: str | None, options: dict[str, Any]) -> LLMCaller:
+        """The provider's caller; ServiceError (provider unavailable) when it cannot be made."""
+        try:
+            return self.llm_factory(provider, model, **options)
+        except (ProviderConfigError, ValueError, RuntimeError, ImportError, OSError) as exc:
+            raise ServiceError(
+                PROVIDER_UNAVAILABLE,
+                f"provider {provider!r} is unavailable: {exc}",
+                {"provider": provider},
+            ) from exc
+
+    def runner_for(self, registry: ToolRegistry) -> ToolRunner:
+        """A runner for `registry` whose sync tools use the shared tool threads."""
+        if registry is self.registry:
+            return self._runner
+        return ToolRunner(registry, executor=self.executor)
+
+    def _mcp_for(self, plan: RunPlan) -> AbstractAsyncContextManager[McpToolset]:
+        # Starting a `.mcp.json` server runs a program the workspace names: never under
+        # read-only, which promises nothing runs that could change anything.
+        if plan.automation_profile == "read-only":
+            return nullcontext(McpToolset(plan.sandbox_root))
+        return self.mcp.lease(plan.sandbox_root)
+
+    def _tools_for(
+        self, names: Sequence[str] | None, mcp_tools: McpToolset
+    ) -> tuple[ToolRegistry, ToolRunner]:
+        """The run's registry: the daemon's tools plus its sandbox's MCP tools, or a subset."""
+        if names is None and not mcp_tools.specs:
+            return self.registry, self._runner
+        available = registry_with_mcp_tools(self.registry, mcp_tools)
+        if names is None:
+            return available, self.runner_for(available)
+        unknown = [
+            f"params.tools[{i}]: unknown tool {n!r}; available: {', '.join(available.names())}"
+            for i, n in enumerate(names)
+            if n not in available
+        ]
+        if unknown:
+            raise invalid_params(unknown)
+        subset = ToolRegistry()
+        for name in dict.fromkeys(names):
+            subset.add_spec(available.get(name))  # type: ignore[arg-type]
+        return subset, self.runner_for(subset)
+
+    # -- live runs ---------------------------------------------------------------------------
+    def cancel(self, run_id: str) -> bool:
+        """Ask a live run to stop; False when no such run is going."""
+        active = self._active.get(run_id)
+        if active is None:
+            return False
+        active.cancel.cancel()
+        return True
+
+    def cancel_by_token(self, token: ProgressToken) -> bool:
+        """Cancel the runs started with this progress token; False when there is none."""
+        matches = [a for a in self._active.values() if a.progress_token == token]
+        for active in matches:
+            active.cancel.cancel()
+        return bool(matches)
+
+    def cancel_all(self) -> None:
+        for active in list(self._active.values()):
+            active.cancel.cancel()
+
+    @property
+    def active_run_ids(self) -> list[str]:
+        return list(self._active)
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait until no run is live; False on timeout."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def aclose(self) -> None:
+        """Stop the MCP servers, then the tool threads."""
+        await self.mcp.close()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    # -- reading -----------------------------------------------------------------------------
+    async def tools(self, sandbox_root: str | None = None) -> list[ToolSpec]:
+        """Every tool a run may use; with a sandbox root, its `.mcp.json` tools too."""
+        registry = self.registry
+        if sandbox_root is not None:
+            root, problem = check_sandbox_root(sandbox_root)
+            if problem:
+                raise invalid_params([f"params.sandboxRoot: {problem}"])
+            try:
+                async with self.mcp.lease(root) as mcp_tools:
+                    registry = registry_with_mcp_tools(self.registry, mcp_tools)
+            except McpError as exc:
+                raise ServiceError(TOOLS_UNAVAILABLE, str(exc), {"sandboxRoot": root}) from exc
+        return list(registry.specs())
+
+    def list_runs(self, limit: int, offset: int) -> list[RunSummary]:
+        problems = []
+        if not 1 <= limit <= 1000:
+            problems.append(f"params.limit: must be between 1 and 1000, got {limit}")
+        if offset < 0:
+            problems.append(f"params.offset: must not be negative, got {offset}")
+        if problems:
+            raise invalid_params(problems)
+        if self.history is None:
+            return []
+        return list(self.history.list_runs(limit, offset))
+
+    def get_run(self, run_id: str) -> StoredRun:
+        stored = self.history.get_run(run_id) if self.history is not None else None
+        if stored is None:
+            raise ServiceError(
+                RUN_NOT_FOUND, f"no run {run_id!r} in the history", {"runId": run_id}
+            )
+        return stored
+
+
+def make_approver(sink: RunSink, timeout_s: float) -> Approver:
+    """Ask through the sink; a timeout or an error answer is a denial."""
+
+    async def approve(request: ApprovalRequest) -> ApprovalDecision:
+        try:
+            return await asyncio.wait_for(sink.ask_approval(request), timeout_s)
+        except TimeoutError:
+            log.warning("no approval for %s within %g s: denied", request.tool_name, timeout_s)
+            return "deny"
+        except ClientRequestError as exc:
+            log.warning("approval request for %s failed: %s; denied", request.tool_name, exc)
+            return "deny"
+
+    return approve
+
+
+def check_sandbox_root(value: str) -> tuple[str, str | None]:
+    """The sandbox root as a real absolute path, or a problem with it."""
+    path = value
+    if value.startswith("file:"):
+        parsed = urlparse(value)
+        if parsed.netloc not in ("", "localhost"):
+            return value, f"a file URI on another host is not a local folder: {value!r}"
+        path = unquote(parsed.path)
+        if os.name == "nt" and re.match(r"^/[A-Za-z]:", path):
+            path = path[1:]
+    if not path or not os.path.isabs(path):
+        return value, f"must be an absolute path, got {value!r}"
+    if "\0" in path:
+        return value, "must not contain a NUL character"
+    resolved = os.path.realpath(path)
+    if not os.path.isdir(resolved):
+        return value, f"no such folder: {value!r}"
+    return resolved, None

@@ -1,0 +1,206 @@
+"""The layers, read from the source: tool runtime -> service core -> fronts -> launcher.
+
+Every import of every module under `server/cleveragents` (module level and inside functions;
+not those under `if TYPE_CHECKING:`, which never run) is an edge. The rules:
+
+- a front (`daemon`, `acp`, `cli`) imports no other front;
+- nothing below the fronts (the core, the tool runtime, providers, MCP, ...) imports a front
+  or the launcher;
+- the tool runtime (`tool/`) imports nothing of ours outside itself;
+- no two modules import each other, directly or around a circle.
+
+Only the launcher (`launcher.py`) and the `__main__` modules may start a front.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1] / "server" / "cleveragents"
+FRONTS = ("cleveragents.daemon", "cleveragents.acp", "cleveragents.cli")
+LAUNCHER = "cleveragents.launcher"
+TOOL_RUNTIME = "cleveragents.tool"
+
+Graph = dict[str, set[str]]
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                yield from _imports(child)
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        yield from _imports(node)
+
+
+def import_graph(root: Path) -> Graph:
+    """Module -> the modules of the package it imports."""
+    paths = {module_name(p, root): p for p in root.rglob("*.py")}
+    top = root.name
+    graph: Graph = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                bases = [alias.name for alias in node.names]
+                candidates = bases
+            else:
+                if node.level:
+                    anchor = package.split(".")
+                    anchor = anchor[: len(anchor) - (node.level - 1)]
+                    base = ".".join([*anchor, *([node.module] if node.module else [])])
+                else:
+                    base = node.module or ""
+                # `from pkg import sub` imports the module pkg.sub when there is one.
+                candidates = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in paths else base
+                    for alias in node.names
+                ]
+            for target in candidates:
+                while target and target not in paths:
+                    target = target.rpartition(".")[0]
+                if target.split(".")[0] == top and target != name:
+                    targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def front_of(module: str) -> str | None:
+    return next((front for front in FRONTS if _within(module, front)), None)
+
+
+def is_launcher(module: str) -> bool:
+    return module == LAUNCHER or module.endswith(".__main__") or module == "cleveragents.__main__"
+
+
+def layer_violations(graph: Graph) -> list[str]:
+    problems = []
+    for module, targets in sorted(graph.items()):
+        if is_launcher(module):
+            continue
+        own_front = front_of(module)
+        for target in sorted(targets):
+            target_front = front_of(target)
+            if is_launcher(target):
+                problems.append(f"{module} imports the launcher {target}")
+            elif own_front is not None and target_front not in (None, own_front):
+                problems.append(f"front {module} imports another front: {target}")
+            elif own_front is None and target_front is not None:
+                problems.append(f"{module} (below the fronts) imports the front {target}")
+            elif _within(module, TOOL_RUNTIME) and not _within(target, TOOL_RUNTIME):
+                problems.append(f"the tool runtime's {module} imports {target}")
+    return problems
+
+
+def cycles(graph: Graph) -> list[list[str]]:
+    """Every circle of imports (one per strongly connected group), as a path."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph() -> Graph:
+    return import_graph(PACKAGE_DIR)
+
+
+def test_the_graph_is_read_from_the_source(graph: Graph) -> None:
+    assert "cleveragents.service.runs" in graph["cleveragents.daemon.runs"]
+    assert "cleveragents.service.runs" in graph["cleveragents.acp.agent"]
+    assert "cleveragents.acp.server" in graph[LAUNCHER]  # a lazy import counts
+    assert "cleveragents.jsonrpc_io" in graph["cleveragents.acp.transport"]
+
+
+def test_no_front_reaches_into_another_and_nothing_below_reaches_up(graph: Graph) -> None:
+    assert layer_violations(graph) == []
+
+
+def test_no_import_circles(graph: Graph) -> None:
+    assert cycles(graph) == []
+
+
+def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
+    root = tmp_path / "cleveragents"
+    files = {
+        "__init__.py": "",
+        "launcher.py": "def main():\n    from .daemon import server\n",
+        "daemon/__init__.py": "",
+        "daemon/server.py": "from ..acp import agent\nfrom ..service import runs\n",
+        "acp/__init__.py": "",
+        "acp/agent.py": "",
+        "service/__init__.py": "",
+        "service/runs.py": "def f():\n    from cleveragents.daemon.server import x\n",
+        "tool/__init__.py": "",
+        "tool/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from .b import B\nfrom ..service import runs\n",
+        "tool/b.py": "from . import c\n",
+        "tool/c.py": "from .b import thing\n",
+    }
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    synthetic = import_graph(root)
+    assert "cleveragents.tool.b" not in synthetic["cleveragents.tool.a"]  # TYPE_CHECKING only
+    assert layer_violations(synthetic) == [
+        "front cleveragents.daemon.server imports another front: cleveragents.acp.agent",
+        "cleveragents.service.runs (below the fronts) imports the front cleveragents.daemon.server",
+        "the tool runtime's cleveragents.tool.a imports cleveragents.service.runs",
+    ]
+    assert cycles(synthetic) == [
+        ["cleveragents.daemon.server", "cleveragents.service.runs"],
+        ["cleveragents.tool.b", "cleveragents.tool.c"],
+    ]
