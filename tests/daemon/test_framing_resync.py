@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from cleveragents.daemon import wire
-from cleveragents.daemon.framing import MAX_BODY, Frame, FrameError, FrameParser
+from cleveragents.jsonrpc_io import MAX_BODY, Frame, FrameError, FrameParser
 
 PARSER_LIMIT = 256  # a small limit, so that bodies over it are cheap to generate
 _ANNOUNCEMENT = re.compile(rb"content-length[ \t]*:[ \t]*(\d+)", re.IGNORECASE)

@@ -49,6 +49,8 @@ BAD_FRAMES: list[tuple[str, bytes]] = [
     ("a body without headers", b'{"jsonrpc":"2.0","id":1,"method":"cleveragents/tools"}'),
     ("non-numeric Content-Length", b"Content-Length: twelve\r\n\r\n{}"),
     ("headers without Content-Length", b"Content-Type: application/json\r\n\r\n{}"),
+    # Announced, never sent: reading resumes at the next header, not 100 MB later.
+    ("a frame announced over the 64 MiB limit", b"Content-Length: 100000000\r\n\r\n"),
     ("a body that is not JSON", frame(b"{not json")),
     ("a body that is not UTF-8", frame(b'{"a": "\xff\xfe"}')),
     ("JSON nested too deep", frame(b"[" * 100_000 + b"]" * 100_000)),
