@@ -15,7 +15,8 @@ from . import wire
 from .converter import structure, structure_partial, without_problems_at
 
 # Keys that look like secrets: refused in initializationOptions with a pointer to the env.
-_SECRET_KEYS = {"apiKey", "api_key", "anthropicApiKey", "openaiApiKey", "token", "secret"}
+# (`token` is not one: it is the `--tcp` daemon's access token, see remote.py.)
+_SECRET_KEYS = {"apiKey", "api_key", "anthropicApiKey", "openaiApiKey", "secret"}
 WHERE = "initializationOptions"
 
 

@@ -132,6 +132,13 @@ class InitializationOptions:
         default=None,
         metadata=doc("A call whose approval takes longer is denied. Default: 600."),
     )
+    token: str | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "The access token of a daemon started with `--tcp` (required there: read it "
+            "from the file the daemon names on stderr). Ignored over stdio and `--socket`."
+        ),
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -634,6 +641,7 @@ RUN_ID_IN_USE = errors.RUN_ID_IN_USE
 RUN_STILL_RUNNING = errors.RUN_STILL_RUNNING
 PROVIDER_UNAVAILABLE = errors.PROVIDER_UNAVAILABLE
 TOOLS_UNAVAILABLE = errors.TOOLS_UNAVAILABLE
+UNAUTHORIZED = -32030  # the daemon's own, not the core's: only a TCP listener checks tokens
 
 ERROR_CODES: tuple[ErrorCode, ...] = (
     ErrorCode(
@@ -687,5 +695,11 @@ ERROR_CODES: tuple[ErrorCode, ...] = (
         "ToolsUnavailable",
         "The sandbox's `.mcp.json` is malformed or one of its MCP servers did not start; "
         "the message names the file or server, its exit code and the end of its stderr.",
+    ),
+    ErrorCode(
+        UNAUTHORIZED,
+        "Unauthorized",
+        "A `--tcp` daemon's first message was not `initialize` with the right "
+        "`initializationOptions.token`; the connection is closed after this answer.",
     ),
 )
