@@ -203,55 +203,67 @@ class ThreadedWriter:
 
     Implements the writer interface pygls expects (`write(bytes)`, `close()`).
     `on_broken` is called (from the writer thread) when the peer has gone.
+
+    `write` only appends to a queue (no lock, no per-message wake-up while the thread is busy).
+    The thread takes everything queued at once and writes it with one `os.write`: a run
+    streaming thousands of notifications costs a few system calls, not one each, and the
+    thread, which must win the GIL back from the busy event loop after every system call,
+    does not fall behind one message per GIL switch.
     """
 
     def __init__(self, fd: int, on_broken: Callable[[], None] | None = None) -> None:
         self._fd = fd
-        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[bytes | threading.Event | None] = queue.SimpleQueue()
         self._on_broken = on_broken
-        self._idle = threading.Event()
-        self._idle.set()
-        self._pending = 0
-        self._lock = threading.Lock()
         self.broken = False
         self._thread = threading.Thread(target=self._run, name="cleveragents-writer", daemon=True)
         self._thread.start()
 
     def write(self, data: bytes) -> None:
-        if self.broken:
-            return
-        with self._lock:
-            self._pending += 1
-            self._idle.clear()
-        self._queue.put(data)
+        if not self.broken:
+            self._queue.put(data)
 
     def close(self) -> None:
         self._queue.put(None)
 
     def flush(self, timeout: float) -> bool:
         """Wait until everything written so far is out; False on timeout."""
-        return self._idle.wait(timeout)
+        written = threading.Event()
+        self._queue.put(written)
+        return written.wait(timeout)
 
     def _run(self) -> None:
+        batch: list[bytes] = []
         while True:
-            data = self._queue.get()
-            if data is None:
-                return
-            if not self.broken:
-                try:
-                    view = memoryview(data)
-                    while view:
-                        written = os.write(self._fd, view)
-                        view = view[written:]
-                except OSError as exc:  # EPIPE and friends: the client is gone
-                    log.warning("cannot write to the client: %s", exc)
-                    self.broken = True
-                    if self._on_broken is not None:
-                        self._on_broken()
-            with self._lock:
-                self._pending -= 1
-                if self._pending == 0:
-                    self._idle.set()
+            item = self._queue.get()
+            while True:
+                if isinstance(item, bytes):
+                    batch.append(item)
+                else:  # a flush marker or the end: what came before it goes out first
+                    self._send(batch)
+                    batch.clear()
+                    if item is None:
+                        return
+                    item.set()
+                if self._queue.empty():
+                    break
+                item = self._queue.get_nowait()
+            self._send(batch)
+            batch.clear()
+
+    def _send(self, batch: list[bytes]) -> None:
+        if self.broken or not batch:
+            return
+        try:
+            view = memoryview(batch[0] if len(batch) == 1 else b"".join(batch))
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+        except OSError as exc:  # EPIPE and friends: the client is gone
+            log.warning("cannot write to the client: %s", exc)
+            self.broken = True
+            if self._on_broken is not None:
+                self._on_broken()
 
 
 class StreamWriterAdapter:

@@ -148,7 +148,14 @@ class RunStream:
 
     def __call__(self, event: RunEvent) -> None:
         run_id = self.plan.run_id
-        if isinstance(event, RunStarted):
+        if isinstance(event, TextDelta):  # first: a run sends far more of these than the rest
+            self._send(
+                "cleveragents/textDelta",
+                wire.TextDeltaParams(
+                    run_id=run_id, seq=self._next(), iteration=event.iteration, text=event.text
+                ),
+            )
+        elif isinstance(event, RunStarted):
             self._send(
                 "cleveragents/runStarted",
                 wire.RunStartedParams(
@@ -180,13 +187,6 @@ class RunStream:
                 ),
             )
             self._progress({"kind": "report", "message": f"step {event.iteration}"})
-        elif isinstance(event, TextDelta):
-            self._send(
-                "cleveragents/textDelta",
-                wire.TextDeltaParams(
-                    run_id=run_id, seq=self._next(), iteration=event.iteration, text=event.text
-                ),
-            )
         elif isinstance(event, ToolCallStarted):
             self._send(
                 "cleveragents/toolCallStarted",
