@@ -18,6 +18,12 @@ from tests.conftest import ROOT
 CLI = [sys.executable, "-m", "cleveragents"]
 
 
+@pytest.fixture(autouse=True)
+def private_data_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Runs without --history store the run and its checkpoints in the user data folder.
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     target = tmp_path / "workspace"

@@ -160,6 +160,8 @@ async def test_full_run_is_stored_and_read_back(tmp_path: Path) -> None:
     assert data["status"] == "finished" and data["usage"] == {
         "input_tokens": 30,
         "output_tokens": 3,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
     }
     assert data["tool_call_count"] == 4
 

@@ -48,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--base-url", help="provider base URL (OpenAI-compatible servers, proxies)")
     run.add_argument("--script", metavar="FILE", help="replay provider: the JSON script to play")
     run.add_argument(
+        "--no-prompt-cache",
+        action="store_true",
+        help="send no prompt-cache breakpoints (also: CLEVERAGENTS_PROMPT_CACHING=0)",
+    )
+    run.add_argument(
         "--max-iterations",
         type=int,
         default=25,
@@ -84,17 +89,54 @@ def _parser() -> argparse.ArgumentParser:
         help="continue the conversation of an earlier run",
     )
 
-    runs = commands.add_parser("runs", help="list past runs, or show one with its tool calls")
-    runs.add_argument("action", nargs="?", choices=("list", "show"), default="list")
-    runs.add_argument("run_id", nargs="?", help="the run to show")
+    runs = commands.add_parser(
+        "runs",
+        help="list past runs, show one, undo one (restore), or look after the checkpoints",
+        description="list: past runs and restores, newest first. show ID: a run with its tool "
+        "calls, checkpoints and changed files. restore ID: put the run's folder back as it was "
+        "before the run (or before --iteration N); a restore's own ID undoes it. disk: the disk "
+        "the checkpoints take. prune-checkpoints: drop checkpoints of runs the history no longer "
+        "has (and, with --older-than, older ones), then pack what is left.",
+    )
+    runs.add_argument(
+        "action",
+        nargs="?",
+        choices=("list", "show", "restore", "disk", "prune-checkpoints"),
+        default="list",
+    )
+    runs.add_argument("run_id", nargs="?", help="the run to show or restore")
     runs.add_argument("--history", metavar="PATH", help="run history database")
     runs.add_argument("--limit", type=int, default=20, help="how many runs to list (default 20)")
     runs.add_argument("--json", action="store_true", help="print as JSON")
+    runs.add_argument(
+        "--iteration",
+        type=int,
+        metavar="N",
+        help="restore: go back to before iteration N of the run (default: undo the whole run)",
+    )
+    runs.add_argument(
+        "--dry-run", action="store_true", help="restore: list what would change, change nothing"
+    )
+    runs.add_argument(
+        "--yes", "-y", action="store_true", help="restore: do not ask for confirmation"
+    )
+    runs.add_argument(
+        "--older-than",
+        type=float,
+        metavar="DAYS",
+        help="prune-checkpoints: also drop checkpoints of runs older than DAYS days",
+    )
 
     # Listed for --help only: the launcher hands `serve ...` to the daemon or ACP mode.
     commands.add_parser(
         "serve", help="serve the JSON-RPC daemon (stdio or TCP) for editors and other clients"
     )
+
+    doctor = commands.add_parser(
+        "doctor", help="show what run_command can reach here: mounts, variables, limits"
+    )
+    doctor.add_argument("--sandbox", metavar="DIR", help="the project folder (default: here)")
+    doctor.add_argument("--json", action="store_true", help="print the report as JSON")
 
     tools = commands.add_parser("tools", help="list every tool with its source and schema")
     tools.add_argument("--sandbox", metavar="DIR", help="also list MCP tools of this folder")
@@ -115,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
             return _runs(args)
         if args.command == "serve":
             return _fail("`serve` starts through the cleveragents command", EXIT_USAGE)
+        if args.command == "doctor":
+            return _doctor(args)
     except KeyboardInterrupt:
         return EXIT_CANCELLED
     return EXIT_USAGE
@@ -157,6 +201,21 @@ def _tools(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from .workspace.command_policy import CommandPolicy
+    from .workspace.doctor import command_policy_report, render_report
+
+    sandbox = os.path.realpath(args.sandbox or os.getcwd())
+    if not os.path.isdir(sandbox):
+        return _fail(f"sandbox {args.sandbox!r} is not a folder", EXIT_USAGE)
+    try:
+        report = command_policy_report(CommandPolicy.from_environment(), sandbox)
+    except ValueError as exc:  # a malformed CLEVERAGENTS_COMMAND_* setting
+        return _fail(str(exc), EXIT_USAGE)
+    print(json.dumps(report, indent=2) if args.json else render_report(report))
+    return EXIT_OK
+
+
 async def _add_mcp_tools_once(registry: Any, sandbox: str) -> None:
     """Start the sandbox's MCP servers just long enough to list their tools."""
     from .mcp import McpToolset, add_mcp_tools
@@ -182,6 +241,8 @@ def _runs(args: argparse.Namespace) -> int:
     except Exception as exc:
         return _fail(f"cannot open the run history: {exc}")
     with history:
+        if args.action in ("restore", "disk", "prune-checkpoints"):
+            return _checkpoints_command(args, history)
         if args.action == "show":
             if not args.run_id:
                 return _fail("runs show needs a RUN_ID", EXIT_USAGE)
@@ -205,6 +266,7 @@ def _runs(args: argparse.Namespace) -> int:
                 run.iterations,
                 len(run.records),
             )
+            display.show_checkpoints(run)
             return EXIT_OK
         rows = history.list_runs(limit=args.limit)
     if args.json:
@@ -218,6 +280,126 @@ def _runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _checkpoints_command(args: argparse.Namespace, history: Any) -> int:
+    """`runs restore`, `runs disk` and `runs prune-checkpoints`."""
+    from .service.errors import INVALID_PARAMS, ServiceError
+    from .service.undo import Undo
+
+    undo = Undo(history)
+    try:
+        if args.action == "restore":
+            return _restore(args, undo)
+        if args.action == "disk":
+            return _disk(args, undo)
+        return _prune_checkpoints(args, undo)
+    except ServiceError as exc:
+        return _fail(exc.message, EXIT_USAGE if exc.code == INVALID_PARAMS else EXIT_ERROR)
+    finally:
+        undo.close()
+
+
+def _restore(args: argparse.Namespace, undo: Any) -> int:
+    from rich.console import Console
+
+    from .display import show_file_changes
+
+    if not args.run_id:
+        return _fail("runs restore needs a RUN_ID", EXIT_USAGE)
+    console = Console(stderr=args.json)
+    preview = undo.restore(args.run_id, args.iteration, dry_run=True)
+    what = (
+        f"before iteration {args.iteration} of {args.run_id}"
+        if args.iteration is not None
+        else f"before {args.run_id}"
+    )
+    if not preview.changed_files:
+        if args.json:
+            print(json.dumps(preview.to_dict(), indent=2, ensure_ascii=False))
+        console.print(f"{preview.sandbox_root} is already as it was {what}: nothing to restore")
+        return EXIT_OK
+    console.print(f"Restoring {preview.sandbox_root} to how it was {what} changes:")
+    show_file_changes(console, preview.changed_files)
+    if args.dry_run:
+        if args.json:
+            print(json.dumps(preview.to_dict(), indent=2, ensure_ascii=False))
+        console.print("[dim]dry run: nothing was changed[/]")
+        return EXIT_OK
+    if not args.yes:
+        if not sys.stdin.isatty():
+            return _fail(
+                "runs restore changes files: pass --yes to confirm (there is no terminal to "
+                "ask at); nothing was changed",
+                EXIT_USAGE,
+            )
+        try:
+            answer = input(f"Restore these {len(preview.changed_files)} file(s)? [y/N] ")
+        except EOFError:
+            answer = ""
+        if answer.strip().lower() not in ("y", "yes"):
+            return _fail("not restored: nothing was changed")
+    outcome = undo.restore(args.run_id, args.iteration)
+    if args.json:
+        print(json.dumps(outcome.to_dict(), indent=2, ensure_ascii=False))
+        return EXIT_OK
+    console.print(f"Restored {len(outcome.changed_files)} file(s) in {outcome.sandbox_root}.")
+    for kept in outcome.kept:
+        console.print(f"[yellow]kept {kept.path}[/]: an ignored or too-large file is in the way")
+    if outcome.restore_id is not None:
+        console.print(
+            f"Undo this restore with: cleveragents runs restore {outcome.restore_id}",
+            highlight=False,
+        )
+    return EXIT_OK
+
+
+def _disk(args: argparse.Namespace, undo: Any) -> int:
+    usage = undo.disk_usage()
+    if args.json:
+        print(json.dumps({"total_bytes": usage.total_bytes, "by_sandbox": usage.by_sandbox}))
+        return EXIT_OK
+    print(f"checkpoints take {_size(usage.total_bytes)} in {undo.data_dir / 'checkpoints'}")
+    for folder, size in sorted(usage.by_sandbox.items(), key=lambda item: -item[1]):
+        print(f"  {_size(size):>10}  {folder}")
+    return EXIT_OK
+
+
+def _prune_checkpoints(args: argparse.Namespace, undo: Any) -> int:
+    import time
+
+    if args.older_than is not None and args.older_than < 0:
+        return _fail("--older-than must not be negative", EXIT_USAGE)
+    cutoff = time.time() - args.older_than * 86400 if args.older_than is not None else None
+    result = undo.prune(cutoff)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "removed_checkpoints": result.removed_checkpoints,
+                    "removed_repositories": result.removed_repositories,
+                    "bytes_before": result.bytes_before,
+                    "bytes_after": result.bytes_after,
+                }
+            )
+        )
+        return EXIT_OK
+    print(
+        f"removed {result.removed_checkpoints} checkpoint(s); checkpoints take "
+        f"{_size(result.bytes_after)} (were {_size(result.bytes_before)})"
+    )
+    return EXIT_OK
+
+
+def _size(count: int) -> str:
+    if count < 1024:
+        return f"{count} B"
+    size = count / 1024
+    for unit in ("KiB", "MiB"):
+        if size < 1024:
+            return f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -225,6 +407,7 @@ def _run(args: argparse.Namespace) -> int:
     from .display import RunDisplay, TerminalApprover
     from .mcp import McpToolset, add_mcp_tools
     from .providers import ProviderConfigError, create_llm_caller, resolve_provider_name
+    from .service.undo import Undo
     from .tool import ToolActorContext
     from .tool.runtime import CancelToken, new_run_id
     from .toolsets import ToolLoadError, build_registry
@@ -240,7 +423,13 @@ def _run(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     try:
         provider = resolve_provider_name(args.provider)
-        llm = create_llm_caller(provider, args.model, base_url=args.base_url, script=args.script)
+        llm = create_llm_caller(
+            provider,
+            args.model,
+            base_url=args.base_url,
+            script=args.script,
+            cache=False if args.no_prompt_cache else None,
+        )
         registry = build_registry(args.tools, builtins=not args.no_builtins)
     except (ProviderConfigError, ToolLoadError, ValueError, RuntimeError) as exc:
         return _fail(str(exc))
@@ -276,6 +465,10 @@ def _run(args: argparse.Namespace) -> int:
     )
     context = ToolActorContext(sandbox_root=sandbox, automation_profile=args.profile)
     cancel = CancelToken()
+    # Checkpoints live next to the history: a run that is not stored cannot be undone.
+    undo = Undo(history) if history is not None else None
+    run_id = new_run_id()
+    checkpoints = undo.track(run_id, sandbox) if undo is not None else None
 
     async def go() -> Any:
         loop = asyncio.get_running_loop()
@@ -293,12 +486,22 @@ def _run(args: argparse.Namespace) -> int:
                 add_mcp_tools(registry, mcp_tools)
                 for name, reason in mcp_tools.skipped.items():
                     console.print(f"[yellow]MCP server {name!r} not started: {reason}[/]")
-                run_id = new_run_id()
                 if history is not None and args.continue_from:
                     history.mark_continuation(run_id, args.continue_from)
-                return await runtime.arun_tool_loop(
-                    args.prompt, context, cancel=cancel, history=history_messages, run_id=run_id
-                )
+                try:
+                    return await runtime.arun_tool_loop(
+                        args.prompt,
+                        context,
+                        cancel=cancel,
+                        history=history_messages,
+                        run_id=run_id,
+                        before_mutation=(
+                            checkpoints.before_mutation if checkpoints is not None else None
+                        ),
+                    )
+                finally:
+                    if checkpoints is not None:
+                        await checkpoints.finish()
         finally:
             loop.remove_signal_handler(signal.SIGINT)
 
@@ -313,14 +516,27 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         display.stop()
         runtime.runner.shutdown()
+        if undo is not None:
+            undo.close()
         if history is not None:
             history.close()
+    changed = checkpoints.changed_files if checkpoints is not None else []
+    warning = checkpoints.warning if checkpoints is not None else None
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str))
+        data = result.to_dict()
+        data["changed_files"] = [c.to_dict() for c in changed]
+        data["checkpoint_warning"] = warning
+        print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
     else:
         display.show_result(
-            result.content, result.stop_reason, result.iterations, len(result.tool_call_history)
+            result.content,
+            result.stop_reason,
+            result.iterations,
+            len(result.tool_call_history),
+            result.usage,
+            result.cost_usd,
         )
+        display.show_changes(run_id, changed, warning)
     if result.stop_reason == "cancelled":
         return EXIT_CANCELLED
     return EXIT_LIMIT if result.terminated_by_limit else EXIT_OK

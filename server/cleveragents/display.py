@@ -10,6 +10,8 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.status import Status
 
+from .service.changes import ChangedFile
+from .service.history import StoredRun
 from .tool.events import (
     IterationStarted,
     ResponseReceived,
@@ -21,6 +23,9 @@ from .tool.events import (
     ToolCallStarted,
 )
 from .tool.policy import ApprovalDecision, ApprovalRequest
+from .tool.records import Usage
+
+_CHANGE_MARKS = {"added": "[green]+[/]", "modified": "[yellow]~[/]", "deleted": "[red]-[/]"}
 
 
 def _model_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -88,14 +93,89 @@ class RunDisplay:
         elif isinstance(event, RunFailed):
             self.stop()
 
-    def show_result(self, content: str, reason: str, iterations: int, calls: int) -> None:
+    def show_result(
+        self,
+        content: str,
+        reason: str,
+        iterations: int,
+        calls: int,
+        usage: Usage | None = None,
+        cost_usd: float | None = None,
+    ) -> None:
         title = {
             "final_answer": "answer",
             "max_iterations": "stopped at the iteration limit",
             "cancelled": "cancelled",
+            "context_exhausted": "stopped: the model's context window is full",
         }.get(reason, reason)
         self.console.print(Panel(escape(content or "(no text)"), title=title, expand=False))
-        self.console.print(f"[dim]{iterations} iteration(s), {calls} tool call(s)[/]")
+        summary = f"{iterations} iteration(s), {calls} tool call(s)"
+        if usage is not None:
+            summary += usage_summary(usage, cost_usd)
+        self.console.print(f"[dim]{escape(summary)}[/]")
+
+    def show_changes(self, run_id: str, changed: list[ChangedFile], warning: str | None) -> None:
+        """The files the run changed, and how to undo it."""
+        if warning:
+            self.console.print(f"[yellow]{escape(warning)}[/]")
+        if not changed:
+            return
+        self.console.print(f"changed {len(changed)} file(s):")
+        show_file_changes(self.console, changed)
+        self.console.print(
+            f"[dim]undo with: cleveragents runs restore {escape(run_id)}[/]", highlight=False
+        )
+
+    def show_checkpoints(self, run: StoredRun) -> None:
+        """A stored run's checkpoints and the files it changed."""
+        from datetime import datetime
+
+        console = self.console
+        steps = [c for c in run.checkpoints if c.kind != "end"]
+        if steps:
+            console.print("checkpoints:")
+        for checkpoint in steps:
+            when = datetime.fromtimestamp(checkpoint.created_at).strftime("%Y-%m-%d %H:%M:%S")
+            what = (
+                f"before iteration {checkpoint.iteration}"
+                if checkpoint.iteration is not None
+                else "before the restore"
+            )
+            note = f"  [dim]{escape(checkpoint.note)}[/]" if checkpoint.note else ""
+            console.print(f"  {what}  [dim]{when}[/]{note}")
+        if run.checkpoint_warning:
+            console.print(f"[yellow]{escape(run.checkpoint_warning)}[/]")
+        if run.changed_files:
+            console.print(f"changed {len(run.changed_files)} file(s):")
+            show_file_changes(console, run.changed_files)
+            hint = f"cleveragents runs restore {run.run_id}"
+            if run.kind == "run" and len(steps) > 1:
+                hint += " [--iteration N]"
+            console.print(f"[dim]undo with: {escape(hint)}[/]", highlight=False)
+        elif run.changed_files == [] and run.status != "running":
+            console.print("[dim]changed no file[/]")
+
+
+def show_file_changes(console: Console, changed: list[ChangedFile]) -> None:
+    for change in changed:
+        console.print(
+            f"  {_CHANGE_MARKS[change.change]} {escape(change.path)}  [dim]{change.change}[/]",
+            highlight=False,
+        )
+
+
+def usage_summary(usage: Usage, cost_usd: float | None) -> str:
+    """', 52,300 tokens in (41,000 from cache, 78%), 1,200 out, ~$0.0312' (empty: no tokens)."""
+    if usage.input_tokens == 0 and usage.output_tokens == 0:
+        return ""
+    read = usage.cache_read_tokens
+    cached = ""
+    if read and usage.input_tokens:
+        cached = f" ({read:,} from cache, {read / usage.input_tokens:.0%})"
+    text = f", {usage.input_tokens:,} tokens in{cached}, {usage.output_tokens:,} out"
+    if cost_usd is None:
+        return text + ", cost unknown (no price for this model)"
+    return text + f", ~${cost_usd:.4f}"
 
 
 class TerminalApprover:
@@ -111,6 +191,8 @@ class TerminalApprover:
         console.print(
             f"[yellow]?[/] [bold]{escape(request.tool_name)}[/] wants to run with {inputs}"
         )
+        if request.note:
+            console.print(f"  [bold red]![/] {escape(request.note)}")
         while True:
             try:
                 answer = await _read_line(

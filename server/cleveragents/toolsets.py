@@ -9,8 +9,12 @@ import os
 import sys
 from collections.abc import Iterable
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from .tool.registry import ToolRegistry, ToolSpec, spec_of
+
+if TYPE_CHECKING:
+    from .workspace.command_policy import CommandPolicy
 
 ENTRY_POINT_GROUP = "cleveragents.tools"
 
@@ -98,13 +102,17 @@ def build_registry(
     *,
     builtins: bool = True,
     plugins: bool = True,
+    command_policy: CommandPolicy | None = None,
 ) -> ToolRegistry:
-    """The registry a CLI run or the daemon offers: built-ins, then plugins, then modules."""
+    """The registry a CLI run or the daemon offers: built-ins, then plugins, then modules.
+
+    `command_policy` is what run_command may reach (default: from the environment).
+    """
     registry = ToolRegistry()
     if builtins:
         from .workspace.builtins import register_builtin_tools
 
-        register_builtin_tools(registry)
+        register_builtin_tools(registry, command_policy=command_policy)
     extra: list[ToolSpec] = tools_from_entry_points() if plugins else []
     for module_name in tool_modules:
         extra.extend(tools_in_module(module_name))

@@ -28,6 +28,7 @@ from . import wire
 from .converter import structure, unstructure
 from .translate import (
     profile,
+    restore_result,
     run_detail,
     run_request,
     run_result,
@@ -90,6 +91,11 @@ def list_runs(manager: RunManager, params: wire.RunsParams) -> wire.RunsResult:
 
 def get_run(manager: RunManager, params: wire.GetRunParams) -> wire.RunDetail:
     return run_detail(manager.get_run(params.run_id))
+
+
+async def restore(manager: RunManager, params: wire.RestoreParams) -> wire.RestoreResult:
+    outcome = await manager.restore(params.run_id, params.iteration, dry_run=params.dry_run)
+    return restore_result(outcome)
 
 
 # -- one run's sink --------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from cleveragents.tool import ToolCallingRuntime, ToolRegistry, ToolRunner, Tool
 """
 
 from .context import ToolActorContext
-from .errors import SandboxViolation, ToolError
+from .errors import ContextLengthExceeded, SandboxViolation, ToolError
 from .events import (
     IterationStarted,
     ResponseReceived,
@@ -29,22 +29,27 @@ from .messages import (
     ToolSchema,
     UserMessage,
 )
+from .models import DEFAULT_CONTEXT_WINDOW, ModelPrice, context_window_for, price_for
 from .policy import AUTOMATION_PROFILES, ApprovalDecision, ApprovalRequest, Approver
 from .records import ERROR_KINDS, ErrorKind, ToolCallRecord, ToolCallRunResult, Usage
 from .registry import ToolRegistry, ToolSpec, tool
+from .result_budget import DEFAULT_RESULT_BUDGET_CHARS
 from .router import ToolCallRouter
 from .runner import ToolRunner
 from .runtime import DEFAULT_MAX_ITERATIONS, CancelToken, ToolCallingRuntime
 
 __all__ = [
     "AUTOMATION_PROFILES",
+    "DEFAULT_CONTEXT_WINDOW",
     "DEFAULT_MAX_ITERATIONS",
+    "DEFAULT_RESULT_BUDGET_CHARS",
     "ERROR_KINDS",
     "ApprovalDecision",
     "ApprovalRequest",
     "Approver",
     "AssistantMessage",
     "CancelToken",
+    "ContextLengthExceeded",
     "ErrorKind",
     "FunctionLLMCaller",
     "IterationStarted",
@@ -52,6 +57,7 @@ __all__ = [
     "LLMRequest",
     "LLMResponse",
     "Message",
+    "ModelPrice",
     "ResponseReceived",
     "RunEvent",
     "RunFailed",
@@ -78,5 +84,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "UserMessage",
+    "context_window_for",
+    "price_for",
     "tool",
 ]

@@ -24,3 +24,11 @@ class SandboxViolation(ToolError):
     def __init__(self, path: str, reason: str = "is outside the sandbox root") -> None:
         super().__init__(f"path {path!r} {reason}")
         self.path = path
+
+
+class ContextLengthExceeded(Exception):
+    """The model's service rejected a request as longer than the model's context window.
+
+    Providers raise a subclass (Anthropic: 400 "prompt is too long" or 413; OpenAI: 400
+    `context_length_exceeded`); the runtime then shrinks the conversation and retries once.
+    """

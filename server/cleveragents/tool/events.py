@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .messages import AssistantMessage
-from .records import ToolCallRecord, ToolCallRunResult
+from .records import ToolCallRecord, ToolCallRunResult, Usage
 
 
 @dataclass(slots=True, frozen=True)
@@ -37,12 +37,15 @@ class TextDelta:
 class ResponseReceived:
     """The model's whole response for one iteration (text and the tool calls it asked for).
 
-    Lets a history store rebuild the conversation of a run that never finished.
+    Lets a history store rebuild the conversation of a run that never finished. `usage` is
+    this model call's tokens; `cost_usd` their price (None when the model's price is unknown).
     """
 
     run_id: str
     iteration: int
     message: AssistantMessage
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
 
 
 @dataclass(slots=True, frozen=True)

@@ -90,6 +90,8 @@ class LLMRequest:
     # The run's automation profile, so a model (the offline one) can choose tools it may use.
     automation_profile: str = "full-auto"
     iteration: int = 1
+    # Whether the provider may mark the request for prompt caching (`ToolCallingRuntime(cache=)`).
+    cache: bool = True
 
 
 @dataclass(slots=True)

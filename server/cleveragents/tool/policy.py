@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from .registry import ToolSpec
 
@@ -26,6 +26,8 @@ class ApprovalRequest:
     executes_code: bool
     automation_profile: str
     iteration: int
+    # Why this call is asked about beyond the profile's rule (e.g. it would run unconfined).
+    note: str | None = None
 
 
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
@@ -50,6 +52,29 @@ def verdict(profile: str, spec: ToolSpec) -> Verdict:
     return "ask"
 
 
+@dataclass(slots=True, frozen=True)
+class UnconfinedCode:
+    """A tool's code would run with no sandbox around it (no bubblewrap here, say)."""
+
+    reason: str  # why, and how to confine it or allow it
+    allowed_under_full_auto: bool  # the user's explicit "allow unconfined commands" setting
+
+
+@runtime_checkable
+class ReportsConfinement(Protocol):
+    """A tool handler's owner that can tell, before each call, whether it would be confined."""
+
+    async def unconfined_code(self) -> UnconfinedCode | None: ...
+
+
+async def unconfined_code(spec: ToolSpec) -> UnconfinedCode | None:
+    """Whether `spec` would run code unconfined; a bound method's owner may report it."""
+    owner = getattr(spec.handler, "__self__", None)
+    if not spec.executes_code or not isinstance(owner, ReportsConfinement):
+        return None
+    return await owner.unconfined_code()
+
+
 class Authorizer:
     """Applies a profile for one run, asking the approver and remembering 'allow for run'."""
 
@@ -64,14 +89,22 @@ class Authorizer:
     ) -> str | None:
         """None when the call may run, else the reason it was denied (told to the model)."""
         rule = verdict(self.profile, spec)
-        if rule == "allow" or spec.name in self._allowed_for_run:
-            return None
         if rule == "deny":
             return f"{spec.name} changes the workspace and the profile '{self.profile}' forbids it"
+        note = None
+        # Unconfined code is asked about under every profile, except full-auto with the
+        # explicit setting that allows it.
+        gap = await unconfined_code(spec)
+        if gap is not None:
+            note = f"{spec.name} would run unconfined: {gap.reason}"
+            if not (self.profile == "full-auto" and gap.allowed_under_full_auto):
+                rule = "ask"
+        if rule == "allow" or spec.name in self._allowed_for_run:
+            return None
         if self.approver is None:
             return (
                 f"{spec.name} needs approval under the profile '{self.profile}' "
-                "and no one is there to approve it"
+                "and no one is there to approve it" + (f" ({note})" if note else "")
             )
         decision = await self.approver(
             ApprovalRequest(
@@ -83,6 +116,7 @@ class Authorizer:
                 executes_code=spec.executes_code,
                 automation_profile=self.profile,
                 iteration=iteration,
+                note=note,
             )
         )
         if decision == "allow_for_run":

@@ -21,7 +21,7 @@ ErrorKind = Literal[
 
 ERROR_KINDS: tuple[str, ...] = ErrorKind.__args__  # type: ignore[attr-defined]
 
-StopReason = Literal["final_answer", "max_iterations", "cancelled"]
+StopReason = Literal["final_answer", "max_iterations", "cancelled", "context_exhausted"]
 
 
 @dataclass(slots=True)
@@ -54,17 +54,34 @@ class ToolCallRecord:
 
 @dataclass(slots=True)
 class Usage:
-    """Tokens the provider reported; zero for providers that report none."""
+    """Tokens the provider reported for one model call (or a run's sum); zero when unreported.
+
+    `input_tokens` is ALL the input the model read: uncached input plus the tokens written
+    to and read from the prompt cache (Anthropic reports the three apart; providers add them).
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def uncached_input_tokens(self) -> int:
+        return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
 
     def add(self, other: Usage) -> None:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
 
     def to_dict(self) -> dict[str, int]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
 
 
 @dataclass(slots=True)
@@ -78,6 +95,10 @@ class ToolCallRunResult:
     stop_reason: StopReason = "final_answer"
     run_id: str = ""
     usage: Usage = field(default_factory=Usage)
+    # USD at the model's price table (tool/models.py); None when the price is unknown.
+    cost_usd: float | None = None
+    # One entry per model call, in order (a call the provider rejected reports nothing).
+    iteration_usage: list[Usage] = field(default_factory=list)
     # The whole conversation (provider-neutral), so a later run can continue it.
     messages: list[Any] = field(default_factory=list)
 
@@ -89,6 +110,8 @@ class ToolCallRunResult:
             "terminated_by_limit": self.terminated_by_limit,
             "stop_reason": self.stop_reason,
             "usage": self.usage.to_dict(),
+            "cost_usd": self.cost_usd,
+            "iteration_usage": [u.to_dict() for u in self.iteration_usage],
             "tool_call_history": [r.to_dict() for r in self.tool_call_history],
             "messages": [m.to_dict() for m in self.messages],
         }

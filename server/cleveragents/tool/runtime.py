@@ -8,14 +8,16 @@ they run and are recorded and the result comes back with `terminated_by_limit=Tr
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .checkpoint import BeforeMutation, CheckpointingAuthorizer
 from .context import ToolActorContext
+from .context_guard import ContextGuard, ContextLimits, tools_chars
+from .errors import ContextLengthExceeded
 from .events import (
     IterationStarted,
     ResponseReceived,
@@ -38,12 +40,20 @@ from .messages import (
     ToolResultsMessage,
     UserMessage,
 )
+from .models import (
+    DEFAULT_CONTEXT_WINDOW,
+    ModelPrice,
+    context_window_for,
+    normalise_prices,
+    price_for,
+)
 from .policy import Approver, Authorizer, check_profile
 from .records import ToolCallRecord, ToolCallRunResult, Usage
 from .registry import ToolRegistry
-from .router import ToolCallRouter, result_from_record
+from .repeats import same_call
+from .result_budget import DEFAULT_RESULT_BUDGET_CHARS, MIN_RESULT_BUDGET_CHARS
+from .router import ToolCallRouter, sized_result_from_record
 from .runner import ThreadBudget, ToolRunner
-from .schema import RESERVED_PARAMS
 
 DEFAULT_MAX_ITERATIONS = 25
 DEFAULT_MAX_REPEATED_CALLS = 3
@@ -129,22 +139,6 @@ def _cancelled_result(call: ToolCallRequest) -> ToolResult:
     )
 
 
-# One encoder for every call: json.dumps with options builds a new one each time.
-_CALL_KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=repr)
-
-
-def _call_key(call: ToolCallRequest) -> str:
-    arguments: Any = call.arguments
-    if isinstance(arguments, dict):
-        # The reserved keys are dropped before a tool runs: varying them is not a new call.
-        arguments = {k: v for k, v in arguments.items() if k not in RESERVED_PARAMS}
-    try:
-        arguments = _CALL_KEY_ENCODER.encode(arguments)
-    except (TypeError, ValueError):
-        arguments = repr(call.arguments)
-    return f"{call.tool_name}\0{arguments}"
-
-
 class _Run:
     """The state of one run; lives only while `arun_tool_loop` does."""
 
@@ -155,19 +149,34 @@ class _Run:
         context: ToolActorContext,
         observers: Sequence[RunObserver],
         authorizer: Authorizer,
+        result_budget: int | None,
+        context_window: int | None,
     ) -> None:
         self.runtime = runtime
         self.run_id = run_id
         self.context = context
         self.observers = observers
         self.authorizer = authorizer
+        self.result_budget = result_budget
         self.records: list[ToolCallRecord] = []
+        # The whole conversation, results at their budget and never elided: a continued
+        # run starts from it and its own guard elides again only if its model needs it.
         self.messages: list[Message] = []
         self.texts: list[str] = []
         self.iterations = 0
         self.usage = Usage()
+        self.iteration_usage: list[Usage] = []
+        llm = runtime.llm_caller
+        model = getattr(llm, "model", None)
+        self.model = model if isinstance(model, str) else None
+        self.price = price_for(self.model, runtime.prices)
+        self.limits = ContextLimits.for_window(
+            _window(context_window, runtime.context_window, llm, self.model),
+            _positive_int(getattr(llm, "max_tokens", None)),
+        )
+        self.guard: ContextGuard | None = None
         self.threads = ThreadBudget(runtime.max_threads_per_run)
-        self._last_key: str | None = None
+        self._streak: ToolCallRequest | None = None  # the first of the latest identical calls
         self._repeats = 0
 
     def emit(self, event: Any) -> None:
@@ -182,6 +191,8 @@ class _Run:
             stop_reason=stop_reason,
             run_id=self.run_id,
             usage=self.usage,
+            cost_usd=self.price.cost(self.usage) if self.price is not None else None,
+            iteration_usage=list(self.iteration_usage),
             messages=list(self.messages),
         )
 
@@ -190,15 +201,15 @@ class _Run:
 
     def finish(self, record: ToolCallRecord) -> None:
         self.context.tool_call_history.append(record)
-        self.emit(ToolCallFinished(self.run_id, record))
+        if self.observers:  # an event nobody receives is not built
+            self.emit(ToolCallFinished(self.run_id, record))
 
     def is_repeat(self, call: ToolCallRequest) -> bool:
         """True when this call repeats the previous N identical calls in a row."""
-        key = _call_key(call)
-        if key == self._last_key:
+        if self._streak is not None and same_call(self._streak, call):
             self._repeats += 1
         else:
-            self._last_key, self._repeats = key, 1
+            self._streak, self._repeats = call, 1
         return self._repeats > self.runtime.max_repeated_calls
 
     async def call_tools(self, calls: Sequence[ToolCallRequest], iteration: int) -> None:
@@ -209,11 +220,12 @@ class _Run:
 
         async def one(index: int, call: ToolCallRequest) -> None:
             started = time.perf_counter()
-            self.emit(
-                ToolCallStarted(
-                    self.run_id, iteration, call.call_id, call.tool_name, call.arguments
+            if self.observers:
+                self.emit(
+                    ToolCallStarted(
+                        self.run_id, iteration, call.call_id, call.tool_name, call.arguments
+                    )
                 )
-            )
             if repeats[index]:
                 record = ToolRunner.record(call, None, started, iteration)
                 record.success = False
@@ -285,29 +297,84 @@ class _Run:
         # model see them in request order.
         ordered = [r for r in slots if r is not None]
         self.records.extend(ordered)
-        self.messages.append(ToolResultsMessage(tuple(result_from_record(r) for r in ordered)))
+        results: list[ToolResult] = []
+        sizes: list[int] = []
+        for record in ordered:
+            result, size = sized_result_from_record(record, self.result_budget)
+            results.append(result)
+            sizes.append(size)
+        message = ToolResultsMessage(tuple(results))
+        self.messages.append(message)
+        if self.guard is not None:
+            self.guard.append(message, sizes)
+
+    def exhausted(self, detail: str) -> ToolCallRunResult:
+        """The run ends because the next request cannot fit the model's window."""
+        limits = self.limits
+        message = (
+            "The run stopped: the conversation no longer fits the model's context window. "
+            f"{detail} The model{f' {self.model}' if self.model else ''} has a window of "
+            f"{limits.window:,} tokens, of which {limits.max_output:,} are kept for its answer "
+            f"and {limits.margin:,} as a margin. Start a new run with a narrower task (what this "
+            "run did is kept), or use a model with a larger context window."
+        )
+        partial = self.partial_content()
+        content = f"{partial}\n\n{message}" if partial else message
+        return self.result(content, "context_exhausted", limit=True)
+
+    def not_fitting(self, guard: ContextGuard) -> str:
+        return (
+            f"The next request needs about {guard.estimate():,} tokens even with every older "
+            f"tool result and message elided, and {self.limits.input_limit:,} are available."
+        )
 
     async def loop(self, prompt: str) -> ToolCallRunResult:
         runtime = self.runtime
         tools = [spec.to_schema() for spec in runtime.registry.specs()]
         self.messages.append(UserMessage(prompt))
+        system = runtime.system_prompt
+        guard = self.guard = ContextGuard(self.limits, len(system or "") + tools_chars(tools))
+        for message in self.messages:
+            guard.append(message)
         for iteration in range(1, runtime.max_iterations + 1):
+            if not guard.fit():
+                return self.exhausted(self.not_fitting(guard))
             self.iterations = iteration
-            self.emit(IterationStarted(self.run_id, iteration))
-            request = LLMRequest(
-                messages=list(self.messages),
-                tools=tools,
-                system=runtime.system_prompt,
-                automation_profile=self.authorizer.profile,
-                iteration=iteration,
-            )
+            if self.observers:
+                self.emit(IterationStarted(self.run_id, iteration))
 
             def on_text(delta: str, iteration: int = iteration) -> None:
                 if delta:
                     self.emit(TextDelta(self.run_id, iteration, delta))
 
-            response = await runtime.llm_caller.complete(request, on_text)
-            self.usage.add(response.usage)
+            retried = False
+            while True:
+                request = LLMRequest(
+                    messages=list(guard.view),
+                    tools=tools,
+                    system=system,
+                    automation_profile=self.authorizer.profile,
+                    iteration=iteration,
+                    cache=runtime.cache,
+                )
+                sent_chars = guard.chars
+                try:
+                    response = await runtime.llm_caller.complete(request, on_text)
+                    break
+                except ContextLengthExceeded as exc:
+                    # The estimate was wrong: learn from the refusal, shrink, try once more.
+                    said = f"The model's service refused the request as too long ({exc})."
+                    if retried:
+                        return self.exhausted(said + " It refused the shrunk request too.")
+                    retried = True
+                    guard.rejected(sent_chars)
+                    if not guard.fit():
+                        return self.exhausted(f"{said} {self.not_fitting(guard)}")
+            usage = response.usage  # never changed by the runtime, so kept as it came
+            if usage.input_tokens:
+                guard.calibrate(sent_chars, usage.input_tokens)
+            self.usage.add(usage)
+            self.iteration_usage.append(usage)
             calls = [
                 c
                 if c.call_id
@@ -319,11 +386,57 @@ class _Run:
             self.texts.append(response.text)
             message = AssistantMessage(response.text, tuple(calls), response.provider_data)
             self.messages.append(message)
-            self.emit(ResponseReceived(self.run_id, iteration, message))
+            guard.append(message)
+            cost = self.price.cost(usage) if self.price is not None else None
+            self.emit(ResponseReceived(self.run_id, iteration, message, usage, cost))
             if not calls:
                 return self.result(response.text, "final_answer")
             await self.call_tools(calls, iteration)
         return self.result(self.partial_content(), "max_iterations", limit=True)
+
+
+def _positive_int(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def _window(run: int | None, runtime: int | None, llm: Any, model: str | None) -> int:
+    """The window a run works to: the run's setting, the runtime's, the caller's own
+    `context_window`, the model table, then `DEFAULT_CONTEXT_WINDOW`."""
+    for value in (run, runtime, _positive_int(getattr(llm, "context_window", None))):
+        if value is not None:
+            return value
+    return context_window_for(model) or DEFAULT_CONTEXT_WINDOW
+
+
+def _check_budget(value: int | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"result_budget_chars must be an int or None, not {type(value).__name__}")
+    if value < MIN_RESULT_BUDGET_CHARS:
+        raise ValueError(
+            f"result_budget_chars must be at least {MIN_RESULT_BUDGET_CHARS}, got {value}"
+        )
+    return value
+
+
+def _check_window(value: int | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"context_window must be an int or None, not {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"context_window must be a positive number of tokens, got {value}")
+    return value
+
+
+class _Unset:
+    """Marks an argument left out (None is a meaningful value: no budget)."""
+
+
+_UNSET = _Unset()
 
 
 class ToolCallingRuntime:
@@ -342,6 +455,10 @@ class ToolCallingRuntime:
         observers: Sequence[RunObserver] = (),
         max_repeated_calls: int = DEFAULT_MAX_REPEATED_CALLS,
         max_threads_per_run: int = DEFAULT_MAX_THREADS_PER_RUN,
+        result_budget_chars: int | None = DEFAULT_RESULT_BUDGET_CHARS,
+        context_window: int | None = None,
+        prices: Mapping[str, ModelPrice | Mapping[str, Any]] | None = None,
+        cache: bool = True,
     ) -> None:
         if not isinstance(registry, ToolRegistry):
             raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
@@ -369,6 +486,12 @@ class ToolCallingRuntime:
         self.observers = tuple(observers)
         self.max_repeated_calls = max_repeated_calls
         self.max_threads_per_run = max_threads_per_run
+        # The model sees at most this many characters of one tool result (None: no limit).
+        self.result_budget_chars = _check_budget(result_budget_chars)
+        # Tokens the model reads at most; None: the caller's, the model table's, or 128k.
+        self.context_window = _check_window(context_window)
+        self.prices = normalise_prices(prices)
+        self.cache = bool(cache)
 
     async def arun_tool_loop(
         self,
@@ -380,11 +503,17 @@ class ToolCallingRuntime:
         approver: Approver | None = None,
         cancel: CancelToken | None = None,
         run_id: str | None = None,
+        before_mutation: BeforeMutation | None = None,
+        context_window: int | None = None,
+        result_budget_chars: int | _Unset | None = _UNSET,
     ) -> ToolCallRunResult:
         """Run the loop. `history` continues an earlier conversation; `cancel` stops it early.
 
         Cancelling the task that awaits this also stops the run: in-flight calls are recorded
         as cancelled and observers get `RunFinished` before the CancelledError propagates.
+        `before_mutation(iteration)` is awaited before the first call of an iteration that may
+        change the workspace (see `checkpoint.py`). `context_window` and `result_budget_chars`
+        override the runtime's settings for this run.
         """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a string, not {type(prompt).__name__}")
@@ -394,12 +523,20 @@ class ToolCallingRuntime:
         if not isinstance(context, ToolActorContext):
             raise TypeError(f"context must be a ToolActorContext, not {type(context).__name__}")
         run_id = run_id or new_run_id()
-        authorizer = Authorizer(
-            check_profile(context.automation_profile),
-            approver if approver is not None else self.approver,
-            run_id,
+        budget = (
+            self.result_budget_chars
+            if isinstance(result_budget_chars, _Unset)
+            else _check_budget(result_budget_chars)
         )
-        run = _Run(self, run_id, context, (*self.observers, *observers), authorizer)
+        window = _check_window(context_window)
+        profile = check_profile(context.automation_profile)
+        chosen_approver = approver if approver is not None else self.approver
+        authorizer = (
+            Authorizer(profile, chosen_approver, run_id)
+            if before_mutation is None
+            else CheckpointingAuthorizer(profile, chosen_approver, run_id, before_mutation)
+        )
+        run = _Run(self, run_id, context, (*self.observers, *observers), authorizer, budget, window)
         run.messages.extend(close_dangling_calls(history))
         run.emit(
             RunStarted(
@@ -448,23 +585,30 @@ class ToolCallingRuntime:
         Inside a running event loop (a notebook, an async app) the loop runs on a helper
         thread so this call still blocks and returns the result.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun_tool_loop(prompt, context, **kwargs))
         outcome: dict[str, Any] = {}
+
+        async def main() -> None:
+            # The result is handed over beside the task, not as its result: on Python 3.11
+            # asyncio.run formats the main task's repr (result included) when it checks the
+            # SIGINT handler, and a run's records can hold hundreds of MiB.
+            outcome["result"] = await self.arun_tool_loop(prompt, context, **kwargs)
 
         def target() -> None:
             try:
-                outcome["result"] = asyncio.run(self.arun_tool_loop(prompt, context, **kwargs))
+                asyncio.run(main())
             except BaseException as exc:
                 outcome["error"] = exc
 
-        thread = threading.Thread(target=target, name="cleveragents-run")
-        thread.start()
-        thread.join()
-        if "error" in outcome:
-            raise outcome["error"]
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(main())
+        else:
+            thread = threading.Thread(target=target, name="cleveragents-run")
+            thread.start()
+            thread.join()
+            if "error" in outcome:
+                raise outcome["error"]
         result: ToolCallRunResult = outcome["result"]
         return result
 

@@ -8,7 +8,8 @@ from typing import Any
 from cleveragents.tool.registry import ToolRegistry, ToolSpec, make_spec
 from cleveragents.tool.schema import schema_from_function
 
-from .command import MAX_COMMAND_TIMEOUT_S, run_command
+from .command import MAX_COMMAND_TIMEOUT_S, CommandTool
+from .command_policy import CommandPolicy
 from .files import edit_file, list_dir, read_file, write_file
 from .search import MAX_GREP_RESULTS, glob, grep
 
@@ -41,8 +42,13 @@ def _spec(
     )
 
 
-def builtin_tools() -> list[ToolSpec]:
-    """read_file, write_file, edit_file, list_dir, glob, grep and run_command."""
+def builtin_tools(command_policy: CommandPolicy | None = None) -> list[ToolSpec]:
+    """read_file, write_file, edit_file, list_dir, glob, grep and run_command.
+
+    `command_policy` decides what run_command can reach; by default the environment's
+    (CommandPolicy.from_environment, which raises ValueError on a malformed setting).
+    """
+    commands = CommandTool(command_policy)
     return [
         _spec(read_file, constraints={"offset": {"minimum": 1}, "limit": {"minimum": 1}}),
         _spec(write_file, mutating=True),
@@ -57,7 +63,7 @@ def builtin_tools() -> list[ToolSpec]:
             },
         ),
         _spec(
-            run_command,
+            commands.run_command,
             constraints={
                 "command": {"minLength": 1},
                 "timeout_s": {"exclusiveMinimum": 0, "maximum": MAX_COMMAND_TIMEOUT_S},
@@ -69,6 +75,11 @@ def builtin_tools() -> list[ToolSpec]:
     ]
 
 
-def register_builtin_tools(registry: ToolRegistry, *, replace: bool = False) -> list[ToolSpec]:
+def register_builtin_tools(
+    registry: ToolRegistry,
+    *,
+    replace: bool = False,
+    command_policy: CommandPolicy | None = None,
+) -> list[ToolSpec]:
     """Add every built-in tool to `registry`; returns the specs added."""
-    return [registry.add_spec(spec, replace=replace) for spec in builtin_tools()]
+    return [registry.add_spec(spec, replace=replace) for spec in builtin_tools(command_policy)]

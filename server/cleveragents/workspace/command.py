@@ -1,12 +1,16 @@
-"""run_command: a shell command in the sandbox, confined by bubblewrap where it works.
+"""run_command: a shell command in the sandbox, behind a wall of its own.
 
-Under bubblewrap the whole filesystem is mounted read-only except the sandbox, /tmp is a private
-tmpfs, there is no network (a new, empty network namespace) and a new PID namespace, so when the
-command's shell exits every process it started dies with the namespace. Without bubblewrap the
-command runs unconfined (the output says `"confined": false`): nothing stops it from touching
-files or the network outside. Its process group is still killed when it ends, on timeout and on
-cancellation, and so is any process that left the group (`setsid`) but still carries the
-command's tag in its environment; one that also scrubs its environment escapes.
+Where bubblewrap works, a command sees only what `command_mounts` lists: the system read-only,
+the sandbox read-write, an empty private /tmp and home, the Python installation and any read
+paths the user added; never the rest of the home folder, other projects or the never-visible
+paths. It has no network, no capabilities, and a new PID namespace, so when its shell exits
+every process it started dies with the namespace. It gets only allow-listed environment
+variables, and runs under resource limits (rlimits, plus a cgroup where the daemon can make
+one). Without bubblewrap the command runs unconfined (the output says `"confined": false`, and
+the Authorizer asks before it runs): nothing stops it from touching files or the network
+outside. Its process group is still killed when it ends, on timeout and on cancellation, and so
+is every process in its cgroup and any process that left the group (`setsid`) but still
+carries the command's tag in its environment.
 """
 
 from __future__ import annotations
@@ -14,19 +18,51 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 from cleveragents.tool.errors import ToolError
+from cleveragents.tool.policy import UnconfinedCode
 
+from .bubblewrap import (
+    Confinement,
+    bubblewrap_arguments,
+    bubblewrap_status,
+    probe_bubblewrap,
+    shell_executable,
+)
+from .cgroups import CommandCgroup
+from .command_policy import (
+    COMMAND_TAG_VARIABLE,
+    ENV_ALLOW_UNCONFINED,
+    ENV_BUBBLEWRAP,
+    ENV_MAX_CPU_SECONDS,
+    ENV_MAX_FILE_SIZE,
+    ENV_MAX_MEMORY,
+    ENV_MAX_PROCESSES,
+    ENV_MIN_FREE_DISK,
+    CommandPolicy,
+    ResourceLimits,
+    command_environment,
+    command_mounts,
+    human_size,
+)
 from .limits import MAX_OUTPUT_BYTES
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
+
+_resource: Any
+try:
+    import resource as _resource
+except ImportError:  # Windows: no rlimits at all
+    _resource = None
 
 DEFAULT_COMMAND_TIMEOUT_S = 120.0
 MAX_COMMAND_TIMEOUT_S = 600.0
@@ -35,91 +71,27 @@ MAX_COMMAND_TIMEOUT_S = 600.0
 _PIPE_DRAIN_GRACE_S = 2.0
 _READ_CHUNK = 64 * 1024
 _TIMEOUT_TAIL_CHARS = 4000
-COMMAND_TAG_VARIABLE = "CLEVERAGENTS_COMMAND_ID"
-"""Set in each command's environment so strays that left its process group can be found."""
-# Names of environment variables that likely hold credentials; a model's command never gets them.
-_SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+# How often a running command's process ceiling and the free disk space are looked at.
+_WATCH_INTERVAL_S = 0.25
+# Free space may wobble by this much (other programs) before a low disk is blamed on a command.
+_DISK_SLACK_BYTES = 64 * 1024 * 1024
+# The limits launcher exits with this, after saying why on stderr, when it cannot set them.
+_LAUNCH_FAILED = 125
+_LAUNCH_MARKER = "cleveragents: cannot start the command:"
+_CPU_GRACE_S = 5
+# How a shell reports a job the kernel killed for a limit (strsignal of SIGXFSZ / SIGXCPU).
+_SIGNAL_REPORT = re.compile(r"\d+\s+(File size|CPU time) limit exceeded")
 
-
-@dataclass(frozen=True, slots=True)
-class Confinement:
-    """Whether commands can run under bubblewrap here, and why not when they cannot."""
-
-    available: bool
-    executable: str | None
-    reason: str
-
-
-_probe_lock = threading.Lock()
-_probe_result: Confinement | None = None
-
-
-def shell_executable() -> str:
-    return shutil.which("bash") or "/bin/sh"
-
-
-def bubblewrap_arguments(executable: str, sandbox_root: str, cwd: str) -> list[str]:
-    """The bwrap command line that confines one command to `sandbox_root`."""
-    return [
-        executable,
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        # The tmpfs goes before the sandbox bind: a sandbox under /tmp must stay visible.
-        "--tmpfs", "/tmp",
-        "--bind", sandbox_root, sandbox_root,
-        "--unshare-net",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--die-with-parent",
-        "--chdir", cwd,
-        "--",
-    ]  # fmt: skip
-
-
-def bubblewrap_status() -> Confinement:
-    """Probe once per process whether bubblewrap runs here (it fails in some containers)."""
-    global _probe_result
-    with _probe_lock:
-        if _probe_result is None:
-            _probe_result = probe_bubblewrap()
-        return _probe_result
-
-
-def probe_bubblewrap() -> Confinement:
-    """Run bwrap, with the arguments commands get, on a scratch folder: does it work here?"""
-    executable = shutil.which("bwrap")
-    if executable is None:
-        return Confinement(False, None, "bubblewrap (bwrap) is not installed")
-    with tempfile.TemporaryDirectory(prefix="cleveragents-bwrap-probe-") as probe_root:
-        argv = [*bubblewrap_arguments(executable, probe_root, probe_root), shell_executable()]
-        try:
-            result = subprocess.run(
-                [*argv, "-c", "true"],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=30,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return Confinement(False, executable, f"bubblewrap failed to start: {exc}")
-    if result.returncode != 0:
-        detail = result.stderr.decode("utf-8", errors="replace").strip()
-        return Confinement(False, executable, f"bubblewrap does not work here: {detail}")
-    return Confinement(True, executable, "bubblewrap")
-
-
-def command_environment(confined: bool, tag: str) -> dict[str, str]:
-    environment = {
-        name: value
-        for name, value in os.environ.items()
-        if not any(part in name.upper() for part in _SECRET_NAME_PARTS)
-    }
-    environment.setdefault("PATH", os.defpath)
-    environment[COMMAND_TAG_VARIABLE] = tag
-    if confined:
-        environment["TMPDIR"] = "/tmp"
-    return environment
+__all__ = [
+    "COMMAND_TAG_VARIABLE",
+    "DEFAULT_COMMAND_TIMEOUT_S",
+    "MAX_COMMAND_TIMEOUT_S",
+    "CommandTool",
+    "Confinement",
+    "bubblewrap_status",
+    "probe_bubblewrap",
+    "run_in_sandbox",
+]
 
 
 class CappedOutput:
@@ -239,8 +211,10 @@ def kill_tagged_processes(tag: str) -> None:
             return
 
 
-def _kill_everything(pgid: int, tag: str, confined: bool) -> None:
+def _kill_everything(pgid: int, tag: str, confined: bool, cgroup: CommandCgroup | None) -> None:
     kill_process_group(pgid)
+    if cgroup is not None:
+        cgroup.kill_all()
     if not confined:
         # Under bubblewrap the PID namespace dies with its first process: nothing can stray.
         kill_tagged_processes(tag)
@@ -258,6 +232,189 @@ def _tail(text: str) -> str:
     return text if len(text) <= _TIMEOUT_TAIL_CHARS else "…" + text[-_TIMEOUT_TAIL_CHARS:]
 
 
+def _user_task_count(uid: int) -> int:
+    """Processes and threads the user runs now: RLIMIT_NPROC counts all of them, not ours."""
+    count = 0
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:
+        return 0
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if entry.stat(follow_symlinks=False).st_uid == uid:
+                count += len(os.listdir(f"/proc/{entry.name}/task"))
+    return count
+
+
+def process_rlimit(limits: ResourceLimits) -> int | None:
+    """RLIMIT_NPROC for a command: what the user runs already plus the command's allowance.
+
+    None for root (the kernel does not enforce it for uid 0) and where /proc cannot be counted.
+    """
+    if limits.max_processes is None or os.getuid() == 0 or not os.path.isdir("/proc/self/task"):
+        return None
+    return _user_task_count(os.getuid()) + limits.max_processes
+
+
+def _within_own_limit(rlimit_name: str, wanted: int) -> int:
+    """`wanted`, or the daemon's own hard limit when that is lower (it cannot be raised)."""
+    if _resource is None:
+        return wanted
+    _, hard = _resource.getrlimit(getattr(_resource, rlimit_name))
+    return wanted if hard == _resource.RLIM_INFINITY else min(wanted, int(hard))
+
+
+def launcher_script(limits: ResourceLimits, nproc: int | None, procs_files: list[str]) -> str:
+    """A few lines of shell that join the cgroup, set the rlimits, then exec the command.
+
+    Each rlimit is set soft and hard: a process without CAP_SYS_RESOURCE (every confined one)
+    cannot raise it again.
+    """
+    lines = [f'fail() {{ echo {shlex.quote(_LAUNCH_MARKER)} "$1" >&2; exit {_LAUNCH_FAILED}; }}']
+    for procs in procs_files:
+        lines.append(f"echo $$ > {shlex.quote(procs)} || fail 'cannot join its cgroup'")
+    # bash's ulimit counts -f and -v in KiB, -t in seconds, -u in processes.
+    settings = [
+        ("-u", "RLIMIT_NPROC", nproc, 1, "processes", 0),
+        ("-f", "RLIMIT_FSIZE", limits.max_file_size, 1024, "file size", 0),
+        ("-v", "RLIMIT_AS", limits.max_address_space, 1024, "address space", 0),
+        # CPU time: SIGXCPU at the soft limit (a clear "CPU time limit exceeded"), SIGKILL a
+        # little later at the hard one for a process that ignores it.
+        ("-t", "RLIMIT_CPU", limits.max_cpu_seconds, 1, "CPU time", _CPU_GRACE_S),
+    ]
+    # Linux sets every one of these; elsewhere (macOS refuses some, e.g. the address space)
+    # they are best effort rather than a command that can never run.
+    otherwise = "fail 'cannot limit its {}'" if sys.platform.startswith("linux") else "true"
+    for flag, rlimit_name, value, unit, what, grace in settings:
+        if value is None:
+            continue
+        hard = _within_own_limit(rlimit_name, value + grace * unit)
+        soft = min(value, hard)
+        lines.append(
+            f"ulimit -S {flag} {max(1, soft // unit)} && ulimit -H {flag} {max(1, hard // unit)} "
+            f"|| {otherwise.format(what)}"
+        )
+    lines.append('exec "$@"')
+    return "\n".join(lines)
+
+
+def _free_disk(path: str) -> int | None:
+    try:
+        stats = os.statvfs(path)
+    except OSError:
+        return None
+    return stats.f_bavail * stats.f_frsize
+
+
+async def _watch_limits(cgroup: CommandCgroup | None, disk_path: str, min_free: int | None) -> str:
+    """Return when the command must be stopped: "processes" or "disk" (runs until cancelled)."""
+    start_free = _free_disk(disk_path) if min_free is not None else None
+    while True:
+        await asyncio.sleep(_WATCH_INTERVAL_S)
+        if cgroup is not None and cgroup.process_limit_hit():
+            return "processes"
+        if min_free is not None and start_free is not None:
+            free = _free_disk(disk_path)
+            if free is not None and free < min_free and free < start_free - _DISK_SLACK_BYTES:
+                return "disk"
+
+
+def _signal_number(name: str) -> int:
+    return int(getattr(signal, name, -1000))  # -1000: no such signal here, no status matches
+
+
+def _limits_hit(
+    limits: ResourceLimits,
+    stopped: str | None,
+    cgroup: CommandCgroup | None,
+    status: int | None,
+    stderr: str,
+) -> list[str]:
+    """Each limit the command ran into, said with the setting that raises it.
+
+    A file size or CPU time kill shows as the shell's status (128 + the signal) when it was the
+    last command, or as the shell's report of a killed job on stderr when it was not.
+    """
+    reported = {match.group(1) for match in _SIGNAL_REPORT.finditer(stderr)}
+    hit: list[str] = []
+    if stopped == "processes" or (cgroup is not None and cgroup.process_limit_hit()):
+        hit.append(
+            f"it reached the process limit ({limits.max_processes} processes and threads) and "
+            f"was stopped; raise it with {ENV_MAX_PROCESSES}"
+        )
+    if stopped == "disk":
+        hit.append(
+            f"the free space on the sandbox's disk fell below {human_size(limits.min_free_disk)} "
+            f"and it was stopped; lower the reserve with {ENV_MIN_FREE_DISK}"
+        )
+    if cgroup is not None and cgroup.memory_limit_hit():
+        hit.append(
+            f"a process was killed for going over the memory limit "
+            f"({human_size(limits.max_memory)}); raise it with {ENV_MAX_MEMORY}"
+        )
+    if status == 128 + _signal_number("SIGXFSZ") or "File size" in reported:
+        hit.append(
+            f"a process was killed for writing a file over the file size limit "
+            f"({human_size(limits.max_file_size)}); raise it with {ENV_MAX_FILE_SIZE}"
+        )
+    if status == 128 + _signal_number("SIGXCPU") or "CPU time" in reported:
+        hit.append(
+            f"a process was killed for using more than {limits.max_cpu_seconds} s of CPU time; "
+            f"raise it with {ENV_MAX_CPU_SECONDS}"
+        )
+    return hit
+
+
+@dataclass(slots=True)
+class _Prepared:
+    """Everything decided before a command starts."""
+
+    argv: list[str]
+    environment: dict[str, str]
+    confined: bool
+    status: Confinement
+    private_home: str | None  # unconfined: a temporary folder, removed afterwards
+
+
+def _prepare(
+    command: str,
+    sandbox: Sandbox,
+    cwd_path: str,
+    policy: CommandPolicy,
+    confine: bool | None,
+    tag: str,
+    cgroup: CommandCgroup | None,
+) -> _Prepared:
+    """Runs in a worker thread: probing bubblewrap and listing the mounts touch the disk."""
+    status = bubblewrap_status(policy.bubblewrap)
+    confined = status.available if confine is None else confine
+    if confined and (not status.available or status.executable is None):
+        raise ToolError(f"confinement was required but {status.reason}")
+    view = command_mounts(policy, sandbox.root)
+    if view.sandbox_hidden_by is not None:
+        raise ToolError(
+            f"the sandbox lies inside {view.sandbox_hidden_by}, which commands may never see: "
+            "run_command refuses to run there"
+        )
+    inner = [shell_executable(), "-c", command]
+    private_home: str | None = None
+    if confined and status.executable is not None:
+        argv = [*bubblewrap_arguments(status.executable, view, cwd_path, status.features), *inner]
+        environment = command_environment(policy, home=view.home, tmpdir="/tmp", tag=tag)
+    else:
+        private_home = tempfile.mkdtemp(prefix="cleveragents-home-")
+        argv = inner
+        environment = command_environment(
+            policy, home=private_home, tmpdir=tempfile.gettempdir(), tag=tag
+        )
+    procs_files = cgroup.procs_files if cgroup is not None else []
+    script = launcher_script(policy.limits, process_rlimit(policy.limits), procs_files)
+    argv = [shell_executable(), "-c", script, "cleveragents-limits", *argv]
+    return _Prepared(argv, environment, confined, status, private_home)
+
+
 async def run_in_sandbox(
     command: str,
     sandbox: Sandbox,
@@ -265,33 +422,60 @@ async def run_in_sandbox(
     timeout_s: float,
     *,
     confine: bool | None = None,
+    policy: CommandPolicy | None = None,
 ) -> dict[str, Any]:
     """Run `command` with `bash -c` in `cwd`; `confine=None` uses bubblewrap when it works.
 
-    The command's process group is killed when the shell exits (background jobs do not
-    outlive it), when `timeout_s` passes, and when this coroutine is cancelled.
+    The command's processes are killed when the shell exits (background jobs do not outlive
+    it), when `timeout_s` passes, when it runs into its process or disk limit, and when this
+    coroutine is cancelled.
     """
     with closing_fd(sandbox.open_directory(cwd)):
         pass  # Checks that cwd is a real directory inside, reached without links.
     cwd_path = os.path.join(sandbox.root, *cwd.parts)
-    status = await asyncio.to_thread(bubblewrap_status)
-    confined = status.available if confine is None else confine
-    if confined and (not status.available or status.executable is None):
-        raise ToolError(f"confinement was required but {status.reason}")
-    argv = [shell_executable(), "-c", command]
-    if confined and status.executable is not None:
-        argv = [*bubblewrap_arguments(status.executable, sandbox.root, cwd_path), *argv]
+    policy = policy if policy is not None else CommandPolicy.from_environment()
+    limits = policy.limits
     tag = secrets.token_hex(16)
+    cgroup = await asyncio.to_thread(
+        CommandCgroup.create, tag, limits.max_processes, limits.max_memory
+    )
+    try:
+        prepared = await asyncio.to_thread(
+            _prepare, command, sandbox, cwd_path, policy, confine, tag, cgroup
+        )
+        try:
+            return await _run_prepared(
+                prepared, cwd, cwd_path, timeout_s, tag, cgroup, limits, sandbox.root
+            )
+        finally:
+            if prepared.private_home is not None:
+                shutil.rmtree(prepared.private_home, ignore_errors=True)
+    finally:
+        if cgroup is not None:
+            await cgroup.destroy()
+
+
+async def _run_prepared(
+    prepared: _Prepared,
+    cwd: SandboxPath,
+    cwd_path: str,
+    timeout_s: float,
+    tag: str,
+    cgroup: CommandCgroup | None,
+    limits: ResourceLimits,
+    disk_path: str,
+) -> dict[str, Any]:
+    confined = prepared.confined
     out_pipe, err_pipe = _OutputPipe(), _OutputPipe()
     pipes = [out_pipe, err_pipe]
     try:
         process = await asyncio.create_subprocess_exec(
-            *argv,
+            *prepared.argv,
             stdin=subprocess.DEVNULL,
             stdout=out_pipe.write_fd,
             stderr=err_pipe.write_fd,
             cwd=cwd_path,
-            env=command_environment(confined, tag),
+            env=prepared.environment,
             start_new_session=True,
         )
     except BaseException:
@@ -299,30 +483,50 @@ async def run_in_sandbox(
             pipe.close()
         raise
     timed_out = False
+    stopped: str | None = None
+    waiter = asyncio.ensure_future(process.wait())
+    watcher = asyncio.ensure_future(_watch_limits(cgroup, disk_path, limits.min_free_disk))
     try:
         for pipe in pipes:
             pipe.close_write_end()  # Only the command holds the write ends now.
             await pipe.start_reading()
-        try:
-            await asyncio.wait_for(process.wait(), timeout_s)
-        except TimeoutError:
+        done, _ = await asyncio.wait(
+            [waiter, watcher], timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
+        if watcher in done:
+            stopped = watcher.result()
+        elif not done:
             timed_out = True
     except BaseException:
         # Cancelled (the run was stopped, or the runner's own timeout): nothing may survive.
-        _kill_everything(process.pid, tag, confined)
+        _kill_everything(process.pid, tag, confined, cgroup)
         await _settle(process, pipes)
+        waiter.cancel()
         raise
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
     # Background jobs do not outlive the command; under bubblewrap the PID namespace is gone
     # already, unconfined this is what stops them.
-    _kill_everything(process.pid, tag, confined)
+    _kill_everything(process.pid, tag, confined, cgroup)
     await _settle(process, pipes)
+    waiter.cancel()
     stdout, stderr = out_pipe.sink, err_pipe.sink
-    if timed_out:
+    status = process.returncode
+    if status is not None and status < 0:
+        status = 128 - status  # Killed by a signal, as a shell would report it.
+    if status == _LAUNCH_FAILED and _LAUNCH_MARKER in stderr.text():
+        raise ToolError(stderr.text().strip())
+    hit = _limits_hit(limits, stopped, cgroup, None if timed_out else status, stderr.text())
+    if timed_out or hit:
+        why = f"timed out after {timeout_s:g} s" if timed_out else "ran into a resource limit"
+        details = "".join(f"\n- {line}" for line in hit)
         raise ToolError(
-            f"command timed out after {timeout_s:g} s and its processes were killed\n"
+            f"command {why} and its processes were killed{details}\n"
             f"--- stdout (end) ---\n{_tail(stdout.text())}\n"
             f"--- stderr (end) ---\n{_tail(stderr.text())}",
-            kind="timeout",
+            kind="timeout" if timed_out else "execution_error",
         )
     result: dict[str, Any] = {
         "exit_code": process.returncode,
@@ -334,40 +538,64 @@ async def run_in_sandbox(
     }
     if not confined:
         result["confinement"] = (
-            f"not confined ({status.reason}): the command could reach files and network "
-            "outside the sandbox"
-            if not status.available
+            f"not confined ({prepared.status.reason}): the command could reach files and "
+            "network outside the sandbox"
+            if not prepared.status.available
             else "not confined: confinement was switched off for this call"
         )
     return result
 
 
-async def run_command(
-    command: str,
-    cwd: str = ".",
-    timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S,
-    sandbox_root: str | None = None,
-) -> dict[str, Any]:
-    """Run a shell command (bash -c) in the workspace and return its exit code and output.
+class CommandTool:
+    """`run_command` bound to one CommandPolicy (the daemon's, the CLI's, or the environment's)."""
 
-    Where bubblewrap works, the command can write only inside the workspace (the rest of the
-    filesystem is read-only), has a private /tmp and no network. Processes it leaves in the
-    background are killed when it exits; on timeout everything it started is killed and the
-    call fails. Environment variables whose names suggest secrets (KEY, TOKEN, SECRET,
-    PASSWORD) are removed. Returns {exit_code, stdout, stderr, truncated, confined, cwd}:
-    each stream keeps its first and last 512 KiB when longer than 1 MiB (truncated=true);
-    confined=false means no sandbox confinement was available.
+    def __init__(self, policy: CommandPolicy | None = None) -> None:
+        self.policy = policy if policy is not None else CommandPolicy.from_environment()
 
-    Args:
-        command: The shell command line to run.
-        cwd: Folder to run in, relative to the workspace root (default: the root).
-        timeout_s: Seconds before the command is killed (default 120, at most 600).
-    """
-    sandbox = require_sandbox(sandbox_root)
-    if not 0 < timeout_s <= MAX_COMMAND_TIMEOUT_S:
-        raise ToolError(
-            f"timeout_s must be more than 0 and at most {MAX_COMMAND_TIMEOUT_S:g}, got {timeout_s}"
+    async def unconfined_code(self) -> UnconfinedCode | None:
+        """For the Authorizer: None when commands run under bubblewrap, else why they cannot."""
+        status = await asyncio.to_thread(bubblewrap_status, self.policy.bubblewrap)
+        if status.available:
+            return None
+        return UnconfinedCode(
+            f"{status.reason}. Install bubblewrap, or allow unconfined commands under "
+            f"full-auto with {ENV_ALLOW_UNCONFINED}=1 (confinement setting: "
+            f"{ENV_BUBBLEWRAP}={self.policy.bubblewrap})",
+            allowed_under_full_auto=self.policy.allow_unconfined,
         )
-    if "\0" in command:
-        raise ToolError("command contains a NUL byte")
-    return await run_in_sandbox(command, sandbox, sandbox.resolve(cwd), timeout_s)
+
+    async def run_command(
+        self,
+        command: str,
+        cwd: str = ".",
+        timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S,
+        sandbox_root: str | None = None,
+    ) -> dict[str, Any]:
+        """Run a shell command (bash -c) in the workspace and return its exit code and output.
+
+        Where bubblewrap works, the command sees the system read-only, the workspace
+        read-write, an empty private /tmp and home folder, and nothing else of the machine (no
+        other projects, no credentials); it has no network. Only basic environment variables
+        (PATH, HOME, LANG, TERM, ...) reach it. Processes it leaves in the background are
+        killed when it exits; on timeout, or when it runs into a resource limit (processes,
+        file size, memory, CPU time, disk space), everything it started is killed and the call
+        fails. Returns {exit_code, stdout, stderr, truncated, confined, cwd}: each stream
+        keeps its first and last 512 KiB when longer than 1 MiB (truncated=true);
+        confined=false means no sandbox confinement was available.
+
+        Args:
+            command: The shell command line to run.
+            cwd: Folder to run in, relative to the workspace root (default: the root).
+            timeout_s: Seconds before the command is killed (default 120, at most 600).
+        """
+        sandbox = require_sandbox(sandbox_root)
+        if not 0 < timeout_s <= MAX_COMMAND_TIMEOUT_S:
+            raise ToolError(
+                f"timeout_s must be more than 0 and at most {MAX_COMMAND_TIMEOUT_S:g}, "
+                f"got {timeout_s}"
+            )
+        if "\0" in command:
+            raise ToolError("command contains a NUL byte")
+        return await run_in_sandbox(
+            command, sandbox, sandbox.resolve(cwd), timeout_s, policy=self.policy
+        )

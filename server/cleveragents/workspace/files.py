@@ -29,7 +29,8 @@ def read_file(
     `content` is the exact text of lines start_line..end_line (1-based, line endings kept);
     `truncated` is true when the file goes on past what was returned (more lines, or the
     1 MiB output cap was hit) and `next_offset` then says where to continue. Binary files
-    are refused.
+    are refused. A window longer than the result budget is shown cut in the middle, with a
+    marker naming the offset and limit that show the lines left out.
 
     Args:
         path: File path, relative to the workspace root (or absolute inside it).

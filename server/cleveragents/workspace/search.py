@@ -6,8 +6,11 @@ seen as names and never followed, so nothing a link points at (inside or out) is
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +18,14 @@ from typing import Any
 from cleveragents.tool.errors import SandboxViolation, ToolError
 
 from .globbing import compile_glob, has_wildcard
+from .grep_engine import (
+    DEFAULT_GREP_TIMEOUT_S,
+    MAX_GREP_TIMEOUT_S,
+    GrepRequest,
+    LineMatcher,
+    compile_line_pattern,
+    grep_in_process,
+)
 from .limits import MAX_OUTPUT_BYTES, shorten_line
 from .sandbox import DIR_OPEN_FLAGS, Sandbox, closing_fd, open_file_at, require_sandbox
 
@@ -185,14 +196,18 @@ def grep(
     glob: str | None = None,
     ignore_case: bool = False,
     max_results: int = DEFAULT_GREP_RESULTS,
+    timeout_s: float = DEFAULT_GREP_TIMEOUT_S,
     sandbox_root: str | None = None,
 ) -> dict[str, Any]:
     """Search workspace files for lines matching a regular expression (Python `re` syntax).
 
     Searches one file, or every text file under a folder (binary files, symbolic links and
-    .git folders are skipped). Returns {matches, count, truncated, files_searched}: each match
-    is "path:line:text" with the path relative to the workspace root and the line numbered
-    from 1 (long lines are shortened). `truncated` is true when max_results or the 1 MiB cap
+    .git folders are skipped). Patterns run on RE2, which takes time linear in the text:
+    \\w, \\d, \\s and \\b match ASCII only there. Lookaround and backreferences, which RE2
+    lacks, run on Python's engine in a separate process that is killed at the timeout.
+    Returns {matches, count, truncated, files_searched, engine}: each match is
+    "path:line:text" with the path relative to the workspace root and the line numbered from
+    1 (long lines are shortened). `truncated` is true when max_results or the 1 MiB cap
     stopped the search early.
 
     Args:
@@ -202,22 +217,35 @@ def grep(
             matched against file names, one with "/" against paths relative to `path`.
         ignore_case: Match letters regardless of case.
         max_results: Most matching lines to return (default 200, at most 5000).
+        timeout_s: Seconds before the search gives up (default 30, at most 100).
     """
     sandbox = require_sandbox(sandbox_root)
     if not 1 <= max_results <= MAX_GREP_RESULTS:
         raise ToolError(f"max_results must be between 1 and {MAX_GREP_RESULTS}, got {max_results}")
-    try:
-        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
-        raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
+    if not 0 < timeout_s <= MAX_GREP_TIMEOUT_S:
+        raise ToolError(
+            f"timeout_s must be more than 0 and at most {MAX_GREP_TIMEOUT_S:g}, got {timeout_s}"
+        )
+    matcher = compile_line_pattern(pattern, ignore_case)
+    request = GrepRequest(pattern, path, glob, ignore_case, max_results, sandbox.root)
+    if matcher.engine == "re":
+        # Python's engine backtracks and cannot be interrupted: only a process can be killed.
+        return grep_in_process(request, timeout_s)
+    return search_files(sandbox, request, matcher, time.monotonic() + timeout_s)
+
+
+def search_files(
+    sandbox: Sandbox, request: GrepRequest, matcher: LineMatcher, deadline: float | None
+) -> dict[str, Any]:
+    """The search itself, for the tool (RE2, a deadline) and for the grep process (re, none)."""
     file_filter: Callable[[str], bool] | None = None
     filter_by_name = False
-    if glob is not None:
-        segments, _ = _pattern_segments(sandbox, glob, "glob filter")
-        filter_by_name = "/" not in glob.strip("/")
-        file_filter = _compile(segments, glob)
-    target = sandbox.resolve(path)
-    search = _GrepSearch(regex, max_results)
+    if request.glob is not None:
+        segments, _ = _pattern_segments(sandbox, request.glob, "glob filter")
+        filter_by_name = "/" not in request.glob.strip("/")
+        file_filter = _compile(segments, request.glob)
+    target = sandbox.resolve(request.path)
+    search = _GrepSearch(matcher, request.max_results, deadline, request.pattern)
     fd, is_dir = sandbox.open_entry(target)
     with closing_fd(fd):
         if not is_dir:
@@ -245,23 +273,48 @@ def grep(
         "count": len(search.matches),
         "truncated": search.truncated,
         "files_searched": search.files_searched,
+        "engine": matcher.engine,
     }
 
 
 class _GrepSearch:
-    def __init__(self, regex: re.Pattern[str], max_results: int) -> None:
-        self.regex = regex
+    def __init__(
+        self, matcher: LineMatcher, max_results: int, deadline: float | None, pattern: str
+    ) -> None:
+        self.search = matcher.search
+        self.find_candidate = matcher.find_candidate
+        self.search_bytes = matcher.search_bytes
         self.max_results = max_results
+        self.deadline = deadline
+        self.pattern = pattern
         self.matches: list[str] = []
         self.size = 0
         self.files_searched = 0
         self.truncated = False
         self.stopped = False
 
+    def _check_deadline(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise ToolError(
+                f"grep for {self.pattern!r} stopped at its timeout after searching "
+                f"{self.files_searched} files ({len(self.matches)} matches so far); narrow the "
+                "search with path or glob, or raise timeout_s",
+                kind="timeout",
+            )
+
     def search_file(self, fd: int, shown_path: str) -> None:
+        self._check_deadline()
         if b"\0" in os.pread(fd, _BINARY_SNIFF_BYTES, 0):
             return
         self.files_searched += 1
+        if self.find_candidate is not None:
+            data = os.pread(fd, _GREP_LINE_BYTES + 1, 0)
+            # Long lines are cut into pieces and CR line ends hide `$`: those go line by line.
+            if len(data) <= _GREP_LINE_BYTES and b"\r" not in data:
+                # Valid UTF-8 throughout, as the line-by-line reading would see it.
+                utf8 = data.decode("utf-8", errors="replace").encode("utf-8")
+                self._search_text(utf8, shown_path)
+                return
         line_number = 0
         at_line_start = True
         with os.fdopen(os.dup(fd), "rb") as stream:
@@ -273,8 +326,39 @@ class _GrepSearch:
                     line_number += 1
                 at_line_start = raw.endswith(b"\n")
                 text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                if self.regex.search(text) is not None:
+                if self.search(text):
                     self._add(f"{shown_path}:{line_number}:{shorten_line(text)}")
+                if line_number % 1024 == 0:
+                    self._check_deadline()
+
+    def _search_text(self, text: bytes, shown_path: str) -> None:
+        """A whole (small) file: only the lines where a candidate starts are tried on their own."""
+        assert self.find_candidate is not None and self.search_bytes is not None
+        position = 0
+        line_number = 1
+        counted_to = 0
+        tried = 0
+        while not self.stopped:
+            tried += 1
+            if tried % 1024 == 0:
+                self._check_deadline()
+            start = self.find_candidate(text, position)
+            if start is None:
+                return
+            line_start = text.rfind(b"\n", 0, start) + 1
+            if line_start == len(text):
+                return  # After the last line end: no line there.
+            line_end = text.find(b"\n", line_start)
+            line_end = len(text) if line_end == -1 else line_end
+            line_number += text.count(b"\n", counted_to, line_start)
+            counted_to = line_start
+            line = text[line_start:line_end]
+            if self.search_bytes(line):
+                shown = shorten_line(line.decode("utf-8"))
+                self._add(f"{shown_path}:{line_number}:{shown}")
+            position = line_end + 1
+            if position > len(text):
+                return
 
     def _add(self, line: str) -> None:
         self.size += len(line.encode("utf-8")) + 1
@@ -283,3 +367,23 @@ class _GrepSearch:
             self.stopped = True
             return
         self.matches.append(line)
+
+
+def main() -> int:
+    """The grep child (`python -m cleveragents.workspace.search`).
+
+    Searches as asked on stdin with Python's `re` and answers on stdout.
+    """
+    request = GrepRequest(**json.loads(sys.stdin.read()))
+    try:
+        matcher = compile_line_pattern(request.pattern, request.ignore_case, engine="re")
+        result = search_files(Sandbox(request.sandbox_root), request, matcher, None)
+    except ToolError as exc:
+        print(json.dumps({"error": str(exc), "kind": exc.kind}))
+        return 0
+    print(json.dumps({"result": result}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

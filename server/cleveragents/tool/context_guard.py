@@ -1,0 +1,288 @@
+"""The context guard: no request goes to the model larger than the model's window.
+
+Before each model call the runtime asks the guard whether the request fits. The estimate is
+characters / `CHARS_PER_TOKEN` (3.5: English prose runs about 4 characters a token, code and
+JSON nearer 3) over the system prompt, the tool definitions and every message as the
+provider will send it, times a calibration factor. The factor starts at 1 and only ever grows:
+after each call it becomes the ratio of the tokens the provider reported to the estimate
+when that ratio is higher (requests under `CALIBRATION_MIN_TOKENS` are too small to say
+much, and a ratio above `MAX_CALIBRATION` is taken as a bad report, not a real ratio).
+
+A request fits when its estimate is at most the window minus the answer's room (the caller's
+`max_tokens`) minus a margin (`margin_tokens`). When it does not, the guard elides, in the
+messages sent only: first the oldest tool results (each result message stays, answering its
+calls, with a short "elided to fit the context: N characters" note as content), then the text
+and large arguments of older assistant turns. A tool call and its result are never
+separated, the prompt is never touched, and the newest assistant turn keeps its text. It
+elides down to `ELISION_TARGET` of the limit, not just under it, so the conversation's prefix
+(what a provider's prompt cache holds) changes once every several iterations, not every
+turn. Sizes are counted once per message as it arrives, so a check costs O(1) until an
+elision is due.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .messages import (
+    AssistantMessage,
+    LLMRequest,
+    Message,
+    ToolCallRequest,
+    ToolResult,
+    ToolResultsMessage,
+    ToolSchema,
+)
+from .result_budget import approx_chars, json_chars
+
+CHARS_PER_TOKEN = 3.5
+CALIBRATION_MIN_TOKENS = 1_000
+MAX_CALIBRATION = 4.0
+ELISION_TARGET = 0.6
+"""Elide down to this share of the limit, so the next elision is several iterations away."""
+DEFAULT_OUTPUT_RESERVE_TOKENS = 8_192
+"""Room kept for the answer when the caller does not say its `max_tokens` (at most 1/8 of
+the window, so a small local model keeps most of its window for input)."""
+ELIDE_MIN_CHARS = 256
+"""Results and texts shorter than this are kept: eliding them would save nothing."""
+
+# What a provider's wire format adds around each piece (role, block types, a ~30-character id).
+MESSAGE_OVERHEAD_CHARS = 16
+BLOCK_OVERHEAD_CHARS = 80
+TOOL_OVERHEAD_CHARS = 32
+
+
+def margin_tokens(window: int) -> int:
+    """Slack for the estimate's error and the provider's own framing: 2% of the window,
+    at least 1,024 tokens."""
+    return max(1_024, window // 50)
+
+
+def estimate_tokens(chars: int, factor: float = 1.0) -> int:
+    return math.ceil(chars / CHARS_PER_TOKEN * factor)
+
+
+def tools_chars(tools: Sequence[ToolSchema]) -> int:
+    return sum(
+        TOOL_OVERHEAD_CHARS + len(t.name) + len(t.description) + json_chars(t.input_schema)
+        for t in tools
+    )
+
+
+def message_chars(message: Message, content_chars: Sequence[int] | None = None) -> int:
+    """The characters `message` adds to a request; `content_chars` are a results message's
+    content sizes when the caller measured them already. Ids are counted in the overhead."""
+    if isinstance(message, ToolResultsMessage):
+        results = message.results
+        if content_chars is None:
+            content_chars = [approx_chars(r.content) for r in results]
+        return MESSAGE_OVERHEAD_CHARS + BLOCK_OVERHEAD_CHARS * len(results) + sum(content_chars)
+    if isinstance(message, AssistantMessage):
+        size = MESSAGE_OVERHEAD_CHARS + len(message.text)
+        for call in message.tool_calls:
+            size += BLOCK_OVERHEAD_CHARS + len(call.tool_name) + approx_chars(call.arguments)
+        if message.provider_data:
+            # Sent instead of text and calls when present (signed thinking blocks).
+            size = max(size, MESSAGE_OVERHEAD_CHARS + approx_chars(message.provider_data))
+        return size
+    return MESSAGE_OVERHEAD_CHARS + len(message.text)
+
+
+def request_chars(request: LLMRequest) -> int:
+    """The whole request measured from scratch (the guard keeps this sum incrementally)."""
+    return (
+        len(request.system or "")
+        + tools_chars(request.tools)
+        + sum(message_chars(m) for m in request.messages)
+    )
+
+
+def estimate_request_tokens(request: LLMRequest, factor: float = 1.0) -> int:
+    return estimate_tokens(request_chars(request), factor)
+
+
+def elision_note(chars: int) -> str:
+    return f"elided to fit the context: {chars:,} characters"
+
+
+def elided_results(message: ToolResultsMessage) -> ToolResultsMessage:
+    """The message with each large result's content replaced by a short note (the same
+    message when nothing in it is large)."""
+    results = []
+    changed = False
+    for result in message.results:
+        size = json_chars(result.content)
+        if size < ELIDE_MIN_CHARS:
+            results.append(result)
+            continue
+        note = (
+            f"{elision_note(size)} of this result; call {result.tool_name} again, asking for "
+            "less, if you still need it"
+        )
+        results.append(
+            ToolResult(result.call_id, result.tool_name, {"elided": note}, result.is_error)
+        )
+        changed = True
+    return ToolResultsMessage(tuple(results)) if changed else message
+
+
+def _elided_arguments(arguments: Any) -> Any:
+    if not isinstance(arguments, dict) or json_chars(arguments) < ELIDE_MIN_CHARS:
+        return arguments
+    return {
+        key: value
+        if json_chars(value) < ELIDE_MIN_CHARS // 2
+        else f"[{elision_note(json_chars(value))}]"
+        for key, value in arguments.items()
+    }
+
+
+def elided_assistant(message: AssistantMessage) -> AssistantMessage:
+    """An older assistant turn with its long text and large call arguments replaced by notes.
+
+    Its calls keep their ids and names (their results still answer them); provider data
+    (signed thinking blocks) is dropped, which providers allow for turns before the last.
+    """
+    text = message.text
+    if len(text) >= ELIDE_MIN_CHARS:
+        text = f"[{elision_note(len(text))}]"
+    calls = tuple(
+        ToolCallRequest(c.call_id, c.tool_name, _elided_arguments(c.arguments), c.parse_error)
+        for c in message.tool_calls
+    )
+    if text == message.text and calls == message.tool_calls and message.provider_data is None:
+        return message
+    return AssistantMessage(text, calls, None)
+
+
+@dataclass(slots=True, frozen=True)
+class ContextLimits:
+    """How many tokens a request may hold: the window less the answer's room and a margin."""
+
+    window: int
+    max_output: int
+    margin: int
+
+    @property
+    def input_limit(self) -> int:
+        return self.window - self.max_output - self.margin
+
+    @classmethod
+    def for_window(cls, window: int, max_output: int | None) -> ContextLimits:
+        reserve = (
+            max_output
+            if max_output is not None
+            else min(DEFAULT_OUTPUT_RESERVE_TOKENS, window // 8)
+        )
+        return cls(window, reserve, margin_tokens(window))
+
+
+class ContextGuard:
+    """The messages the model is sent (`view`), kept within the limits as a run grows."""
+
+    def __init__(self, limits: ContextLimits, fixed_chars: int) -> None:
+        self.limits = limits
+        self.view: list[Message] = []
+        self._sizes: list[int] = []
+        self.chars = fixed_chars
+        self.factor = 1.0
+        self.elided_messages = 0
+        self._results_from = 0  # no result before this index can be elided further
+        self._texts_from = 0
+
+    # -- accounting ----------------------------------------------------------------------
+    def append(self, message: Message, content_chars: Sequence[int] | None = None) -> None:
+        size = message_chars(message, content_chars)
+        self.view.append(message)
+        self._sizes.append(size)
+        self.chars += size
+
+    def estimate(self) -> int:
+        """Tokens the next request is estimated at, calibration included."""
+        return estimate_tokens(self.chars, self.factor)
+
+    def _chars_for(self, tokens: int) -> float:
+        return tokens * CHARS_PER_TOKEN / self.factor
+
+    def _replace(self, index: int, message: Message) -> None:
+        if message is self.view[index]:
+            return
+        size = message_chars(message)
+        self.chars += size - self._sizes[index]
+        self._sizes[index] = size
+        self.view[index] = message
+        self.elided_messages += 1
+
+    # -- the check -----------------------------------------------------------------------
+    def fit(self) -> bool:
+        """Elide what it takes for the next request to fit; False when nothing can.
+
+        In order, until the request is down to `ELISION_TARGET` of the limit: older tool
+        results, oldest first; then older assistant turns' text and large arguments; then,
+        only if it still does not fit, the newest results (the note tells the model to ask
+        for less).
+        """
+        limit = self.limits.input_limit
+        if self.estimate() <= limit:
+            return True
+        goal = self._chars_for(int(limit * ELISION_TARGET))
+        last = len(self.view) - 1
+        newest = self.view[last] if self.view else None
+        fresh = last if isinstance(newest, ToolResultsMessage) else len(self.view)
+        self._elide_results(goal, fresh)
+        if self.estimate() > limit:
+            self._elide_texts(goal)
+        if self.estimate() > limit and isinstance(newest, ToolResultsMessage):
+            self._replace(last, elided_results(newest))
+        return self.estimate() <= limit
+
+    def _elide_results(self, goal: float, stop: int) -> None:
+        self._results_from = self._elide(
+            self._results_from, stop, goal, ToolResultsMessage, elided_results
+        )
+
+    def _elide_texts(self, goal: float) -> None:
+        newest = max(
+            (i for i, m in enumerate(self.view) if isinstance(m, AssistantMessage)), default=-1
+        )
+        self._texts_from = self._elide(
+            self._texts_from, newest, goal, AssistantMessage, elided_assistant
+        )
+
+    def _elide(
+        self,
+        start: int,
+        stop: int,
+        goal: float,
+        kind: type[Message],
+        elide: Callable[[Any], Message],
+    ) -> int:
+        """Elide the `kind` messages from `start` on until the goal is met or `stop` is
+        reached; returns where to start next time (nothing before it can shrink further)."""
+        index = start
+        while index < stop and self.chars > goal:
+            message = self.view[index]
+            if isinstance(message, kind):
+                self._replace(index, elide(message))
+            index += 1
+        return index
+
+    # -- learning from the provider ------------------------------------------------------
+    def calibrate(self, sent_chars: int, reported_tokens: int) -> None:
+        """Tighten the estimate when the provider counted more tokens than we did."""
+        estimated = sent_chars / CHARS_PER_TOKEN
+        if reported_tokens <= 0 or estimated < CALIBRATION_MIN_TOKENS:
+            return
+        ratio = reported_tokens / estimated
+        if self.factor < ratio <= MAX_CALIBRATION:
+            self.factor = ratio
+
+    def rejected(self, sent_chars: int) -> None:
+        """The provider refused a request of `sent_chars` as too long: it held more tokens
+        than the window leaves for input, so the estimate was at least that far off."""
+        estimated = max(1.0, sent_chars / CHARS_PER_TOKEN)
+        needed = (self.limits.window - self.limits.max_output) / estimated * 1.05
+        self.factor = max(self.factor * 1.25, needed)

@@ -1,0 +1,471 @@
+"""What a command may reach: the folders it sees, the variables it gets, the limits it runs under.
+
+`CommandPolicy` holds the settings; `command_mounts` turns them into the exact list of mounts a
+confined command sees (read-only, read-write, empty, hidden), and `command_environment` into the
+variables it gets. Both are plain functions of the policy, so `cleveragents doctor` shows the same
+lists bubblewrap is given.
+
+Settings come in layers: the defaults here, then environment variables
+(`CommandPolicy.from_environment`), then whatever a caller adds (`CommandPolicy.with_settings`:
+the daemon's or the CLI's options). Lists (read paths, never-visible paths, variable names) add
+up across layers; single values (limits, switches) are replaced by the later layer.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+ENV_READ_PATHS = "CLEVERAGENTS_COMMAND_READ_PATHS"
+ENV_NEVER_VISIBLE = "CLEVERAGENTS_COMMAND_NEVER_VISIBLE"
+ENV_PASS_VARIABLES = "CLEVERAGENTS_COMMAND_ENV"
+ENV_BUBBLEWRAP = "CLEVERAGENTS_COMMAND_BWRAP"
+ENV_ALLOW_UNCONFINED = "CLEVERAGENTS_ALLOW_UNCONFINED_COMMANDS"
+ENV_MAX_PROCESSES = "CLEVERAGENTS_COMMAND_MAX_PROCESSES"
+ENV_MAX_FILE_SIZE = "CLEVERAGENTS_COMMAND_MAX_FILE_SIZE"
+ENV_MAX_ADDRESS_SPACE = "CLEVERAGENTS_COMMAND_MAX_ADDRESS_SPACE"
+ENV_MAX_CPU_SECONDS = "CLEVERAGENTS_COMMAND_MAX_CPU_SECONDS"
+ENV_MAX_MEMORY = "CLEVERAGENTS_COMMAND_MAX_MEMORY"
+ENV_TMP_SIZE = "CLEVERAGENTS_COMMAND_TMP_SIZE"
+ENV_MIN_FREE_DISK = "CLEVERAGENTS_COMMAND_MIN_FREE_DISK"
+
+COMMAND_TAG_VARIABLE = "CLEVERAGENTS_COMMAND_ID"
+"""Set in each command's environment so strays that left its process group can be found."""
+
+# Passed when set, whatever the settings say: what a shell and a compiler need to behave, and
+# nothing that can carry a credential. LANGUAGE and LOGNAME are locale and login name.
+CORE_VARIABLES = ("PATH", "HOME", "TERM", "TZ", "USER", "LOGNAME", "SHELL", "TMPDIR", "LANG")
+CORE_VARIABLE_PATTERNS = ("LC_*", "LANGUAGE")
+
+# Read-only for every confined command: the operating system and the usual toolchain prefixes.
+# A name that is a symbolic link on the host (`/bin -> usr/bin`) becomes the same link inside.
+SYSTEM_READ_PATHS = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/nix/store",
+    "/gnu/store",
+)
+
+# Never visible to a command, even inside the sandbox or a folder added to the read paths.
+# `~` is the real home folder of the user the daemon runs as. Glob characters are allowed.
+DEFAULT_NEVER_VISIBLE = (
+    # Keys, tokens and credential stores.
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.config/gcloud",
+    "~/.config/gh",
+    "~/.config/hub",
+    "~/.config/git/credentials",
+    "~/.git-credentials",
+    "~/.netrc",
+    "~/.docker",
+    "~/.kube",
+    "~/.npmrc",
+    "~/.yarnrc",
+    "~/.yarnrc.yml",
+    "~/.pypirc",
+    "~/.cargo/credentials",
+    "~/.cargo/credentials.toml",
+    "~/.gem/credentials",
+    "~/.m2/settings.xml",
+    "~/.m2/settings-security.xml",
+    "~/.gradle/gradle.properties",
+    "~/.terraform.d",
+    "~/.vault-token",
+    "~/.password-store",
+    "~/.pgpass",
+    "~/.my.cnf",
+    "~/.local/share/keyrings",
+    "~/.pki",
+    # Browser and mail profiles (cookies, saved passwords).
+    "~/.mozilla",
+    "~/.thunderbird",
+    "~/.config/google-chrome",
+    "~/.config/chromium",
+    "~/.config/BraveSoftware",
+    # Shell and REPL histories (pasted secrets, past commands).
+    "~/.bash_history",
+    "~/.zsh_history",
+    "~/.python_history",
+    "~/.psql_history",
+    "~/.mysql_history",
+    # The host's own secrets: readable by root only, and the daemon may run as root.
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh/ssh_host_*_key",
+    "/etc/ssl/private",
+    "/etc/pki/tls/private",
+    "/etc/krb5.keytab",
+    "/etc/security/opasswd",
+    "/etc/NetworkManager/system-connections",
+    "/etc/wpa_supplicant",
+    "/etc/wireguard",
+    "/etc/openvpn",
+    "/etc/ipsec.secrets",
+    "/etc/ppp/chap-secrets",
+    "/etc/ppp/pap-secrets",
+    "/etc/letsencrypt",
+    "/etc/docker",
+    "/etc/libvirt/secrets",
+)
+
+GIB = 1024**3
+MIB = 1024**2
+_MAX_COMMAND_TIMEOUT_S = 600  # command.MAX_COMMAND_TIMEOUT_S; repeated to avoid an import cycle
+
+
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _default_memory() -> int | None:
+    total = _physical_memory()
+    return None if total is None else total * 3 // 4
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceLimits:
+    """Ceilings for one command; None means unlimited. Sizes are in bytes.
+
+    The defaults are far above what a build or a test run needs: they exist to stop a runaway
+    (a fork bomb, a disk filler, a leak) before it takes the machine with it.
+    """
+
+    # Processes and threads together: a cgroup's pids.max where one is available, and
+    # RLIMIT_NPROC on top of what the user already runs (the kernel ignores it for root).
+    max_processes: int | None = 4096
+    # RLIMIT_FSIZE: no single file written larger than this (SIGXFSZ).
+    max_file_size: int | None = 4 * GIB
+    # RLIMIT_AS, per process. Generous: node's WebAssembly reserves ~10 GiB of address space.
+    max_address_space: int | None = 32 * GIB
+    # RLIMIT_CPU, per process: the longest timeout on every core, so only a stray hits it.
+    max_cpu_seconds: int | None = field(
+        default_factory=lambda: _MAX_COMMAND_TIMEOUT_S * (os.cpu_count() or 1)
+    )
+    # All of the command's processes together, /tmp included: a cgroup memory limit.
+    max_memory: int | None = field(default_factory=_default_memory)
+    # Size of each private tmpfs (/tmp and the empty home).
+    tmp_size: int | None = 2 * GIB
+    # A command is stopped when the free space on the sandbox's file system falls below this.
+    min_free_disk: int | None = 2 * GIB
+
+
+_LIMIT_VARIABLES = {
+    "max_processes": (ENV_MAX_PROCESSES, False),
+    "max_file_size": (ENV_MAX_FILE_SIZE, True),
+    "max_address_space": (ENV_MAX_ADDRESS_SPACE, True),
+    "max_cpu_seconds": (ENV_MAX_CPU_SECONDS, False),
+    "max_memory": (ENV_MAX_MEMORY, True),
+    "tmp_size": (ENV_TMP_SIZE, True),
+    "min_free_disk": (ENV_MIN_FREE_DISK, True),
+}
+"""Limit field -> (environment variable, whether it is a size that takes K/M/G suffixes)."""
+
+_SIZE = re.compile(r"(\d+)\s*([kmgt]?)i?b?", re.IGNORECASE)
+_COUNT = re.compile(r"(\d+)()")
+_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+def human_size(value: int | None) -> str:
+    if value is None:
+        return "unlimited"
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value} bytes"
+
+
+def parse_limit(text: str, *, size: bool, name: str) -> int | None:
+    """`unlimited`, a whole number, or (for sizes) a number with K, M, G or T (powers of 1024)."""
+    value = text.strip()
+    if value.lower() in ("unlimited", "none", "off"):
+        return None
+    match = (_SIZE if size else _COUNT).fullmatch(value)
+    if match is None:
+        example = "4G, 512M or unlimited" if size else "a whole number or unlimited"
+        raise ValueError(f"{name}: {text!r} is not a valid limit (use {example})")
+    number = int(match.group(1)) * (_SIZE_UNITS[match.group(2).lower()] if size else 1)
+    if number <= 0:
+        raise ValueError(f"{name}: {text!r} must be more than 0 (or unlimited)")
+    return number
+
+
+def _split_paths(text: str) -> tuple[str, ...]:
+    return tuple(part for part in text.split(os.pathsep) if part.strip())
+
+
+def _split_names(text: str) -> tuple[str, ...]:
+    return tuple(part for part in re.split(r"[\s,]+", text) if part)
+
+
+def _truthy(text: str, name: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name}: {text!r} is not a yes/no value (use 1 or 0)")
+
+
+@dataclass(frozen=True, slots=True)
+class CommandPolicy:
+    """Everything that decides what `run_command` can reach. Frozen: build a new one to change."""
+
+    # Folders (or files) a command may read besides the system, e.g. a toolchain in the home.
+    extra_read_paths: tuple[str, ...] = ()
+    # Never visible to a command, added to DEFAULT_NEVER_VISIBLE (which cannot be removed).
+    never_visible: tuple[str, ...] = ()
+    # Variable names (or `fnmatch` patterns such as `NODE_*`) passed besides the core set.
+    env_allow: tuple[str, ...] = ()
+    limits: ResourceLimits = field(default_factory=ResourceLimits)
+    # Under `full-auto`, run unconfined commands (no bubblewrap) without asking.
+    allow_unconfined: bool = False
+    # The bubblewrap program: "auto" (found on PATH), a path, or "none" to never confine.
+    bubblewrap: str = "auto"
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> CommandPolicy:
+        """The defaults with the CLEVERAGENTS_COMMAND_* variables applied; ValueError if bad."""
+        env = os.environ if environ is None else environ
+        limits: dict[str, Any] = {}
+        for name, (variable, is_size) in _LIMIT_VARIABLES.items():
+            if env.get(variable, "").strip():
+                limits[name] = parse_limit(env[variable], size=is_size, name=variable)
+        bubblewrap = env.get(ENV_BUBBLEWRAP, "").strip() or "auto"
+        return cls(
+            extra_read_paths=_split_paths(env.get(ENV_READ_PATHS, "")),
+            never_visible=_split_paths(env.get(ENV_NEVER_VISIBLE, "")),
+            env_allow=_split_names(env.get(ENV_PASS_VARIABLES, "")),
+            limits=replace(ResourceLimits(), **limits),
+            allow_unconfined=_truthy(env.get(ENV_ALLOW_UNCONFINED, ""), ENV_ALLOW_UNCONFINED),
+            bubblewrap=bubblewrap,
+        )
+
+    def with_settings(
+        self,
+        *,
+        extra_read_paths: Iterable[str] = (),
+        never_visible: Iterable[str] = (),
+        env_allow: Iterable[str] = (),
+        limits: Mapping[str, int | None] | None = None,
+        allow_unconfined: bool | None = None,
+        bubblewrap: str | None = None,
+    ) -> CommandPolicy:
+        """A later layer of settings: lists are added to, single values replaced."""
+        unknown = set(limits or {}) - set(_LIMIT_VARIABLES)
+        if unknown:
+            raise ValueError(f"unknown command limit(s): {', '.join(sorted(unknown))}")
+        return CommandPolicy(
+            extra_read_paths=(*self.extra_read_paths, *extra_read_paths),
+            never_visible=(*self.never_visible, *never_visible),
+            env_allow=(*self.env_allow, *env_allow),
+            limits=replace(self.limits, **dict(limits or {})),
+            allow_unconfined=self.allow_unconfined
+            if allow_unconfined is None
+            else allow_unconfined,
+            bubblewrap=self.bubblewrap if bubblewrap is None else bubblewrap,
+        )
+
+
+# -- environment --------------------------------------------------------------------------------
+def passes_variable(name: str, policy: CommandPolicy) -> bool:
+    """Whether a variable of the daemon's environment reaches commands."""
+    if name in CORE_VARIABLES or any(fnmatch.fnmatchcase(name, p) for p in CORE_VARIABLE_PATTERNS):
+        return True
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in policy.env_allow)
+
+
+def command_environment(
+    policy: CommandPolicy,
+    *,
+    home: str,
+    tmpdir: str,
+    tag: str,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The variables a command gets: the allow-list of the daemon's own, HOME and TMPDIR set."""
+    source = os.environ if environ is None else environ
+    environment = {name: value for name, value in source.items() if passes_variable(name, policy)}
+    environment.setdefault("PATH", os.defpath)
+    environment["HOME"] = home
+    environment["TMPDIR"] = tmpdir
+    environment[COMMAND_TAG_VARIABLE] = tag
+    return environment
+
+
+# -- mounts -------------------------------------------------------------------------------------
+MountKind = Literal["ro", "rw", "tmpfs", "dev", "proc", "symlink", "hidden"]
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """One entry of what a confined command sees; `path` is the same inside and out."""
+
+    kind: MountKind
+    path: str
+    why: str
+    source: str = ""  # symlink: its target; hidden: "file" or "dir"
+    size: int | None = None  # tmpfs: its size in bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"kind": self.kind, "path": self.path, "why": self.why}
+        if self.kind == "symlink":
+            entry["target"] = self.source
+        if self.size is not None:
+            entry["size"] = self.size
+        return entry
+
+
+@dataclass(frozen=True, slots=True)
+class CommandView:
+    """The mounts of one command, the home it is given, and what was refused and why."""
+
+    mounts: tuple[Mount, ...]
+    home: str
+    refused: tuple[str, ...]
+    # The never-visible path the sandbox itself lies in: no command may run there.
+    sandbox_hidden_by: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mounts": [mount.to_dict() for mount in self.mounts],
+            "home": self.home,
+            "refused": list(self.refused),
+            "sandbox_hidden_by": self.sandbox_hidden_by,
+        }
+
+
+def real_home() -> str:
+    return os.path.realpath(os.path.expanduser("~"))
+
+
+def _inside(path: str, folder: str) -> bool:
+    return folder == "/" or path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def never_visible_paths(policy: CommandPolicy) -> list[str]:
+    """The deny list with `~` expanded and globs matched, each as its real path."""
+    from cleveragents.service.history import default_history_path
+
+    home = real_home()
+    patterns = [*DEFAULT_NEVER_VISIBLE, *policy.never_visible]
+    # The run history (prompts, outputs) and whatever else lives in the user data folder.
+    data_folder = str(default_history_path().parent)
+    found: set[str] = {os.path.realpath(data_folder)}
+    for pattern in patterns:
+        expanded = home + pattern[1:] if pattern.startswith("~") else pattern
+        if not os.path.isabs(expanded):
+            continue  # A relative deny entry has no meaning; from_environment keeps it inert.
+        names = glob.glob(expanded) if glob.has_magic(expanded) else [expanded]
+        for name in names:
+            found.add(os.path.realpath(name))
+    return sorted(found)
+
+
+def interpreter_prefix() -> str:
+    """The Python installation this daemon runs on, which commands commonly call."""
+    return os.path.realpath(sys.base_prefix)
+
+
+def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
+    """Exactly what a confined command sees, in the order bubblewrap must mount it.
+
+    Read-only: the system folders, the Python installation the daemon runs on, the policy's
+    extra read paths. Read-write: the sandbox. Empty and private: /tmp and the home folder.
+    Hidden (an empty folder or an empty file over it): every never-visible path that one of the
+    mounts above would otherwise show. Nothing else of the host exists inside.
+    """
+    sandbox = os.path.realpath(sandbox_root)
+    limits = policy.limits
+    deny = never_visible_paths(policy)
+    refused: list[str] = []
+    layers: list[Mount] = []
+    links: list[Mount] = []
+
+    for path in SYSTEM_READ_PATHS:
+        if os.path.islink(path):
+            links.append(Mount("symlink", path, "system", source=os.readlink(path)))
+        elif os.path.isdir(path):
+            layers.append(Mount("ro", path, "system"))
+
+    layers.append(Mount("tmpfs", "/tmp", "private /tmp, empty at start", size=limits.tmp_size))
+    links.append(Mount("symlink", "/var/tmp", "private /tmp", source="/tmp"))
+    home = real_home()
+    if home == "/" or _inside(home, sandbox):
+        # The sandbox holds the home folder: give the empty home a place of its own.
+        home = "/run/cleveragents-home"
+    layers.append(Mount("tmpfs", home, "private home, empty at start", size=limits.tmp_size))
+
+    def visible(path: str) -> bool:
+        return any(m.kind in ("ro", "rw") and _inside(path, m.path) for m in layers)
+
+    prefix = interpreter_prefix()
+    if not visible(prefix):
+        layers.append(Mount("ro", prefix, "the Python installation cleveragents runs on"))
+    for requested in policy.extra_read_paths:
+        expanded = os.path.expanduser(requested)
+        if not os.path.isabs(expanded):
+            refused.append(f"{requested}: a read path must be absolute")
+            continue
+        real = os.path.realpath(expanded)
+        hidden_by = next((d for d in deny if _inside(real, d)), None)
+        if hidden_by is not None:
+            refused.append(f"{requested}: inside {hidden_by}, which is never visible")
+            continue
+        if not os.path.exists(real):
+            refused.append(f"{requested}: does not exist")
+            continue
+        if _inside(real, sandbox):
+            continue  # Already there, and writable.
+        layers.append(Mount("ro", real, f"read path {requested}"))
+        lexical = os.path.normpath(expanded)
+        if lexical != real:  # Reached through a link on the host: the same name works inside.
+            links.append(Mount("symlink", lexical, f"read path {requested}", source=real))
+    layers.append(Mount("rw", sandbox, "the sandbox"))
+
+    hidden: list[Mount] = []
+    for path in deny:
+        if not visible(path) or not os.path.lexists(path):
+            continue
+        what = "dir" if os.path.isdir(path) else "file"
+        hidden.append(Mount("hidden", path, "never visible", source=what))
+
+    # A parent is mounted before what lies inside it; equal depths keep the order above, so an
+    # explicit read path can cover the empty home and the sandbox covers a read path.
+    ordered = sorted(layers, key=lambda m: m.path.rstrip("/").count("/"))
+    mounts = [
+        *ordered,
+        Mount("dev", "/dev", "a minimal /dev (null, zero, random, tty, pts)"),
+        Mount("proc", "/proc", "this command's own processes only"),
+        # A link cannot go where a mount already made a folder (a read path under /var/tmp).
+        *[
+            link
+            for link in links
+            if not visible(link.path) and not any(_inside(m.path, link.path) for m in layers)
+        ],
+        *sorted(hidden, key=lambda m: m.path.count("/")),
+    ]
+    sandbox_hidden_by = next((d for d in deny if _inside(sandbox, d)), None)
+    return CommandView(tuple(mounts), home, tuple(refused), sandbox_hidden_by)
