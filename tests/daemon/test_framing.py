@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 
@@ -163,3 +164,22 @@ def test_the_threaded_writer_never_blocks_on_a_client_that_stops_reading() -> No
     reader.join(60)
     os.close(read_fd)
     assert bytes(received) == b"".join(messages)
+
+
+async def test_messages_of_one_callback_go_out_together_in_order_and_are_never_lost() -> None:
+    read_fd, write_fd = os.pipe()
+    writer = ThreadedWriter(write_fd)
+    first = [encode(b'{"n":%d}' % n) for n in range(1000)]  # 36 KB: over one gathering
+    for message in first:
+        writer.write(message)
+    await asyncio.sleep(0)  # the callback ends: what was gathered goes out
+    last = encode(b'{"n":"last"}')
+    writer.write(last)  # gathered, not yet sent: flush and close must send it
+    assert writer.flush(30)
+    writer.close()
+    os.close(write_fd)
+    received = bytearray()
+    while chunk := os.read(read_fd, 65536):
+        received.extend(chunk)
+    os.close(read_fd)
+    assert bytes(received) == b"".join([*first, last])
