@@ -8,8 +8,9 @@ over the limit is broken too: its length is not trusted (a client that announces
 then sends ordinary requests must not be silenced until 100 MB have passed), so reading
 resumes at the next `Content-Length` header; the oversized body itself is never buffered.
 
-The writer runs on its own thread, so a client that stops reading never blocks the event
-loop (pygls writes synchronously).
+The writer never blocks the event loop (pygls writes synchronously): it writes at once
+only what the pipe or socket can take without waiting, and leaves the rest to a thread of
+its own, so a client that stops reading holds nothing up.
 """
 
 from __future__ import annotations

@@ -77,10 +77,13 @@ class TokenFile:
                 self.path.unlink()
 
 
-def write_token(port: int, folder: Path | None = None) -> TokenFile:
-    """A new token in `tcp-PORT.token`, created 0600 (never readable by anyone else)."""
+def new_token() -> str:
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def write_token(token: str, port: int, folder: Path | None = None) -> TokenFile:
+    """`token` in `tcp-PORT.token`, created 0600 (never readable by anyone else)."""
     folder = remote_folder() if folder is None else folder
-    token = secrets.token_urlsafe(TOKEN_BYTES)
     path = folder / f"tcp-{port}.token"
     temporary = folder / f".tcp-{port}.token.{os.getpid()}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -264,6 +267,8 @@ async def serve_endpoint(endpoint: Endpoint, session: Session) -> int:
     admitted: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter, bytes]] = (
         loop.create_future()
     )
+    # Drawn before the port opens: a connection in the first instant must already need it.
+    secret = new_token() if isinstance(endpoint, TcpEndpoint) else None
     token: TokenFile | None = None
     pending = 0
     stopping = asyncio.Event()
@@ -277,10 +282,10 @@ async def serve_endpoint(endpoint: Endpoint, session: Session) -> int:
             writer.close()  # one client per daemon: start another daemon for another client
             return
         received = b""
-        if token is not None:
+        if secret is not None:
             pending += 1
             try:
-                answer = await handshake(reader, writer, token.token)
+                answer = await handshake(reader, writer, secret)
             finally:
                 pending -= 1
             if answer is None:
@@ -300,7 +305,7 @@ async def serve_endpoint(endpoint: Endpoint, session: Session) -> int:
         server = await asyncio.start_server(accept, endpoint.host, endpoint.port)
         host, port = server.sockets[0].getsockname()[:2]
         try:
-            token = write_token(port)
+            token = write_token(secret or new_token(), port)
         except (OSError, RemoteError) as exc:
             server.close()
             raise RemoteError(f"cannot write the token file: {exc}") from None

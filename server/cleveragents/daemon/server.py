@@ -52,7 +52,7 @@ from ..service.settings import SessionSettings, open_history
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.registry import ToolRegistry
 from ..toolsets import ToolLoadError, build_registry
-from . import remote, runs, wire
+from . import runs, wire
 from .config import client_declares_approvals, initialization_settings
 from .connection import Connection
 from .converter import structure, structure_partial, unstructure, without_problems_at
@@ -597,31 +597,40 @@ def main(args: list[str]) -> int:
         print("cleveragents: --acp: run `cleveragents serve --acp`", file=sys.stderr)
         return 2
     _configure_logging(options.log_level)
-    endpoint: remote.Endpoint | None = None
-    if options.tcp:
-        try:
-            endpoint = remote.parse_tcp_address(options.tcp)
-        except ValueError as exc:
-            print(f"cleveragents: {exc}", file=sys.stderr)
-            return 2
-    elif options.socket:
-        endpoint = remote.SocketEndpoint(Path(options.socket))
+    if options.tcp or options.socket:
+        return _serve_listener(options.tcp, options.socket, options.history)
     history = open_history(options.history)
     try:
-        if endpoint is not None:
-
-            async def session(
-                reader: asyncio.StreamReader, writer: asyncio.StreamWriter, received: bytes
-            ) -> int:
-                return await serve_stream(reader, writer, received, history)
-
-            try:
-                return asyncio.run(remote.serve_endpoint(endpoint, session))
-            except (remote.RemoteError, OSError) as exc:
-                print(f"cleveragents: {exc}", file=sys.stderr)
-                return 2
         in_fd, out_fd = claim_stdio()
         return asyncio.run(serve_stdio(in_fd, out_fd, history))
+    finally:
+        if history is not None:
+            history.close()
+
+
+def _serve_listener(tcp: str | None, socket_path: str | None, history_path: str | None) -> int:
+    """`--tcp` or `--socket`: the listener and its lock are `remote.py`'s."""
+    from . import remote  # only now: stdio start-up does not pay for it
+
+    try:
+        endpoint: remote.Endpoint = (
+            remote.parse_tcp_address(tcp) if tcp else remote.SocketEndpoint(Path(socket_path or ""))
+        )
+    except ValueError as exc:
+        print(f"cleveragents: {exc}", file=sys.stderr)
+        return 2
+    history = open_history(history_path)
+
+    async def session(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, received: bytes
+    ) -> int:
+        return await serve_stream(reader, writer, received, history)
+
+    try:
+        return asyncio.run(remote.serve_endpoint(endpoint, session))
+    except (remote.RemoteError, OSError) as exc:
+        print(f"cleveragents: {exc}", file=sys.stderr)
+        return 2
     finally:
         if history is not None:
             history.close()
