@@ -88,11 +88,11 @@ def test_json_figures_are_consistent() -> None:
     assert result["cold_start_ratio"] > 0
     assert result["rss_mib"]["idle"] > 0
     streams = result["notification_streams"]
-    # One word per textDelta, plus runStarted, iterationStarted and runFinished.
-    assert streams[0]["notifications_per_run"] == 200 + 3
-    # runStarted, runFinished and the one-word answer's textDelta; an iterationStarted per
-    # iteration; a toolCallStarted and a toolCall per call.
-    assert streams[1]["notifications_per_run"] == 3 + 5 + 2 * 4
+    # One word per textDelta, plus runStarted, iterationStarted, usage and runFinished.
+    assert streams[0]["notifications_per_run"] == 200 + 4
+    # runStarted, runFinished and the one-word answer's textDelta; an iterationStarted and a
+    # usage per iteration; a toolCallStarted and a toolCall per call.
+    assert streams[1]["notifications_per_run"] == 3 + 2 * 5 + 2 * 4
     assert all(s["per_s"]["median"] > 0 for s in streams)
     versus = result["stream_versus_bare_pygls"]
     assert versus["words"] == 200

@@ -440,6 +440,58 @@ async def test_continuation_chains_and_run_list_pages(tmp_path: Path) -> None:
     assert history.conversation("A") == first.messages
 
 
+async def test_conversations_group_continued_runs_under_their_first(tmp_path: Path) -> None:
+    history = RunHistory(tmp_path / "h.sqlite3")
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+    runtime = make_runtime(lambda request: LLMResponse(text="ok"), arithmetic_registry(), history)
+
+    async def run(run_id: str, root: Path, after: str | None = None) -> None:
+        conversation = history.conversation(after) if after else []
+        if after:
+            history.mark_continuation(run_id, after)
+        await runtime.arun_tool_loop(
+            f"prompt {run_id}",
+            ToolActorContext(sandbox_root=str(root)),
+            history=conversation,
+            run_id=run_id,
+        )
+
+    await run("A", here)
+    await run("X", there)
+    await run("B", here, after="A")
+    await run("Y", there, after="X")
+    await run("C", here, after="B")
+    await run("B2", here, after="A")  # a branch: continuing A again, from elsewhere
+
+    assert history.chain("C") == ["A", "B", "C"]
+    assert history.chain("A") == ["A"]
+    with pytest.raises(KeyError):
+        history.chain("nope")
+
+    listed = history.list_conversations()
+    assert [(c.root_run_id, c.latest_run_id, c.run_count) for c in listed] == [
+        ("A", "B2", 4),  # the newest run of the tree, whichever branch it is on
+        ("X", "Y", 2),
+    ]
+    first = listed[0]
+    assert first.title == "prompt A" and first.sandbox_root == str(here)
+    assert first.latest_status == "finished" and first.updated_at > 0
+    assert [c.root_run_id for c in history.list_conversations(sandbox_root=str(there))] == ["X"]
+    assert history.list_conversations(sandbox_root=str(tmp_path)) == []
+    page = history.list_conversations(limit=1)
+    assert [c.root_run_id for c in page] == ["A"]
+    rest = history.list_conversations(before=page[-1].position, limit=1)
+    assert [c.root_run_id for c in rest] == ["X"]
+    assert history.list_conversations(before=rest[-1].position) == []
+
+    found = history.get_conversation("X")
+    assert found is not None and found.latest_run_id == "Y"
+    assert history.get_conversation("Y") is None  # not a first run
+    assert history.get_conversation("nope") is None
+
+
 async def test_mark_interrupted_leaves_runs_of_this_live_process(tmp_path: Path) -> None:
     history = RunHistory(tmp_path / "h.sqlite3")
     registry = ToolRegistry()

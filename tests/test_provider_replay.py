@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +95,76 @@ def test_bad_scripts_are_clear_errors(tmp_path: Path, content: Any, message: str
 def test_missing_script_file(tmp_path: Path) -> None:
     with pytest.raises(ReplayScriptError, match="not found"):
         ReplayCaller.from_file(tmp_path / "absent.json")
+
+
+def test_scripted_usage_and_model_price_the_run(tmp_path: Path) -> None:
+    script = write(
+        tmp_path,
+        {
+            "model": "claude-sonnet-4-5",
+            "responses": [
+                {
+                    "tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}],
+                    "usage": {
+                        "input_tokens": 2_000,
+                        "output_tokens": 10,
+                        "cache_write_tokens": 1_500,
+                    },
+                },
+                {"text": "3", "usage": {"input_tokens": 2_100, "output_tokens": 5}},
+            ],
+        },
+    )
+    registry = ToolRegistry()
+
+    @registry.tool
+    def add(a: int, b: int) -> int:
+        """Add.
+
+        Args:
+            a: One.
+            b: Two.
+        """
+        return a + b
+
+    caller = create_llm_caller("replay", script=str(script))
+    assert getattr(caller, "model", None) == "claude-sonnet-4-5"
+    runtime = ToolCallingRuntime(registry, ToolRunner(registry), caller)
+    first = runtime.run_tool_loop("add")
+    second = runtime.run_tool_loop("add")  # every run gets its own counts
+    assert (
+        first.usage.to_dict()
+        == second.usage.to_dict()
+        == {
+            "input_tokens": 4_100,
+            "output_tokens": 15,
+            "cache_read_tokens": 0,
+            "cache_write_tokens": 1_500,
+        }
+    )
+    # 2,600 uncached x $3 + 1,500 written x $3.75 + 15 out x $15, per million tokens
+    assert first.cost_usd == pytest.approx((7_800 + 5_625 + 225) / 1e6)
+    named = create_llm_caller("replay", "my-model", script=str(script))
+    assert getattr(named, "model", None) == "my-model"  # --model wins over the script's
+    assert (
+        ToolCallingRuntime(registry, ToolRunner(registry), named).run_tool_loop("add").cost_usd
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("usage", "message"),
+    [
+        ([1], "'usage' must be an object"),
+        ({"input": 5}, "unknown usage field(s) input"),
+        ({"input_tokens": -1}, "usage input_tokens must be a whole number >= 0"),
+        ({"input_tokens": True}, "usage input_tokens must be a whole number >= 0"),
+        ({"input_tokens": 5, "cache_read_tokens": 6}, "cannot be less than their sum"),
+    ],
+)
+def test_bad_usage_is_a_clear_error(tmp_path: Path, usage: Any, message: str) -> None:
+    script = write(tmp_path, {"responses": [{"text": "x", "usage": usage}]})
+    with pytest.raises(ReplayScriptError, match=re.escape(message)):
+        ReplayCaller.from_file(script)
+    with pytest.raises(ReplayScriptError, match="'model' must be a non-empty string"):
+        ReplayCaller.from_file(write(tmp_path, {"model": 3, "responses": [{"text": "x"}]}))

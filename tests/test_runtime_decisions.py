@@ -372,6 +372,45 @@ async def test_cancelling_the_task_records_cancelled_calls_then_raises() -> None
     assert isinstance(events[-1], RunFinished) and events[-1].result.stop_reason == "cancelled"
 
 
+async def test_a_task_cancel_during_a_cancel_token_wind_down_still_records_the_end() -> None:
+    """A client's cancel and a signal arriving together: the run's end is recorded once."""
+    registry = ToolRegistry()
+    started, winding_down, release = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    @registry.tool
+    async def slow_to_stop() -> str:
+        """Takes a moment to clean up when cancelled."""
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            winding_down.set()
+            await release.wait()
+            raise
+        return "never"
+
+    events: list[RunEvent] = []
+    cancel = CancelToken()
+    task = asyncio.create_task(
+        runtime_for(registry, script(calls(("slow_to_stop", {})))).arun_tool_loop(
+            "go", observers=[events.append], cancel=cancel
+        )
+    )
+    await asyncio.wait_for(started.wait(), 10)
+    cancel.cancel()
+    await asyncio.wait_for(winding_down.wait(), 10)
+    task.cancel()
+    await asyncio.sleep(0)
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 10)
+    finished = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert [e.record.error_kind for e in finished] == ["cancelled"]
+    ends = [e for e in events if isinstance(e, RunFinished)]
+    assert len(ends) == 1 and ends[0].result.stop_reason == "cancelled"
+    assert events[-1] is ends[0]
+
+
 def test_continuing_a_conversation_closes_dangling_tool_calls() -> None:
     earlier = [
         UserMessage("first"),

@@ -53,6 +53,37 @@ def _parser() -> argparse.ArgumentParser:
         help="send no prompt-cache breakpoints (also: CLEVERAGENTS_PROMPT_CACHING=0)",
     )
     run.add_argument(
+        "--tool-result-budget",
+        type=_result_budget,
+        metavar="CHARS",
+        help="characters of one tool result the model is shown (default: "
+        "$CLEVERAGENTS_TOOL_RESULT_BUDGET, else 32000)",
+    )
+    run.add_argument(
+        "--context-window",
+        type=_context_window,
+        metavar="TOKENS",
+        help="the model's context window, for models the table does not know (default: "
+        "$CLEVERAGENTS_CONTEXT_WINDOW, else the table's, else 128000)",
+    )
+    run.add_argument(
+        "--prices",
+        type=_prices_file,
+        metavar="FILE",
+        help='a JSON file of prices by model, USD per million tokens: {"my-model": {"input": '
+        '0.5, "output": 1.5, "cacheWrite": 0.6, "cacheRead": 0.05}} (also: $CLEVERAGENTS_PRICES)',
+    )
+    run.add_argument(
+        "--file",
+        dest="files",
+        action="append",
+        default=[],
+        type=_resource,
+        metavar="PATH[:START-END]",
+        help="attach a workspace file (or lines START to END of it) to the prompt (repeatable)",
+    )
+    _add_command_flags(run)
+    run.add_argument(
         "--max-iterations",
         type=int,
         default=25,
@@ -137,12 +168,178 @@ def _parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--sandbox", metavar="DIR", help="the project folder (default: here)")
     doctor.add_argument("--json", action="store_true", help="print the report as JSON")
+    _add_command_flags(doctor)
 
     tools = commands.add_parser("tools", help="list every tool with its source and schema")
     tools.add_argument("--sandbox", metavar="DIR", help="also list MCP tools of this folder")
     tools.add_argument("--tools", action="append", default=[], metavar="MODULE")
     tools.add_argument("--json", action="store_true", help="print the list as JSON")
     return parser
+
+
+def _add_command_flags(parser: argparse.ArgumentParser) -> None:
+    """What run_command may reach, over the CLEVERAGENTS_COMMAND_* settings."""
+    parser.add_argument(
+        "--command-read-path",
+        dest="command_read_paths",
+        action="append",
+        default=[],
+        type=_read_path,
+        metavar="PATH",
+        help="a folder run_command may also read, e.g. ~/.cargo (repeatable)",
+    )
+    parser.add_argument(
+        "--command-env",
+        dest="command_env",
+        action="append",
+        default=[],
+        type=_variable,
+        metavar="NAME",
+        help="a variable (or pattern such as NODE_*) run_command also gets (repeatable)",
+    )
+    parser.add_argument(
+        "--command-limit",
+        dest="command_limits",
+        action="append",
+        default=[],
+        type=_command_limit,
+        metavar="NAME=VALUE",
+        help="a limit on each command: processes, file-size-bytes, address-space-bytes, "
+        "cpu-seconds, memory-bytes, tmp-size-bytes or min-free-disk-bytes, e.g. "
+        "memory-bytes=8G or processes=unlimited (repeatable)",
+    )
+    parser.add_argument(
+        "--allow-unconfined-commands",
+        action="store_const",
+        const=True,
+        default=None,
+        help="where bubblewrap is missing, run commands unconfined under full-auto without asking",
+    )
+
+
+# -- flag values: each checked here, so a bad one exits 2 naming the flag ----------------------
+def _checked_int(check: Any) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        problem = check(value)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    return parse
+
+
+def _result_budget(text: str) -> int:
+    from .service.settings import check_result_budget
+
+    parsed: int = _checked_int(check_result_budget)(text)
+    return parsed
+
+
+def _context_window(text: str) -> int:
+    from .service.settings import check_context_window
+
+    parsed: int = _checked_int(check_context_window)(text)
+    return parsed
+
+
+def _prices_file(path: str) -> dict[str, Any]:
+    from .service.settings import parse_prices
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"{path} is not valid JSON: {exc}") from None
+    try:
+        parse_prices(data)
+    except (TypeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"{path}: {exc}") from None
+    return dict(data)
+
+
+def _resource(spec: str) -> Any:
+    """`PATH`, `PATH:LINE` or `PATH:START-END` as a resource request."""
+    import re
+
+    from .service.resources import ResourceRequest
+
+    path, _, lines = spec.rpartition(":")
+    match = re.fullmatch(r"(\d+)(?:-(\d+))?", lines) if path else None
+    if match is None:
+        return ResourceRequest(spec)
+    start = int(match.group(1))
+    end = int(match.group(2)) if match.group(2) else start
+    if start < 1 or end < start:
+        raise argparse.ArgumentTypeError(
+            f"{spec!r}: lines count from 1 and END may not come before START"
+        )
+    return ResourceRequest(path, start_line=start, end_line=end)
+
+
+def _file_flag(requests: list[Any]) -> Any:
+    """Names a --file flag in a problem, as the user wrote it."""
+
+    def label(index: int | None, _: str) -> str:
+        if index is None:
+            return "--file"
+        request = requests[index]
+        lines = f":{request.start_line}-{request.end_line}" if request.start_line else ""
+        return f"--file {request.path}{lines}"
+
+    return label
+
+
+def _read_path(text: str) -> str:
+    if not (text.startswith("~") or os.path.isabs(text)):
+        raise argparse.ArgumentTypeError(f"must be absolute or start with ~, got {text!r}")
+    return text
+
+
+def _variable(text: str) -> str:
+    from .service.settings import check_variable_pattern
+
+    problem = check_variable_pattern(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def _command_limit(text: str) -> tuple[str, str]:
+    from .service.settings import COMMAND_LIMITS
+    from .workspace.command_policy import parse_limit
+
+    name, equals, value = text.partition("=")
+    key = name.strip().replace("-", "_")
+    if not equals or key not in COMMAND_LIMITS:
+        names = ", ".join(n.replace("_", "-") for n in COMMAND_LIMITS)
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE with NAME one of {names}")
+    try:
+        parse_limit(value, size=COMMAND_LIMITS[key][1], name=name)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return key, value.strip()
+
+
+def _settings(args: argparse.Namespace, **options: Any) -> Any:
+    """The run defaults from the flags over the environment (service/settings.py resolves
+    both); ParamsError naming a bad environment variable."""
+    from .service.settings import ClientOptions, CommandSettings, session_settings
+
+    command = CommandSettings(
+        read_paths=tuple(args.command_read_paths),
+        env=tuple(args.command_env),
+        limits=dict(args.command_limits),
+        allow_unconfined=args.allow_unconfined_commands,
+    )
+    return session_settings(
+        ClientOptions(command=command, **options), os.environ, options_name="the command line"
+    ).defaults
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,6 +399,7 @@ def _tools(args: argparse.Namespace) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
+    from .service.errors import ParamsError
     from .workspace.command_policy import CommandPolicy
     from .workspace.doctor import command_policy_report, render_report
 
@@ -209,8 +407,9 @@ def _doctor(args: argparse.Namespace) -> int:
     if not os.path.isdir(sandbox):
         return _fail(f"sandbox {args.sandbox!r} is not a folder", EXIT_USAGE)
     try:
-        report = command_policy_report(CommandPolicy.from_environment(), sandbox)
-    except ValueError as exc:  # a malformed CLEVERAGENTS_COMMAND_* setting
+        policy = _settings(args).command_policy or CommandPolicy.from_environment()
+        report = command_policy_report(policy, sandbox)
+    except (ValueError, ParamsError) as exc:  # a malformed CLEVERAGENTS_* setting
         return _fail(str(exc), EXIT_USAGE)
     print(json.dumps(report, indent=2) if args.json else render_report(report))
     return EXIT_OK
@@ -234,6 +433,7 @@ def _runs(args: argparse.Namespace) -> int:
     from datetime import datetime
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     try:
@@ -252,19 +452,28 @@ def _runs(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(run.to_dict(), indent=2, ensure_ascii=False, default=str))
                 return EXIT_OK
-            from .display import RunDisplay
+            from .display import RunDisplay, attachment_lines, iteration_usage_line
             from .tool.events import ToolCallFinished
 
             console = Console()
             console.print(f"[bold]{run.run_id}[/] {run.status}  {run.sandbox_root}\n{run.prompt}")
             display = RunDisplay(console)
+            for line in attachment_lines(run.resources):
+                console.print(f"[dim]{escape(line)}[/]", highlight=False)
             for record in run.records:
                 display(ToolCallFinished(run.run_id, record))
+            for entry in run.iteration_usage:
+                console.print(
+                    f"[dim]{iteration_usage_line(entry.iteration, entry.usage, entry.cost_usd)}[/]",
+                    highlight=False,
+                )
             display.show_result(
                 run.content or run.error or "",
                 run.stop_reason or run.status,
                 run.iterations,
                 len(run.records),
+                run.usage,
+                run.cost_usd,
             )
             display.show_checkpoints(run)
             return EXIT_OK
@@ -272,10 +481,26 @@ def _runs(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
         return EXIT_OK
-    table = Table("run", "started", "status", "calls", "prompt")
+    from .display import format_cost, format_tokens
+
+    # The id and the cost whole, on narrow terminals too; the other columns wrap.
+    width = max((len(row.run_id) for row in rows), default=3)
+    table = Table()
+    table.add_column("run", no_wrap=True, min_width=width)
+    table.add_column("cost", no_wrap=True)
+    for name in ("started", "status", "calls", "tokens", "prompt"):
+        table.add_column(name)
     for row in rows:
         started = datetime.fromtimestamp(row.started_at).strftime("%Y-%m-%d %H:%M")
-        table.add_row(row.run_id, started, row.status, str(row.tool_call_count), row.prompt[:60])
+        table.add_row(
+            row.run_id,
+            format_cost(row.cost_usd),
+            started,
+            row.status,
+            str(row.tool_call_count),
+            format_tokens(row.usage),
+            row.prompt[:60],
+        )
     Console().print(table)
     return EXIT_OK
 
@@ -407,6 +632,8 @@ def _run(args: argparse.Namespace) -> int:
     from .display import RunDisplay, TerminalApprover
     from .mcp import McpToolset, add_mcp_tools
     from .providers import ProviderConfigError, create_llm_caller, resolve_provider_name
+    from .service.errors import ParamsError
+    from .service.resources import load_resources
     from .service.undo import Undo
     from .tool import ToolActorContext
     from .tool.runtime import CancelToken, new_run_id
@@ -423,14 +650,35 @@ def _run(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     try:
         provider = resolve_provider_name(args.provider)
+    except ProviderConfigError as exc:
+        return _fail(str(exc))
+    try:
+        settings = _settings(
+            args,
+            provider=provider,
+            automation_profile=args.profile,
+            max_iterations=args.max_iterations,
+            tool_result_budget=args.tool_result_budget,
+            context_window=args.context_window,
+            prompt_caching=False if args.no_prompt_cache else None,
+            prices=args.prices,
+        )
+    except ParamsError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    resources, problems = load_resources(args.files, sandbox, _file_flag(args.files))
+    if problems:
+        return _fail("; ".join(problems), EXIT_USAGE)
+    try:
         llm = create_llm_caller(
             provider,
             args.model,
             base_url=args.base_url,
             script=args.script,
-            cache=False if args.no_prompt_cache else None,
+            cache=settings.prompt_caching,
         )
-        registry = build_registry(args.tools, builtins=not args.no_builtins)
+        registry = build_registry(
+            args.tools, builtins=not args.no_builtins, command_policy=settings.command_policy
+        )
     except (ProviderConfigError, ToolLoadError, ValueError, RuntimeError) as exc:
         return _fail(str(exc))
     if provider == "offline" and not args.json:
@@ -462,6 +710,7 @@ def _run(args: argparse.Namespace) -> int:
         observers=observers,
         # Without a terminal nobody can answer, so calls that need approval are denied.
         approver=TerminalApprover(display) if interactive else None,
+        **settings.runtime_options(),
     )
     context = ToolActorContext(sandbox_root=sandbox, automation_profile=args.profile)
     cancel = CancelToken()
@@ -495,6 +744,7 @@ def _run(args: argparse.Namespace) -> int:
                         cancel=cancel,
                         history=history_messages,
                         run_id=run_id,
+                        resources=resources,
                         before_mutation=(
                             checkpoints.before_mutation if checkpoints is not None else None
                         ),

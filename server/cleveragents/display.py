@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -24,6 +25,7 @@ from .tool.events import (
 )
 from .tool.policy import ApprovalDecision, ApprovalRequest
 from .tool.records import Usage
+from .tool.resources import Resource
 
 _CHANGE_MARKS = {"added": "[green]+[/]", "modified": "[yellow]~[/]", "deleted": "[red]-[/]"}
 
@@ -65,6 +67,8 @@ class RunDisplay:
                 f"[bold]run[/] {event.run_id}  sandbox {escape(where)}  "
                 f"profile {event.automation_profile}  limit {event.max_iterations}"
             )
+            for line in attachment_lines(event.resources):
+                self.console.print(f"[dim]{escape(line)}[/]")
         elif isinstance(event, IterationStarted):
             self._spin(f"iteration {event.iteration}: waiting for the model…")
         elif isinstance(event, ResponseReceived):
@@ -162,6 +166,55 @@ def show_file_changes(console: Console, changed: list[ChangedFile]) -> None:
             f"  {_CHANGE_MARKS[change.change]} {escape(change.path)}  [dim]{change.change}[/]",
             highlight=False,
         )
+
+
+def format_cost(cost_usd: float | None) -> str:
+    """`$0.0312`, or `—` when the price is unknown."""
+    return "—" if cost_usd is None else f"${cost_usd:.4f}"
+
+
+def format_tokens(usage: Usage) -> str:
+    """`52.3k / 1,200`: tokens in and out, short; `—` when the provider reported none."""
+    if usage.input_tokens == 0 and usage.output_tokens == 0:
+        return "—"
+    return f"{_short_count(usage.input_tokens)} / {_short_count(usage.output_tokens)}"
+
+
+def _short_count(count: int) -> str:
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.1f}M"
+    if count >= 10_000:
+        return f"{count / 1_000:.1f}k"
+    return f"{count:,}"
+
+
+def iteration_usage_line(iteration: int, usage: Usage, cost_usd: float | None) -> str:
+    """`iteration 2: 14,020 in (12,800 from cache, 1,100 written to cache), 310 out, $0.0061`."""
+    cache = [
+        f"{usage.cache_read_tokens:,} from cache" if usage.cache_read_tokens else "",
+        f"{usage.cache_write_tokens:,} written to cache" if usage.cache_write_tokens else "",
+    ]
+    detail = ", ".join(part for part in cache if part)
+    return (
+        f"iteration {iteration}: {usage.input_tokens:,} in"
+        + (f" ({detail})" if detail else "")
+        + f", {usage.output_tokens:,} out, {format_cost(cost_usd)}"
+    )
+
+
+def attachment_lines(resources: Sequence[Resource]) -> list[str]:
+    """`attached src/app.py, lines 3-9` per attached file (with what the budget left out)."""
+    lines = []
+    for resource in resources:
+        where = resource.path
+        if resource.start_line is not None and resource.end_line is not None:
+            where += f", lines {resource.start_line}-{resource.end_line}"
+        if resource.from_editor:
+            where += " (from the editor)"
+        if resource.omitted_chars:
+            where += f", {resource.omitted_chars:,} characters left out"
+        lines.append(f"attached {where}")
+    return lines
 
 
 def usage_summary(usage: Usage, cost_usd: float | None) -> str:

@@ -97,6 +97,18 @@ def tools_from_entry_points() -> list[ToolSpec]:
     return specs
 
 
+def with_command_policy(registry: ToolRegistry, policy: CommandPolicy) -> ToolRegistry:
+    """A copy of `registry` whose built-in run_command reaches what `policy` allows (a run's
+    own command settings); `registry` itself when it has no built-in run_command."""
+    from .workspace.builtins import with_builtins_replaced
+    from .workspace.command import CommandTool
+
+    spec = registry.get("run_command")
+    if spec is None or spec.source != "builtin":
+        return registry
+    return with_builtins_replaced(registry, {"run_command": CommandTool(policy).run_command})
+
+
 def build_registry(
     tool_modules: Iterable[str] = (),
     *,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -14,14 +15,23 @@ from pathlib import Path
 from typing import Any, cast
 
 import jsonschema
-from acp import Client, connect_to_agent
+from acp import Client, RequestError, connect_to_agent
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AllowedOutcome,
+    CreateTerminalResponse,
     DeniedOutcome,
+    EnvVariable,
+    KillTerminalResponse,
     PermissionOption,
+    ReadTextFileResponse,
+    ReleaseTerminalResponse,
     RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
     ToolCallUpdate,
+    WaitForTerminalExitResponse,
+    WriteTextFileResponse,
 )
 
 ACP_TESTS = Path(__file__).resolve().parent
@@ -118,18 +128,22 @@ def check_messages(log: list[tuple[str, dict[str, Any]]]) -> int:
     for direction, message in log:
         where = f"{direction} {json.dumps(message)[:300]}"
         sender = "Client" if direction == TO_AGENT else "Agent"
-        _check(_envelope_validator(sender), message, where)
         if "method" in message:
             method = message["method"]
             part = "Request" if "id" in message else "Notification"
             definition = methods.get((method, part))
             assert definition is not None, f"{method} is not an ACP {part.lower()}: {where}"
             expected_side = "agent" if direction == TO_AGENT else "client"
-            assert _handled_by(definition) == expected_side, f"{method} sent the wrong way"
+            side = _handled_by(definition)
+            # Protocol-level methods ($/cancel_request) go either way, in their own envelope.
+            assert side in (expected_side, "protocol"), f"{method} sent the wrong way"
+            envelope = "ProtocolLevel" if side == "protocol" else sender
+            _check(_envelope_validator(envelope), message, where)
             _check(_validator(definition), message.get("params"), where)
             if "id" in message:
                 asked[(direction, message["id"])] = method
             continue
+        _check(_envelope_validator(sender), message, where)
         if "error" in message:
             _check(_validator("Error"), message["error"], where)
             if message.get("id") is not None:
@@ -162,17 +176,152 @@ async def refuse_to_be_asked(tool_call: ToolCallUpdate, options: list[Permission
     raise AssertionError(f"unexpected permission request for {tool_call.title}")
 
 
+class EditorTerminal:
+    """A terminal the test editor runs: the process, and all it printed."""
+
+    def __init__(
+        self, command: str, args: list[str], cwd: str | None, process: asyncio.subprocess.Process
+    ) -> None:
+        self.command = command
+        self.args = args
+        self.cwd = cwd
+        self.process = process
+        self.output = bytearray()
+        self.reader: asyncio.Future[None] | None = None
+        self.released = False
+
+    async def read_all(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        while chunk := await stdout.read(65536):
+            self.output += chunk
+
+    def exit_status(self) -> TerminalExitStatus | None:
+        code = self.process.returncode
+        if code is None:
+            return None
+        if code < 0:
+            return TerminalExitStatus(exit_code=None, signal=signal.Signals(-code).name)
+        return TerminalExitStatus(exit_code=code, signal=None)
+
+
 class RecordingClient:
     """The editor's side: keeps every update and answers permission requests via `answer`.
 
-    `answer` returns the chosen option id, or None for the `cancelled` outcome.
+    `answer` returns the chosen option id, or None for the `cancelled` outcome. It serves
+    `fs/*` as an editor does (an agent uses them only when `initialize` offered them):
+    `buffers` are its open files with unsaved changes, read before the disk, and a write
+    lands in a buffer, not on disk. `fs_calls` records each (method, path).
     """
 
     def __init__(self) -> None:
         self.updates: list[tuple[str, Any]] = []
         self.permission_requests: list[tuple[str, ToolCallUpdate, list[PermissionOption]]] = []
         self.answer: PermissionAnswer = refuse_to_be_asked
+        self.buffers: dict[str, str] = {}
+        self.fs_calls: list[tuple[str, str]] = []
+        self.terminals: dict[str, EditorTerminal] = {}
+        self.terminal_calls: list[tuple[str, str]] = []
         self._changed = asyncio.Condition()
+
+    async def read_text_file(
+        self,
+        session_id: str,
+        path: str,
+        line: int | None = None,
+        limit: int | None = None,
+        **kwargs: Any,
+    ) -> ReadTextFileResponse:
+        self.fs_calls.append(("fs/read_text_file", path))
+        if path in self.buffers:
+            text = self.buffers[path]
+        else:
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except FileNotFoundError:
+                raise RequestError.resource_not_found(path) from None
+        lines = text.splitlines(keepends=True)
+        start = (line or 1) - 1
+        end = None if limit is None else start + limit
+        return ReadTextFileResponse(content="".join(lines[start:end]))
+
+    async def write_text_file(
+        self, session_id: str, path: str, content: str, **kwargs: Any
+    ) -> WriteTextFileResponse:
+        self.fs_calls.append(("fs/write_text_file", path))
+        self.buffers[path] = content
+        return WriteTextFileResponse()
+
+    # -- terminals, as an editor runs them: real processes, output kept and shown ----------
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str] | None = None,
+        env: list[EnvVariable] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **kwargs: Any,
+    ) -> CreateTerminalResponse:
+        terminal_id = f"term_{len(self.terminals) + 1}"
+        self.terminal_calls.append(("terminal/create", terminal_id))
+        environment = {**os.environ, **{v.name: v.value for v in env or []}}
+        process = await asyncio.create_subprocess_exec(
+            command,
+            *(args or []),
+            cwd=cwd,
+            env=environment,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        terminal = EditorTerminal(command, args or [], cwd, process)
+        self.terminals[terminal_id] = terminal
+        terminal.reader = asyncio.ensure_future(terminal.read_all())
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def terminal_output(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> TerminalOutputResponse:
+        self.terminal_calls.append(("terminal/output", terminal_id))
+        terminal = self.terminals[terminal_id]
+        return TerminalOutputResponse(
+            output=terminal.output.decode(errors="replace"),
+            truncated=False,
+            exit_status=terminal.exit_status(),
+        )
+
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> WaitForTerminalExitResponse:
+        self.terminal_calls.append(("terminal/wait_for_exit", terminal_id))
+        terminal = self.terminals[terminal_id]
+        await terminal.process.wait()
+        assert terminal.reader is not None
+        await terminal.reader
+        status = terminal.exit_status()
+        assert status is not None
+        return WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
+
+    async def kill_terminal(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> KillTerminalResponse:
+        """The harshest kill an editor may do: SIGKILL, to the terminal's process alone."""
+        self.terminal_calls.append(("terminal/kill", terminal_id))
+        process = self.terminals[terminal_id].process
+        if process.returncode is None:
+            process.kill()
+        return KillTerminalResponse()
+
+    async def release_terminal(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> ReleaseTerminalResponse:
+        self.terminal_calls.append(("terminal/release", terminal_id))
+        terminal = self.terminals[terminal_id]
+        if terminal.process.returncode is None:
+            terminal.process.kill()
+        terminal.released = True
+        return ReleaseTerminalResponse()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         async with self._changed:
@@ -294,7 +443,7 @@ class AgentProcess:
             asyncio.ensure_future(self._read_stderr()),
         ]
         # The recording client implements the Client methods the agent calls; the SDK answers
-        # method-not-found for the others (fs/*, terminal/*), which the agent never uses.
+        # method-not-found for the others.
         client = cast(Client, self.client)
         self.connection = connect_to_agent(client, self._sdk_writer, sdk_reader)
 
@@ -333,6 +482,12 @@ class AgentProcess:
         self.injected.append(raw)
         stdin.write(raw)
 
+    def send_message(self, message: dict[str, Any]) -> None:
+        """A message the SDK cannot send ($/cancel_request), written and recorded as sent."""
+        line = json.dumps(message).encode() + b"\n"
+        self.wire.append((TO_AGENT, line))
+        self.inject(line)
+
     def messages(self) -> list[tuple[str, dict[str, Any]]]:
         """Every line that crossed, parsed; each must be exactly one JSON object and a newline."""
         parsed = []
@@ -355,6 +510,11 @@ class AgentProcess:
         code = await asyncio.wait_for(self.process.wait(), WAIT_S)
         await asyncio.wait_for(asyncio.gather(*self._tasks), WAIT_S)
         return code
+
+    async def output_read(self) -> None:
+        """Wait until the agent's stdout and stderr have been read to their end (it exited)."""
+        from_agent, _, stderr = self._tasks
+        await asyncio.wait_for(asyncio.gather(from_agent, stderr), WAIT_S)
 
     def kill(self) -> None:
         """Whatever state the test left: no process, no relay, no open pipe."""

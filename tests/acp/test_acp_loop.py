@@ -582,6 +582,30 @@ async def test_a_client_mcp_server_that_cannot_start_fails_session_new(
         assert (await agent.conn.new_session(cwd=str(sandbox), mcp_servers=[])).session_id
 
 
+async def test_read_only_prompts_start_no_sandbox_mcp_server(
+    tmp_path: Path, sandbox: Path, start_agent: StartAgent
+) -> None:
+    marker = tmp_path / "started"
+    (sandbox / ".mcp.json").write_text(
+        json.dumps(
+            {"mcpServers": {"demo": {"command": "sh", "args": ["-c", f"touch {marker}; exit 1"]}}}
+        )
+    )
+    script = write_script(tmp_path / "script.json", {"text": "Done."})
+    env = replay_env(tmp_path, script, CLEVERAGENTS_PROFILE="read-only")
+    async with start_agent(env) as agent:
+        sid = await open_session(agent.conn, sandbox)
+        answer = await agent.conn.prompt(session_id=sid, prompt=[text_block("Look.")])
+        assert answer.stop_reason == "end_turn"
+        assert not marker.exists()
+        # Under another mode the same server is started (and fails, as it was written to).
+        await agent.conn.set_session_mode(session_id=sid, mode_id="ask")
+        with pytest.raises(RequestError) as failed:
+            await agent.conn.prompt(session_id=sid, prompt=[text_block("Look again.")])
+        assert failed.value.code == codes.TOOLS_UNAVAILABLE
+        assert marker.exists()
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
@@ -621,7 +645,7 @@ async def test_closing_stdin_mid_run_cancels_it_records_it_and_exits_0(
         assert [(r.call_id, r.error_kind) for r in stored.records] == [("c_wait", "cancelled")]
 
 
-async def test_sigterm_mid_run_records_the_run_cancelled_and_exits_143(
+async def test_sigterm_mid_run_answers_cancelled_records_it_and_exits_143(
     tmp_path: Path, sandbox: Path
 ) -> None:
     import signal
@@ -644,8 +668,9 @@ async def test_sigterm_mid_run_records_the_run_cancelled_and_exits_143(
         await client.wait_for_update(lambda u: u.session_update == "tool_call")
         agent.process.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(agent.process.wait(), WAIT_S) == 128 + signal.SIGTERM
-        with pytest.raises(ConnectionError):
-            await asyncio.wait_for(prompt, WAIT_S)
+        # The prompt had its answer before the agent went.
+        assert (await asyncio.wait_for(prompt, WAIT_S)).stop_reason == "cancelled"
+        await agent.output_read()
         assert check_messages(agent.messages()) > 0
     finally:
         await agent.conn.close()

@@ -157,3 +157,43 @@ async def test_an_unconfined_command_is_asked_about_under_full_auto(
     record = result["toolCallHistory"][0]
     assert record["success"] is True and record["output"]["confined"] is False
     assert (sandbox / "ran").exists()
+
+
+async def test_the_daemons_own_history_and_checkpoints_are_out_of_every_tools_reach(
+    tmp_path: Path,
+) -> None:
+    """A sandbox that holds the daemon's history (and so its checkpoint store): the file
+    tools refuse them by name and pass over them in searches, and a command (when confined)
+    sees them empty. Found open in a review: `read_file` read the history of every run."""
+    history = tmp_path / "history.sqlite3"
+    script = write_script(
+        tmp_path / "s.json",
+        {"text": "", "tool_calls": [call("write_file", "w", path="a.txt", content="a")]},
+        {
+            "text": "",
+            "tool_calls": [
+                call("read_file", "r", path="history.sqlite3"),
+                call("list_dir", "l", path="."),
+                call("grep", "g", pattern="PROMPT-MARKER"),
+                call("run_command", "c", command="wc -c < history.sqlite3; ls -A checkpoints"),
+            ],
+        },
+        {"text": "Done."},
+    )
+    options = replay_options(script, builtinTools=True, automationProfile="full-auto")
+    async with lsp_session(tmp_path, options) as session:
+        result = await session.request(
+            "cleveragents/run", {"prompt": "PROMPT-MARKER", "sandboxRoot": str(tmp_path)}
+        )
+    records = {record["callId"]: record for record in result["toolCallHistory"]}
+    assert records["w"]["success"] is True
+    assert records["r"]["errorKind"] == "sandbox_violation"
+    names = [entry["name"] for entry in records["l"]["output"]["entries"]]
+    assert "a.txt" in names and "history.sqlite3" not in names and "checkpoints" not in names
+    # The script itself names the pattern; nothing of the history or the store may match.
+    assert [m.split(":")[0] for m in records["g"]["output"]["matches"]] == ["s.json"]
+    assert history.stat().st_mode & 0o077 == 0
+    if BWRAP.available:
+        output = records["c"]["output"]
+        # The history reads as nothing (an unreadable stand-in), the store as an empty folder.
+        assert output["stdout"].split() in ([], ["0"]), output

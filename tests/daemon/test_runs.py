@@ -113,15 +113,26 @@ async def test_settings_resolve_params_then_defaults(sandbox: Path) -> None:
     await runs.run(manager, params(sandbox), client)
     await runs.run(
         manager,
-        params(sandbox, provider="openai", model="m-run", base_url="http://run", max_tokens=99),
+        params(
+            sandbox,
+            provider="openai",
+            model="m-run",
+            base_url="http://run",
+            max_tokens=99,
+            prompt_caching=False,
+        ),
         client,
     )
     assert factory.calls == [
-        ("replay", "m-default", {"base_url": "http://default", "script": "/default.json"}),
+        (
+            "replay",
+            "m-default",
+            {"base_url": "http://default", "script": "/default.json", "cache": True},
+        ),
         (
             "openai",
             "m-run",
-            {"base_url": "http://run", "script": "/default.json", "max_tokens": 99},
+            {"base_url": "http://run", "script": "/default.json", "max_tokens": 99, "cache": False},
         ),
     ]
     started = [p for m, p in client.sent if m == "cleveragents/runStarted"]

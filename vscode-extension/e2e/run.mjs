@@ -39,14 +39,18 @@ const chromiumPath = process.env.CLEVERAGENTS_E2E_CHROMIUM || '/usr/bin/chromium
 
 const HELLO_CONTENT = 'Hello from the cleveragents e2e test.\nSecond line: ünïcödé ✓\n';
 const FINAL_ANSWER = 'Wrote hello.txt for you.';
+const MARKDOWN_ANSWER = `${FINAL_ANSWER}\n\nRead it with:\n\n\`\`\`sh\ncat hello.txt\n\`\`\`\n\nThe greeting is on line 1 of hello.txt:1.`;
+const SETUP_TIMEOUT_MS = 6 * 60_000;
 const RUN1_PROMPT = 'Write hello.txt with the greeting.';
 const RUN2_PROMPT = 'Take your time.';
+const UNDO_PROMPT = 'Add notes, then change the greeting.';
+const NOTES_CONTENT = 'Notes from the undo run.\n';
 /** Long enough that only Stop can end run 2 within STOP_TIMEOUT_MS. */
 const SLOW_RESPONSE_DELAY_MS = 300_000;
 const STOP_TIMEOUT_MS = 60_000;
 const STEP_TIMEOUT_MS = 90_000;
 /** The whole test, so that a hang fails instead of eating CI's time. */
-const OVERALL_TIMEOUT_MS = 10 * 60_000;
+const OVERALL_TIMEOUT_MS = 16 * 60_000;
 
 /** @param {string} message */
 function log(message) {
@@ -162,6 +166,9 @@ function makeSandbox() {
 
 /** @typedef {ReturnType<typeof makeSandbox>} Sandbox */
 
+/** The fake Anthropic server's URL, given to the daemon as ANTHROPIC_BASE_URL. */
+let fakeAnthropicUrl = '';
+
 /** @param {Sandbox} sandbox */
 function environmentFor(sandbox) {
   /** @type {NodeJS.ProcessEnv} */
@@ -170,6 +177,11 @@ function environmentFor(sandbox) {
   for (const name of Object.keys(env)) {
     if (name.startsWith('VSCODE_') || name.startsWith('ELECTRON_')) delete env[name];
   }
+  // The daemon's interpreter must see only its own packages (the bare venv lacks cleveragents).
+  delete env.PYTHONPATH;
+  delete env.VIRTUAL_ENV;
+  delete env.ANTHROPIC_API_KEY;
+  if (fakeAnthropicUrl) env.ANTHROPIC_BASE_URL = fakeAnthropicUrl;
   return {
     ...env,
     PATH: `${path.dirname(node24)}${path.delimiter}${env.PATH ?? ''}`,
@@ -223,9 +235,14 @@ function seedSettings(sandbox, python) {
   );
 }
 
-/** @param {Sandbox} sandbox @param {unknown[]} responses */
-function writeReplayScript(sandbox, responses) {
-  fs.writeFileSync(sandbox.replayScript, JSON.stringify({ responses }, null, 2));
+/** Whether this checkout's protocol (protocol/schema.json) has `method`. */
+function protocolHas(/** @type {string} */ method) {
+  return fs.readFileSync(path.join(repoRoot, 'protocol', 'schema.json'), 'utf8').includes(`"${method}"`);
+}
+
+/** @param {Sandbox} sandbox @param {unknown[]} responses @param {string} [model] the model the script stands for */
+function writeReplayScript(sandbox, responses, model) {
+  fs.writeFileSync(sandbox.replayScript, JSON.stringify(model ? { model, responses } : { responses }, null, 2));
 }
 
 /** @param {Sandbox} sandbox @param {string} vsix */
@@ -409,6 +426,37 @@ function webviewOf(/** @type {import('playwright-core').Page} */ page) {
   return page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
 }
 
+/** A Python 3.11+ virtualenv without cleveragents: the extension must offer its own. */
+function makeBareVenv(/** @type {Sandbox} */ sandbox) {
+  const base = process.env.CLEVERAGENTS_E2E_BASE_PYTHON || '/usr/bin/python3';
+  const venv = path.join(sandbox.root, 'bare-venv');
+  const made = spawnSync(base, ['-m', 'venv', venv], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: '' } });
+  if (made.status !== 0) fail(`${base} -m venv failed: ${made.stderr}`);
+  const python = path.join(venv, 'bin', 'python');
+  const check = spawnSync(python, ['-c', 'import cleveragents'], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+  if (check.status === 0) fail(`${python} imports cleveragents; the test needs an interpreter without it`);
+  return python;
+}
+
+/** The daemon processes in code-server's process group (only ours). */
+function daemonPids(/** @type {number} */ group) {
+  const listed = spawnSync('ps', ['-eo', 'pid=,pgid=,args='], { encoding: 'utf8' });
+  return listed.stdout
+    .split('\n')
+    .map((line) => line.trim().match(/^(\d+)\s+(\d+)\s+(.*)$/))
+    // `<python> -m cleveragents.daemon --stdio …` (or `-m cleveragents serve`); code-server's own
+    // command line names the temp folder `cleveragents-e2e-…`, so the module flag is what counts.
+    .filter((m) => m !== null && Number(m[2]) === group && /\s-m\s+cleveragents(\.daemon|\.cli)?\s+(--stdio|serve)\b/.test(m[3]))
+    .map((m) => Number(/** @type {RegExpMatchArray} */ (m)[1]));
+}
+
+/** Clicks an action in the active editor's title bar by its label. */
+async function clickEditorAction(/** @type {import('playwright-core').Page} */ page, /** @type {string} */ label) {
+  const action = page.locator(`.editor-group-container.active .editor-actions [aria-label*="${label}"]`).first();
+  await action.waitFor();
+  await action.click();
+}
+
 async function main() {
   checkPrerequisites();
   fs.mkdirSync(artifactsDir, { recursive: true });
@@ -422,7 +470,9 @@ async function main() {
   checkVsixContents(vsix, python);
   const sandbox = makeSandbox();
   log(`temp folder ${sandbox.root}`);
-  seedSettings(sandbox, python);
+  const bare = makeBareVenv(sandbox);
+  log(`bare interpreter without cleveragents: ${bare}`);
+  seedSettings(sandbox, bare);
   writeReplayScript(sandbox, [
     {
       text: 'I will write hello.txt.',
@@ -434,9 +484,29 @@ async function main() {
         },
       ],
     },
-    { text: FINAL_ANSWER },
+    { text: MARKDOWN_ANSWER },
   ]);
   installExtension(sandbox, vsix);
+  // The fake Anthropic API (tests/fake_anthropic.py): a run only gets an answer with its key.
+  const fake = spawn(python, [path.join(e2eDir, 'fake-anthropic.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  /** @type {{path?: string, keyMatches?: boolean, baseUrl?: string, key?: string}[]} */
+  const fakeLines = [];
+  let fakeBuffer = '';
+  fake.stdout.on('data', (chunk) => {
+    fakeBuffer += chunk.toString();
+    const lines = fakeBuffer.split('\n');
+    fakeBuffer = lines.pop() ?? '';
+    for (const line of lines) if (line.trim()) fakeLines.push(JSON.parse(line));
+  });
+  {
+    const deadline = Date.now() + 30_000;
+    while (fakeLines.length === 0) {
+      if (Date.now() > deadline) fail('the fake Anthropic server did not start');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  fakeAnthropicUrl = fakeLines[0].baseUrl ?? '';
+  const fakeKey = fakeLines[0].key ?? '';
 
   const { chromium } = await import('playwright-core');
   const port = await freePort();
@@ -452,6 +522,22 @@ async function main() {
   }, OVERALL_TIMEOUT_MS);
   /** @type {import('playwright-core').Page | undefined} */
   let page;
+  /** @type {Record<string, number>} */
+  const stepSeconds = {};
+  let stepStarted = Date.now();
+  /** @type {string[]} */
+  const skippedSteps = [];
+  // A step for a daemon feature that this checkout's protocol does not have yet (its branch
+  // is not merged): said loudly, and it runs as soon as protocol/schema.json has the method.
+  const skipped = (/** @type {string} */ name, /** @type {string} */ why) => {
+    skippedSteps.push(name);
+    log(`step SKIPPED: ${name} (${why})`);
+  };
+  const step = (/** @type {string} */ name) => {
+    stepSeconds[name] = (Date.now() - stepStarted) / 1000;
+    stepStarted = Date.now();
+    log(`step passed: ${name} (${stepSeconds[name].toFixed(1)} s)`);
+  };
   try {
     await waitForHealthz(port, codeServer);
     log('code-server is healthy');
@@ -472,98 +558,319 @@ async function main() {
     const prompt = view.locator('textarea[data-testid="prompt"]');
     await prompt.waitFor();
     log('run view is open');
-    await screenshot(page, 'run-view');
+    step('workbench');
 
-    // -- run 1: approve a write_file call, see it succeed and the file appear -------------
+    // -- run 1: the interpreter lacks cleveragents; accept the offer, then approve a write in
+    //    the diff editor, see a markdown answer and open the path it names -------------------
     await prompt.fill(RUN1_PROMPT);
     await view.locator('button[data-testid="run"]').click();
-    log('run 1 started; waiting for the approval prompt');
+    const setUp = page.locator('.notifications-toasts .monaco-button', { hasText: 'Set Up cleveragents' });
+    await setUp.waitFor();
+    await screenshot(page, 'install-offer');
+    await setUp.click();
+    log('accepted the offer; waiting for the private environment (pip from PyPI)');
+    const diffEditor = page.locator('.editor-group-container.active .monaco-diff-editor');
+    await diffEditor.waitFor({ timeout: SETUP_TIMEOUT_MS });
+    const privatePython = path.join(sandbox.userData, 'User', 'globalStorage', 'cleveragents.cleveragents', 'venv', 'bin', 'python');
+    if (!fs.existsSync(privatePython)) fail(`no private environment at ${privatePython}`);
+    step('install-and-go');
     const approval = view.locator('[data-testid="approval"]');
-    const allow = approval.locator('button[data-testid="approve-allow"]');
-    await allow.waitFor();
-    const approvalText = await approval.innerText();
-    if (!approvalText.includes('write_file')) {
-      fail(`the approval prompt does not name write_file: ${JSON.stringify(approvalText)}`);
+    await approval.locator('button[data-testid="approve-allow"]').waitFor();
+    await page.locator('.editor-group-container.active .tab.active', { hasText: 'hello.txt' }).waitFor();
+    // The proposed side is drawn once its virtual document is read (Monaco draws spaces as
+    // no-break spaces, so match a word).
+    await diffEditor.locator('.editor.modified .view-lines', { hasText: 'cleveragents' }).waitFor();
+    const proposed = (await diffEditor.locator('.editor.modified .view-lines').innerText()).replace(/\u00a0/g, ' ');
+    if (!proposed.includes('Hello from the cleveragents e2e test.')) {
+      fail(`the proposed side shows ${JSON.stringify(proposed)}`);
     }
-    if (fs.existsSync(path.join(sandbox.workspace, 'hello.txt'))) {
-      fail('hello.txt exists before the call was approved');
-    }
-    await screenshot(page, 'approval');
-    await allow.click();
-    log('approved; waiting for the tool call to succeed');
-    const writeRow = view.locator('[data-testid="tool-call"][data-call-id="call_write_hello"]');
-    await writeRow.waitFor();
-    if ((await writeRow.getAttribute('data-tool-name')) !== 'write_file') {
-      fail(`the row's data-tool-name is ${await writeRow.getAttribute('data-tool-name')}`);
-    }
-    await view
-      .locator('[data-testid="tool-call"][data-call-id="call_write_hello"][data-status="success"]')
-      .waitFor();
+    if (fs.existsSync(path.join(sandbox.workspace, 'hello.txt'))) fail('hello.txt exists before the approval');
+    await screenshot(page, 'diff-approval');
+    await clickEditorAction(page, 'Allow This Change');
+    log('allowed from the diff editor; waiting for the tool call to succeed');
+    await view.locator('[data-testid="tool-call"][data-call-id="call_write_hello"][data-status="success"]').waitFor();
     await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
-    // An answered prompt loses its buttons (it may stay, saying what was decided).
-    await allow.waitFor({ state: 'detached' });
-    const answer = view.locator('[data-testid="assistant-text"]', { hasText: FINAL_ANSWER });
-    await answer.first().waitFor();
-    await screenshot(page, 'run1-finished');
+    await diffEditor.waitFor({ state: 'detached' });
     const written = fs.readFileSync(path.join(sandbox.workspace, 'hello.txt'), 'utf8');
-    if (written !== HELLO_CONTENT) {
-      fail(`hello.txt holds ${JSON.stringify(written)}, expected ${JSON.stringify(HELLO_CONTENT)}`);
-    }
-    const rows = await view.locator('[data-testid="tool-call"]').count();
-    if (rows !== 1) fail(`run 1 shows ${rows} tool-call rows, expected 1`);
-    log('run 1 passed: approved write_file succeeded, hello.txt has the content, answer shown');
+    if (written !== HELLO_CONTENT) fail(`hello.txt holds ${JSON.stringify(written)}`);
+    step('approve-from-diff');
+    const answer = view.locator('[data-testid="assistant-text"]', { hasText: FINAL_ANSWER });
+    await answer.locator('[data-testid="code-block"] code', { hasText: 'cat hello.txt' }).waitFor();
+    await answer.locator('[data-testid="copy-code"]').waitFor();
+    const pathLink = answer.locator('[data-testid="path-link"][data-path="hello.txt"][data-line="1"]');
+    await screenshot(page, 'markdown-answer');
+    await pathLink.click();
+    await page.locator('.editor-group-container.active .tab.active', { hasText: 'hello.txt' }).waitFor();
+    await page.locator('.editor-group-container.active .monaco-editor:not(.monaco-diff-editor *)').first().waitFor();
+    await screenshot(page, 'path-opened');
+    step('markdown-and-path');
+    const changed = view.locator('[data-testid="changed-file"][data-path="hello.txt"][data-change="added"]');
+    await changed.click();
+    await page.locator('.editor-group-container.active .tab.active', { hasText: 'before the run' }).waitFor();
+    await screenshot(page, 'changed-file-diff');
+    step('changed-file-diff');
 
-    // -- run 2: a response that sleeps; Stop cancels it ------------------------------------
+    // -- run 2: an edit_file denied from the diff editor ------------------------------------
+    writeReplayScript(sandbox, [
+      {
+        text: 'I will change the second line.',
+        tool_calls: [
+          {
+            id: 'call_edit_hello',
+            name: 'edit_file',
+            arguments: { path: 'hello.txt', old_text: 'Second line', new_text: '2nd line' },
+          },
+        ],
+      },
+      { text: 'The edit was denied, so hello.txt is unchanged.' },
+    ]);
+    await prompt.fill('Change the second line of hello.txt.');
+    await view.locator('button[data-testid="run"]').click();
+    await page.locator('.editor-group-container.active .tab.active', { hasText: 'proposed change' }).waitFor();
+    await diffEditor.waitFor();
+    // The proposed side is drawn once its virtual document is read: wait for the edit in it.
+    await diffEditor.locator('.editor.modified .view-lines', { hasText: '2nd' }).waitFor();
+    await screenshot(page, 'diff-deny');
+    await clickEditorAction(page, 'Deny This Change');
+    await view.locator('[data-testid="tool-call"][data-call-id="call_edit_hello"][data-status="failure"][data-error-kind="denied"]').waitFor();
+    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').last().waitFor();
+    if (fs.readFileSync(path.join(sandbox.workspace, 'hello.txt'), 'utf8') !== HELLO_CONTENT) {
+      fail('hello.txt changed although the edit was denied');
+    }
+    step('deny-from-diff');
+
+    // -- undo: a run that adds notes.txt (step 1) and edits hello.txt (step 2), restored to
+    //    before step 2 from its iteration row, then undone whole from its end, files checked --
+    writeReplayScript(sandbox, [
+      {
+        text: 'First the notes.',
+        tool_calls: [{ id: 'call_write_notes', name: 'write_file', arguments: { path: 'notes.txt', content: NOTES_CONTENT } }],
+      },
+      {
+        text: 'Now the greeting.',
+        tool_calls: [
+          { id: 'call_edit_hello2', name: 'edit_file', arguments: { path: 'hello.txt', old_text: 'Second line', new_text: '2nd line' } },
+        ],
+      },
+      { text: 'Wrote notes.txt and changed hello.txt.' },
+    ]);
+    // auto-edit from the panel's picker: the file tools run without asking.
+    await view.locator('[data-testid="pick-profile"]').selectOption('auto-edit');
+    await prompt.fill(UNDO_PROMPT);
+    await view.locator('button[data-testid="run"]').click();
+    const undoTab = view.locator('[data-testid="run-tab"]', { hasText: UNDO_PROMPT });
+    await undoTab.waitFor();
+    const undoRunId = await undoTab.getAttribute('data-run-id');
+    await view.locator('[data-testid="tool-call"][data-call-id="call_edit_hello2"][data-status="success"]').waitFor();
+    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    const hello = path.join(sandbox.workspace, 'hello.txt');
+    const notes = path.join(sandbox.workspace, 'notes.txt');
+    const edited = HELLO_CONTENT.replace('Second line', '2nd line');
+    if (fs.readFileSync(hello, 'utf8') !== edited || fs.readFileSync(notes, 'utf8') !== NOTES_CONTENT) {
+      fail('the undo run did not write notes.txt and edit hello.txt');
+    }
+    // The daemon's checkpoints arrive after the run: one before each changing step.
+    await view.locator('[data-testid="restore-iteration"][data-iteration="2"]').click();
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor();
+    const asked = await dialog.innerText();
+    if (!asked.includes('Changed back: hello.txt') || asked.includes('notes.txt')) {
+      fail(`restoring to before step 2 asks ${JSON.stringify(asked)}`);
+    }
+    await screenshot(page, 'restore-step-confirm');
+    await dialog.getByRole('button', { name: 'Restore', exact: true }).click();
+    // The restore's own entry goes on display, with the file it changed.
+    const restored = view.locator('[data-testid="run-end"]', { has: view.locator('.end-title', { hasText: 'Restored' }) });
+    await restored.locator('[data-testid="changed-file"][data-path="hello.txt"]').waitFor();
+    if (fs.readFileSync(hello, 'utf8') !== HELLO_CONTENT) fail('hello.txt is not back to before step 2');
+    if (fs.readFileSync(notes, 'utf8') !== NOTES_CONTENT) fail('restoring to before step 2 undid step 1 too');
+    await screenshot(page, 'restored-step');
+    step('restore-to-before-step');
+    await view.locator(`[data-testid="run-tab"][data-run-id="${undoRunId}"]`).click();
+    // Its own end (the restore's says "Undo this restore").
+    await view.locator('[data-testid="undo-run"]', { hasText: 'Undo this run' }).click();
+    await dialog.waitFor();
+    const askedUndo = await dialog.innerText();
+    if (!askedUndo.includes('Deleted: notes.txt')) fail(`undoing the run asks ${JSON.stringify(askedUndo)}`);
+    await screenshot(page, 'undo-run-confirm');
+    await dialog.getByRole('button', { name: 'Undo Run', exact: true }).click();
+    await view.locator('[data-testid="run-end"] [data-testid="changed-file"][data-path="notes.txt"][data-change="deleted"]').waitFor();
+    if (fs.existsSync(notes)) fail('notes.txt is still there after undoing the run');
+    if (fs.readFileSync(hello, 'utf8') !== HELLO_CONTENT) fail('hello.txt changed by undoing the run');
+    await screenshot(page, 'run-undone');
+    step('undo-run');
+
+    // -- tokens and cost in the run header: a replay script that stands for a priced model
+    //    (claude-sonnet-4-5: $3 in, $15 out per million tokens) and reports its usage -------
+    if (!protocolHas('cleveragents/usage')) {
+      skipped('cost-in-header', 'protocol/schema.json has no cleveragents/usage yet');
+    } else {
+    writeReplayScript(sandbox, [{ text: 'A priced answer.', usage: { input_tokens: 100_000, output_tokens: 2_000 } }], 'claude-sonnet-4-5');
+    await prompt.fill('What does this cost?');
+    await view.locator('button[data-testid="run"]').click();
+    await view.locator('[data-testid="assistant-text"]', { hasText: 'A priced answer.' }).waitFor();
+    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    const expectedCost = (100_000 * 3 + 2_000 * 15) / 1_000_000;
+    await view.locator('[data-testid="run-cost"]', { hasText: `$${expectedCost.toFixed(2)}` }).waitFor();
+    const tokens = await view.locator('[data-testid="run-tokens"]').innerText();
+    if (tokens !== '100,000 in · 2,000 out') fail(`the header shows tokens ${JSON.stringify(tokens)}`);
+    await screenshot(page, 'cost-header');
+    step('cost-in-header');
+    }
+
+    // -- runs 3 and 4 at once: both stream, Stop ends one, the other goes on ----------------
     writeReplayScript(sandbox, [
       { text: 'This answer takes a very long time.', delay_ms: SLOW_RESPONSE_DELAY_MS },
     ]);
-    const cancelledEnd = view.locator('[data-testid="run-end"][data-stop-reason="cancelled"]');
-    if (await cancelledEnd.count()) fail('a cancelled run-end is shown before run 2');
-    const iterationsBefore = await view.locator('[data-testid="iteration"]').count();
     await prompt.fill(RUN2_PROMPT);
     await view.locator('button[data-testid="run"]').click();
-    log('run 2 started; waiting for its iteration to begin');
-    // Run 1 showed its iterations; run 2's first one either adds a marker or replaces them.
+    await view.locator('[data-testid="run-tab"][data-state="running"]').first().waitFor();
+    await prompt.fill('A second slow run.');
+    await view.locator('button[data-testid="run"]').click();
+    const running = view.locator('[data-testid="run-tab"][data-state="running"]');
     {
       const deadline = Date.now() + STEP_TIMEOUT_MS;
-      for (;;) {
-        const now = await view.locator('[data-testid="iteration"]').count();
-        if (now > 0 && now !== iterationsBefore) break;
-        if (Date.now() > deadline) fail('run 2 never showed an iteration marker');
+      while ((await running.count()) < 2) {
+        if (Date.now() > deadline) fail('two runs never streamed at once');
         await page.waitForTimeout(100);
       }
     }
-    await screenshot(page, 'run2-running');
-    await view.locator('button[data-testid="stop"]').click();
-    log('clicked Stop; waiting for the run to end as cancelled');
-    await cancelledEnd.waitFor({ timeout: STOP_TIMEOUT_MS });
-    await screenshot(page, 'run2-cancelled');
-    log('run 2 passed: Stop ended the sleeping run with stopReason cancelled');
+    await view.locator('[data-testid="iteration"]').first().waitFor();
+    await screenshot(page, 'two-runs');
+    // While runs are going in the folder, the daemon refuses to restore it, and the panel says why.
+    await view.locator(`[data-testid="run-tab"][data-run-id="${undoRunId}"]`).click();
+    await view.locator('[data-testid="undo-run"]', { hasText: 'Undo this run' }).click();
+    await view.locator('[data-testid="notice"]', { hasText: 'Cannot restore while a run is going' }).waitFor();
+    await screenshot(page, 'restore-refused');
+    const firstSlow = await running.first().getAttribute('data-run-id');
+    await view.locator(`[data-testid="run-tab-stop"][data-run-id="${firstSlow}"]`).click();
+    await view.locator(`[data-testid="run-tab"][data-run-id="${firstSlow}"][data-state="cancelled"]`).waitFor({ timeout: STOP_TIMEOUT_MS });
+    if ((await running.count()) !== 1) fail('stopping one run stopped the other too');
+    await screenshot(page, 'one-stopped');
+    const secondSlow = await running.first().getAttribute('data-run-id');
+    await view.locator(`[data-testid="run-tab-stop"][data-run-id="${secondSlow}"]`).click();
+    await view.locator(`[data-testid="run-tab"][data-run-id="${secondSlow}"][data-state="cancelled"]`).waitFor({ timeout: STOP_TIMEOUT_MS });
+    step('two-runs-one-stopped');
 
-    // -- the daemon's history (the historyPath setting) and the view's history list -------
+    // -- the daemon killed mid-session comes back, and the next run works -------------------
+    const group = /** @type {number} */ (codeServer.pid);
+    const pids = daemonPids(group);
+    if (pids.length === 0) fail('no daemon process found in code-server\'s process group');
+    for (const pid of pids) process.kill(pid, 'SIGKILL');
+    log(`killed the daemon (${pids.join(', ')})`);
+    writeReplayScript(sandbox, [{ text: 'Back after the restart.' }]);
+    // The extension notices the exit and starts a new daemon: wait for its process, then for
+    // the panel to say it is ready.
+    {
+      const deadline = Date.now() + STEP_TIMEOUT_MS;
+      while (!daemonPids(group).some((pid) => !pids.includes(pid))) {
+        if (Date.now() > deadline) fail('no new daemon process after the kill');
+        await page.waitForTimeout(200);
+      }
+    }
+    await view.locator('[data-testid="status"][data-daemon="ready"]').waitFor();
+    await prompt.fill('Are you back?');
+    await view.locator('button[data-testid="run"]').click();
+    await view.locator('[data-testid="assistant-text"]', { hasText: 'Back after the restart.' }).waitFor();
+    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    const after = daemonPids(group);
+    if (after.length === 0 || after.some((pid) => pids.includes(pid))) fail(`the daemon was not restarted (${after})`);
+    await screenshot(page, 'daemon-back');
+    step('daemon-killed-comes-back');
+
+    // -- Set API Key: SecretStorage, and the next anthropic run's daemon has it --------------
+    await page.keyboard.press('F1');
+    await page.locator('.quick-input-widget input').fill('>cleveragents: Set API Key');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Set API Key' }).first().waitFor();
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'anthropic' }).first().click();
+    await page.locator('.quick-input-widget input[type="password"]').waitFor();
+    await page.locator('.quick-input-widget input[type="password"]').fill(fakeKey);
+    await page.keyboard.press('Enter');
+    await page.locator('.notifications-toasts', { hasText: 'The anthropic API key is stored.' }).waitFor();
+    // The pick is saved before the next run starts (the panel queues the run behind it).
+    await view.locator('[data-testid="pick-provider"]').selectOption('anthropic');
+    await prompt.fill('Say hello.');
+    await view.locator('button[data-testid="run"]').click();
+    await view.locator('[data-testid="assistant-text"]', { hasText: 'Hello from the fake Anthropic server.' }).waitFor();
+    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    // The fake reports its requests on stdout a moment after it answers them.
+    const requests = () => fakeLines.filter((line) => line.path !== undefined);
+    {
+      const deadline = Date.now() + STEP_TIMEOUT_MS;
+      while (requests().length === 0 && Date.now() < deadline) await page.waitForTimeout(100);
+    }
+    if (requests().length === 0 || !requests().every((line) => line.keyMatches)) {
+      fail(`the fake Anthropic server saw ${JSON.stringify(requests())}`);
+    }
+    await screenshot(page, 'api-key-run');
+    step('set-api-key');
+
+    // -- workspace trust: the folder's .mcp.json asks to start a program; the modal shows
+    //    its exact command line. Don't Trust: it never starts. A changed file asks again;
+    //    Trust: it starts and its tool answers. (tests/mcp_fixtures/demo_server.py appends
+    //    its pid to its --marker file as it starts.) ---------------------------------------
+    if (!protocolHas('cleveragents/trustWorkspace')) {
+      skipped('workspace-trust', 'protocol/schema.json has no cleveragents/trustWorkspace yet');
+    } else {
+    await view.locator('[data-testid="pick-provider"]').selectOption('replay');
+    const demoServer = path.join(repoRoot, 'tests', 'mcp_fixtures', 'demo_server.py');
+    const mcpConfig = path.join(sandbox.workspace, '.mcp.json');
+    const writeMcpConfig = (/** @type {string} */ marker) =>
+      fs.writeFileSync(
+        mcpConfig,
+        JSON.stringify({ mcpServers: { demo: { command: privatePython, args: [demoServer, 'main', '--marker', marker] } } }, null, 2),
+      );
+    const untrustedMarker = path.join(sandbox.root, 'untrusted-started');
+    const trustedMarker = path.join(sandbox.root, 'trusted-started');
+    writeMcpConfig(untrustedMarker);
+    writeReplayScript(sandbox, [{ text: 'Ran without the demo tools.' }]);
+    await prompt.fill('Run without the untrusted tools.');
+    await view.locator('button[data-testid="run"]').click();
+    await dialog.waitFor();
+    const trustAsked = await dialog.innerText();
+    if (!trustAsked.includes('.mcp.json asks to start one program') || !trustAsked.includes(`demo: ${privatePython} ${demoServer} main --marker ${untrustedMarker}`)) {
+      fail(`the trust question says ${JSON.stringify(trustAsked)}`);
+    }
+    await screenshot(page, 'trust-asked');
+    await dialog.getByRole('button', { name: "Don't Trust", exact: true }).click();
+    await view.locator('[data-testid="assistant-text"]', { hasText: 'Ran without the demo tools.' }).waitFor();
+    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    if (fs.existsSync(untrustedMarker)) fail('the untrusted MCP server was started');
+    writeMcpConfig(trustedMarker);
+    writeReplayScript(sandbox, [
+      { text: 'Asking the demo server.', tool_calls: [{ id: 'call_echo', name: 'demo__echo', arguments: { text: 'trusted' } }] },
+      { text: 'The demo server answered.' },
+    ]);
+    await prompt.fill('Use the trusted tools.');
+    await view.locator('button[data-testid="run"]').click();
+    await dialog.waitFor();
+    await dialog.getByRole('button', { name: 'Trust', exact: true }).click();
+    await view.locator('[data-testid="tool-call"][data-call-id="call_echo"][data-status="success"]').waitFor();
+    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    if (!fs.existsSync(trustedMarker)) fail('the trusted MCP server did not start');
+    fs.rmSync(mcpConfig);
+    await screenshot(page, 'trusted-run');
+    step('workspace-trust');
+    }
+
+    // -- the daemon's history --------------------------------------------------------------
     const stored = storedRuns(python, sandbox.history);
     const byPrompt = new Map(stored.map((run) => [run.prompt, run]));
     const first = byPrompt.get(RUN1_PROMPT);
-    const second = byPrompt.get(RUN2_PROMPT);
-    if (stored.length !== 2 || !first || !second) {
-      fail(`the history at historyPath holds ${JSON.stringify(stored)}, expected runs 1 and 2`);
+    if (!first || first.status !== 'finished' || first.tool_call_count !== 1) {
+      fail(`run 1 is stored as ${JSON.stringify(first)} (all: ${JSON.stringify(stored)})`);
     }
-    if (first.status !== 'finished' || first.tool_call_count !== 1 || first.iterations !== 2) {
-      fail(`run 1 is stored as ${JSON.stringify(first)}`);
-    }
-    if (second.status !== 'cancelled') fail(`run 2 is stored as ${JSON.stringify(second)}`);
-    const historyItems = view.locator('[data-testid="history-item"]');
-    for (const run of stored) {
-      await historyItems.and(view.locator(`[data-run-id="${run.run_id}"]`)).waitFor();
-    }
-    await screenshot(page, 'history');
-    log('history passed: both runs stored (finished, cancelled) and listed in the view');
+    if (byPrompt.get(RUN2_PROMPT)?.status !== 'cancelled') fail(`the slow run is stored as ${JSON.stringify(byPrompt.get(RUN2_PROMPT))}`);
+    if (byPrompt.get('Are you back?')?.status !== 'finished') fail('the run after the restart is not stored as finished');
+    step('history');
     passed = true;
   } catch (error) {
     console.error(`\ne2e FAILED: ${error instanceof Error ? error.stack : error}`);
     if (page) await screenshot(page, 'failure').catch(() => undefined);
   } finally {
     clearTimeout(overall);
+    fake.kill();
     await browser?.close().catch(() => undefined);
     await stopProcessGroup(codeServer);
     collectLogs(sandbox, !passed);
@@ -573,6 +880,8 @@ async function main() {
       log(`kept ${sandbox.root}`);
     }
   }
+  log(`steps: ${Object.entries(stepSeconds).map(([name, s]) => `${name} ${s.toFixed(1)} s`).join(', ')}`);
+  if (skippedSteps.length > 0) log(`skipped: ${skippedSteps.join(', ')}`);
   log(`finished in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
   console.log(passed ? 'e2e: 1 passed, 0 failed' : 'e2e: 0 passed, 1 failed');
   process.exitCode = passed ? 0 : 1;

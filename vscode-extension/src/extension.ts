@@ -6,12 +6,15 @@ import * as vscode from 'vscode';
 import { ApiKeyStore } from './daemon/apiKeys';
 import { DaemonClient } from './daemon/daemonClient';
 import { API_KEY_VARIABLES, type KeyedProvider } from './daemon/launch';
+import { PrivateEnvironment } from './daemon/privateEnvironment';
 import { watchSelectedInterpreter } from './daemon/pythonInterpreter';
+import { CHANGE_SCHEME, ChangeReview } from './host/changeReview';
 import { RunController } from './host/runController';
 import { RunStore } from './host/runStore';
 import { RUN_VIEW_ID, RunViewProvider } from './host/runViewProvider';
 import { readSettings, RESTART_SETTINGS, type Settings } from './host/settings';
 import { RunStatusBar } from './host/statusBar';
+import { DONT_TRUST, TRUST, trustQuestion } from './host/trustPrompt';
 
 let daemonForDeactivate: DaemonClient | null = null;
 
@@ -27,6 +30,7 @@ export function activate(context: vscode.ExtensionContext): void {
     keys,
     settings,
     resource: () => vscode.workspace.workspaceFolders?.[0]?.uri,
+    privateEnvironment: new PrivateEnvironment(context, log),
     events: {
       notification: (notification) => controller?.onNotification(notification),
       approval: async (params, token) => {
@@ -35,22 +39,33 @@ export function activate(context: vscode.ExtensionContext): void {
         }
         return controller.approve(params, token);
       },
+      trust: async (params, token) => {
+        const question = trustQuestion(params);
+        log.info(`trust asked for ${params.configPath} (${params.servers.map((server) => server.name).join(', ')})`);
+        const answer = await vscode.window.showWarningMessage(question.message, { modal: true, detail: question.detail }, TRUST, DONT_TRUST);
+        const trusted = answer === TRUST && !token.isCancellationRequested;
+        log.info(`${params.configPath}: ${trusted ? 'trusted' : 'not trusted'}`);
+        return { trusted };
+      },
       status: (status) => store.setDaemon(status),
     },
   });
   daemonForDeactivate = daemon;
 
   let provider: RunViewProvider | null = null;
+  const review = new ChangeReview(log);
   const runController = new RunController({
+    review,
     store,
     daemon,
     log,
-    settings,
+    // The panel's picks (provider, model, profile) over the settings.
+    settings: () => provider?.runSettings() ?? settings(),
     revealPanel: async (preserveFocus) => provider?.reveal(preserveFocus),
     notice: (notice) => provider?.showNotice(notice),
   });
   controller = runController;
-  const viewProvider = new RunViewProvider(context.extensionUri, store, runController, log);
+  const viewProvider = new RunViewProvider(context.extensionUri, store, runController, log, context.workspaceState, settings);
   provider = viewProvider;
 
   const restartDaemon = async (reason: string): Promise<void> => {
@@ -71,12 +86,13 @@ export function activate(context: vscode.ExtensionContext): void {
     if (!daemon.running) {
       return; // the next start uses the new values anyway
     }
-    if (store.activeRun === null) {
+    const going = store.activeRuns.length;
+    if (going === 0) {
       await restartDaemon(reason);
       return;
     }
     const choice = await vscode.window.showInformationMessage(
-      `${reason} The daemon must restart to apply it, which stops the current run.`,
+      `${reason} The daemon must restart to apply it, which stops ${going === 1 ? 'the current run' : `the ${going} runs going`}.`,
       'Restart Now',
       'Later',
     );
@@ -107,16 +123,21 @@ export function activate(context: vscode.ExtensionContext): void {
       }
       return runController.startRun(prompt);
     }),
+    review,
+    vscode.workspace.registerTextDocumentContentProvider(CHANGE_SCHEME, review),
+    vscode.commands.registerCommand('cleveragents.allowChange', (uri?: unknown) => runController.answerFromEditor(uri, 'allow')),
+    vscode.commands.registerCommand('cleveragents.denyChange', (uri?: unknown) => runController.answerFromEditor(uri, 'deny')),
     vscode.commands.registerCommand('cleveragents.stop', () => runController.stop()),
     vscode.commands.registerCommand('cleveragents.showPanel', () => viewProvider.reveal(false, true)),
     vscode.commands.registerCommand('cleveragents.restartDaemon', () => restartDaemon('requested')),
     vscode.commands.registerCommand('cleveragents.setApiKey', async () => {
-      const changed = await setApiKey(keys, settings().provider);
+      const changed = await setApiKey(keys, viewProvider.runSettings().provider);
       if (changed !== null) {
         await restartWhenIdle(`The ${changed} API key changed.`);
       }
     }),
     vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration('cleveragents')) viewProvider.refreshOptions();
       const needsRestart = RESTART_SETTINGS.some((name) => event.affectsConfiguration(`cleveragents.${name}`));
       if (needsRestart) {
         void restartWhenIdle('A cleveragents setting changed.');

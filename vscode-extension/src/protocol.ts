@@ -23,6 +23,8 @@ export interface ApproveToolCallParams {
   automationProfile: "read-only" | "ask" | "auto-edit" | "full-auto";
   /** The iteration asking. */
   iteration: number;
+  /** Why this call is asked about beyond the profile's rule, to show the user: e.g. the command would run unconfined (no bubblewrap here), and how to change that. */
+  note?: string | null;
 }
 
 export interface ApproveToolCallResult {
@@ -63,6 +65,24 @@ export interface Checkpoint {
 export interface ClientCapability {
   /** The client answers `cleveragents/approveToolCall`. */
   approvals?: boolean | null;
+}
+
+/** Ceilings on each `run_command`: a positive integer, or a string such as `"8G"` (sizes take K, M, G, T, powers of 1024) or `"unlimited"`. Unset ones keep theirs. */
+export interface CommandLimits {
+  /** Processes and threads. Default 4096. */
+  processes?: number | string | null;
+  /** Largest file a command may write. Default 4 GiB. */
+  fileSizeBytes?: number | string | null;
+  /** Address space per process. Default 32 GiB. */
+  addressSpaceBytes?: number | string | null;
+  /** CPU time per process. Default 600 s per core. */
+  cpuSeconds?: number | string | null;
+  /** Memory of all the command's processes (a cgroup). Default 3/4 of RAM. */
+  memoryBytes?: number | string | null;
+  /** Size of the private /tmp and home. Default 2 GiB. */
+  tmpSizeBytes?: number | string | null;
+  /** A command stops when the sandbox's disk has less free. Default 2 GiB. */
+  minFreeDiskBytes?: number | string | null;
 }
 
 /** One message of a run's conversation, provider-neutral. */
@@ -110,6 +130,22 @@ export interface InitializationOptions {
   approvals?: boolean | null;
   /** A call whose approval takes longer is denied. Default: 600. */
   approvalTimeoutSeconds?: number | null;
+  /** Characters of one tool result the model is shown (1,000 to 10,000,000); the record keeps it whole. Default: $CLEVERAGENTS_TOOL_RESULT_BUDGET, else 32,000. */
+  toolResultBudget?: number | null;
+  /** The model's context window in tokens, for models the built-in table does not know (a local model). Default: $CLEVERAGENTS_CONTEXT_WINDOW, else the table's, else 128,000. */
+  contextWindow?: number | null;
+  /** Mark prompt-cache breakpoints (Anthropic). Default: $CLEVERAGENTS_PROMPT_CACHING (0 or 1), else true. */
+  promptCaching?: boolean | null;
+  /** Prices by model name, over $CLEVERAGENTS_PRICES (the same JSON) and the built-in table, e.g. `{"my-model": {"input": 0.5, "output": 1.5}}`. */
+  prices?: { [key: string]: unknown } | null;
+  /** Folders `run_command` may also read (absolute, or starting with `~`), added to $CLEVERAGENTS_COMMAND_READ_PATHS. Credential folders stay hidden. */
+  commandReadPaths?: string[] | null;
+  /** Variables (names or patterns such as `NODE_*`) `run_command` also gets, added to $CLEVERAGENTS_COMMAND_ENV. */
+  commandEnv?: string[] | null;
+  /** `run_command`'s limits, over $CLEVERAGENTS_COMMAND_MAX_* ones. */
+  commandLimits?: CommandLimits | null;
+  /** Where bubblewrap is missing, run commands unconfined under `full-auto` without asking. Default: $CLEVERAGENTS_ALLOW_UNCONFINED_COMMANDS, else false. */
+  allowUnconfinedCommands?: boolean | null;
 }
 
 /** An LLM call is about to be made. */
@@ -120,6 +156,26 @@ export interface IterationStartedParams {
   seq: number;
   /** 1 for the first LLM call of the run. */
   iteration: number;
+}
+
+/** One model call's tokens and cost. */
+export interface IterationUsage {
+  /** The iteration (LLM call), from 1. */
+  iteration: number;
+  /** That call's tokens and cost. */
+  usage: Usage;
+}
+
+/** A model's price in US dollars per million tokens. */
+export interface ModelPrice {
+  /** Uncached input. */
+  input: number;
+  /** Output. */
+  output: number;
+  /** Input written to the prompt cache. Default: `input`. */
+  cacheWrite?: number | null;
+  /** Input read from the prompt cache. Default: `input`. */
+  cacheRead?: number | null;
 }
 
 /** A tool call as the model asked for it, inside an assistant message. */
@@ -179,6 +235,8 @@ export interface RunDetail {
   automationProfile: string;
   /** The run it continued, if any. */
   continuedFrom: string | null;
+  /** Tokens used (so far) and their cost; `costUsd` is null for an unknown price and for runs stored before costs were. */
+  usage: Usage;
   /** `run`, or `restore`: a `cleveragents/restore` of a folder, whose `prompt` says what it restored; restoring it undoes it. */
   kind: "run" | "restore";
   /** For a restore: the run (or restore) it went back on. */
@@ -195,8 +253,10 @@ export interface RunDetail {
   error: string | null;
   /** For a failed run, the exception type. */
   errorType: string | null;
-  /** Tokens used. */
-  usage: Usage;
+  /** Each model call's tokens and cost, in order. */
+  iterationUsage: IterationUsage[];
+  /** The files attached to its prompt, with the text the model was shown. */
+  resources: RunResource[];
   /** Every record stored, in the order the model asked for them. */
   toolCallHistory: ToolCallRecord[];
   /** This run's own conversation, from its prompt on. */
@@ -223,7 +283,7 @@ export interface RunFinishedParams {
   iterations: number;
   /** True when `maxIterations` ended it. */
   terminatedByLimit: boolean;
-  /** Tokens used. */
+  /** Tokens used and their cost (for a failed run, those of its finished calls). */
   usage: Usage;
   /** How many tool calls the run recorded. */
   toolCalls: number;
@@ -261,8 +321,36 @@ export interface RunParams {
   replayScript?: string | null;
   /** Overrides the completion token limit. */
   maxTokens?: number | null;
+  /** Overrides the characters of a tool result the model sees. */
+  toolResultBudget?: number | null;
+  /** Overrides the model's context window (tokens). */
+  contextWindow?: number | null;
+  /** Overrides whether prompt-cache breakpoints are marked. */
+  promptCaching?: boolean | null;
+  /** Files attached to the prompt (at most 50); the model sees them first. */
+  resources?: RunResource[] | null;
+  /** More folders `run_command` may read in this run (added to the session's). */
+  commandReadPaths?: string[] | null;
+  /** More variables `run_command` gets in this run (added to the session's). */
+  commandEnv?: string[] | null;
+  /** `run_command`'s limits in this run, over the session's. */
+  commandLimits?: CommandLimits | null;
+  /** Overrides `allowUnconfinedCommands` for this run. */
+  allowUnconfinedCommands?: boolean | null;
   /** LSP work-done token: the daemon then reports the run with `$/progress`. */
   workDoneToken?: number | string | null;
+}
+
+/** A file attached to a prompt: the whole file, a range of its lines, or the editor's text. The daemon reads the file (through the sandbox wall) when `text` is null. The model sees every resource in the run's first message, before the prompt, as a fenced block under its path and lines; over 50,000 characters (150,000 for all of a run's) it is cut, with a marker naming what was left out. */
+export interface RunResource {
+  /** The file, relative to the sandbox root or absolute inside it; a path outside the sandbox is refused (-32602). */
+  path: string;
+  /** The text to show (a selection, an unsaved buffer); null: the daemon reads the file. */
+  text?: string | null;
+  /** First line (from 1). With `text`, where the text begins; without it, the first line to read. */
+  startLine?: number | null;
+  /** Last line, inclusive. Without `text`: null reads to the end of the file. */
+  endLine?: number | null;
 }
 
 /** The result of `cleveragents/run`: the final (or partial) answer and every tool call. */
@@ -277,7 +365,7 @@ export interface RunResult {
   iterations: number;
   /** True when `maxIterations` ended the run. */
   terminatedByLimit: boolean;
-  /** Tokens used by this run. */
+  /** Tokens used by this run, and their cost. */
   usage: Usage;
   /** Every tool call of this run, in the order the model asked for them. */
   toolCallHistory: ToolCallRecord[];
@@ -333,6 +421,8 @@ export interface RunSummary {
   automationProfile: string;
   /** The run it continued, if any. */
   continuedFrom: string | null;
+  /** Tokens used (so far) and their cost; `costUsd` is null for an unknown price and for runs stored before costs were. */
+  usage: Usage;
   /** `run`, or `restore`: a `cleveragents/restore` of a folder, whose `prompt` says what it restored; restoring it undoes it. */
   kind: "run" | "restore";
   /** For a restore: the run (or restore) it went back on. */
@@ -467,12 +557,32 @@ export interface ToolsResult {
   tools: ToolInfo[];
 }
 
-/** Tokens the provider reported; zero for providers that report none. */
+/** Tokens the provider reported (zero for providers that report none) and their estimated cost: of one model call, or summed over a run. */
 export interface Usage {
-  /** Prompt tokens, summed over the run. */
+  /** All the input the model read: uncached input plus cache writes plus cache reads. */
   inputTokens: number;
-  /** Completion tokens, summed over the run. */
+  /** Tokens the model wrote. */
   outputTokens: number;
+  /** Of `inputTokens`, read from the provider's prompt cache (billed less). */
+  cacheReadTokens: number;
+  /** Of `inputTokens`, written to the prompt cache (Anthropic bills them more). */
+  cacheWriteTokens: number;
+  /** Estimated cost in US dollars at the model's price (the built-in table or the `prices` setting); null when the model's price is unknown: never a guess. */
+  costUsd: number | null;
+}
+
+/** A model call returned: its tokens and cost, and the run's so far. Sent after each model call, before that call's tools start. */
+export interface UsageParams {
+  /** The run's id. */
+  runId: string;
+  /** Per-run sequence number. */
+  seq: number;
+  /** The model call (iteration) that returned. */
+  iteration: number;
+  /** That call's tokens and cost. */
+  usage: Usage;
+  /** The run's tokens and cost so far. */
+  total: Usage;
 }
 
 /** Requests the client sends. */
@@ -497,6 +607,7 @@ export interface ServerNotifications {
   "cleveragents/textDelta": TextDeltaParams;
   "cleveragents/toolCallStarted": ToolCallStartedParams;
   "cleveragents/toolCall": ToolCallParams;
+  "cleveragents/usage": UsageParams;
   "cleveragents/runFinished": RunFinishedParams;
 }
 

@@ -1,4 +1,5 @@
-"""The ACP agent: initialize, session/new, session/set_mode, session/prompt, session/cancel.
+"""The ACP agent: initialize, session/new, session/load, session/list, session/set_mode,
+session/prompt, session/cancel.
 
 Each prompt is one run of the same runtime the CLI and the JSON-RPC daemon use (registry,
 provider, automation profiles, run history, the sandbox's `.mcp.json` servers), with the
@@ -7,9 +8,13 @@ session's `cwd` as the sandbox root and the session's conversation so far as its
 - The automation profile is the session's mode (`read-only`, `ask`, `auto-edit`,
   `full-auto`): `$CLEVERAGENTS_PROFILE` (default `ask`), `_meta.cleveragents.automationProfile`
   in `session/new`, or `session/set_mode` later.
-- MCP servers: the sandbox's `.mcp.json` ones, as for every run, plus the stdio servers the
-  client lists in `session/new`, which run while the session lives. HTTP and SSE servers are
-  not advertised (`mcpCapabilities`) and are skipped.
+- MCP servers: the sandbox's `.mcp.json` ones, as for every run (none under `read-only`,
+  as in the daemon), plus the stdio servers the client lists in `session/new`, which run
+  while the session lives. HTTP and SSE servers are not advertised (`mcpCapabilities`) and
+  are skipped.
+- Sessions last: each is a conversation of the run history (see `stored_sessions.py`), so
+  `session/list` lists them and `session/load` replays one and continues it. Both need the
+  history (`--no-history` turns them off, and the capabilities say so).
 - Errors: a prompt whose provider cannot be set up, whose tools cannot start, or whose run
   fails (the provider gave up) is answered with a JSON-RPC error, with the daemon's codes.
 """
@@ -29,11 +34,15 @@ from acp.schema import (
     HttpMcpServer,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
     McpCapabilities,
     McpServerStdio,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    SessionCapabilities,
+    SessionListCapabilities,
     SessionMode,
     SessionModeState,
     SetSessionModeResponse,
@@ -54,23 +63,34 @@ from ..service.errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     RUN_FAILED,
+    RUN_STILL_RUNNING,
     TOOLS_UNAVAILABLE,
     ServiceError,
 )
+from ..service.history import RunHistory, StoredRun
 from ..service.runs import RunManager
-from ..service.settings import RunDefaults
+from ..service.settings import RunDefaults, check_context_window, check_result_budget
 from ..tool.context import ToolActorContext
 from ..tool.events import RunObserver
 from ..tool.llm import LLMCaller
+from ..tool.messages import Message
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.records import ToolCallRunResult
 from ..tool.runtime import new_run_id
+from ..workspace.file_access import with_file_access
+from ..workspace.terminal import with_terminal
 from .commands import advertise_commands, run_slash_command, slash_command
+from .files import EditorFiles
 from .prompts import ContentBlock, UnsupportedPrompt, prompt_text
 from .session import AcpSession, PromptTurn
-from .updates import META_KEY, stop_reason
+from .stored_sessions import BadCursor, replay, session_page
+from .terminals import EditorTerminals
+from .updates import META_KEY, stop_reason, usage_meta
 
 log = logging.getLogger(__name__)
+
+# ACP's "resource not found" (its ErrorCode list): a session id that names no session.
+RESOURCE_NOT_FOUND = -32002
 
 McpServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
 CLIENT_MCP_CONFIG = "session/new mcpServers"
@@ -99,6 +119,8 @@ class CleverAgentsAgent:
         self.manager = manager
         self.sessions: dict[str, AcpSession] = {}
         self._client: Client | None = None
+        # What the client offers us (`fs/*`, terminals), from `initialize`.
+        self.client_capabilities: ClientCapabilities | None = None
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -121,16 +143,21 @@ class CleverAgentsAgent:
             log.info(
                 "client %s %s, protocol %d", client_info.name, client_info.version, protocol_version
             )
+        self.client_capabilities = client_capabilities
         defaults = self.manager.defaults
+        stored = self.manager.history is not None
         return InitializeResponse(
             # Version 1 is the only one we speak; a client that wants another disconnects.
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
-                load_session=False,
+                load_session=stored,
                 prompt_capabilities=PromptCapabilities(
                     image=False, audio=False, embedded_context=True
                 ),
                 mcp_capabilities=McpCapabilities(http=False, sse=False),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities() if stored else None
+                ),
             ),
             auth_methods=[],
             agent_info=Implementation(
@@ -152,12 +179,9 @@ class CleverAgentsAgent:
         additional_directories: list[str] | None = None,
         **kwargs: Any,
     ) -> NewSessionResponse:
-        sandbox_root = _sandbox_root(cwd)
-        if additional_directories:
-            raise invalid_params(
-                "additionalDirectories: not supported; the sandbox is the session's cwd alone"
-            )
+        sandbox_root = _sandbox_root(cwd, additional_directories)
         profile = _requested_profile(kwargs.get(META_KEY), self.manager.defaults)
+        runtime_options = _requested_runtime_options(kwargs.get(META_KEY))
         client_mcp = await _start_client_mcp(sandbox_root, mcp_servers or ())
         session_id = f"sess_{os.urandom(12).hex()}"
         self.sessions[session_id] = AcpSession(
@@ -165,10 +189,67 @@ class CleverAgentsAgent:
             sandbox_root=sandbox_root,
             automation_profile=profile,
             client_mcp=client_mcp,
+            runtime_options=runtime_options,
         )
+        self._offer_editor(self.sessions[session_id])
         log.info("session %s in %s, profile %s", session_id, sandbox_root, profile)
         advertise_commands(self.client, session_id)  # `/undo`, `/restore N`: sent after this
         return NewSessionResponse(session_id=session_id, modes=_modes(profile))
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        """`session/list`: the history's conversations, latest first, `cwd`'s alone if given."""
+        history = self._history("session/list")
+        root = None
+        if cwd is not None:
+            if not os.path.isabs(cwd):
+                raise invalid_params(f"cwd: must be an absolute path, got {cwd!r}")
+            root = os.path.realpath(cwd)
+        try:
+            return session_page(history, root, cursor)
+        except BadCursor as exc:
+            raise invalid_params(str(exc)) from None
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: Sequence[McpServer] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        """`session/load`: replay the stored conversation, then continue it on the next prompt."""
+        sandbox_root = _sandbox_root(cwd, additional_directories)
+        history = self._history("session/load")
+        open_session = self.sessions.get(session_id)
+        if open_session is not None and open_session.turn is not None:
+            raise request_error(
+                INVALID_REQUEST,
+                "invalid request: a prompt is running in this session (send session/cancel first)",
+                sessionId=session_id,
+            )
+        runs = _stored_session(history, session_id, sandbox_root, open_session)
+        profile = _requested_profile(kwargs.get(META_KEY), self.manager.defaults)
+        client_mcp = await _start_client_mcp(sandbox_root, mcp_servers or ())
+        # Every update before the response: the client shows the conversation, then goes on.
+        for update in replay(runs, self.manager.registry, sandbox_root):
+            await self.client.session_update(session_id, update)
+        if open_session is not None and open_session.client_mcp is not None:
+            await open_session.client_mcp.close()
+        latest = runs[-1].run_id if runs else None
+        self.sessions[session_id] = AcpSession(
+            session_id=session_id,
+            sandbox_root=sandbox_root,
+            automation_profile=profile,
+            client_mcp=client_mcp,
+            conversation=history.conversation(latest) if latest is not None else [],
+            last_run_id=latest,
+        )
+        self._offer_editor(self.sessions[session_id])
+        log.info("session %s loaded (%d runs), profile %s", session_id, len(runs), profile)
+        advertise_commands(self.client, session_id)
+        return LoadSessionResponse(modes=_modes(profile))
 
     async def set_session_mode(
         self, session_id: str, mode_id: str, **kwargs: Any
@@ -201,14 +282,21 @@ class CleverAgentsAgent:
         command = slash_command(text)
         if command is not None:
             return await run_slash_command(self.manager, self.client, session, command)
-        llm = self._llm_caller()
+        llm = self._llm_caller(session)
         turn = PromptTurn(self.client, session, self.manager.defaults.approval_timeout_s)
         session.turn = turn
-        run_id = new_run_id()
+        # The session's first stored run carries its id: that is how the history knows it.
+        run_id = session.session_id if session.last_run_id is None else new_run_id()
+        history = self.manager.history
         try:
             result = await self._run(session, turn, llm, text, run_id)
         except BaseException:
             turn.abandon()
+            if turn.run_started and history is not None:
+                # A failed run is part of the conversation the history keeps: the next
+                # prompt continues it, as a load of the session would.
+                session.last_run_id = run_id
+                session.conversation = _conversation(history, run_id, session.conversation)
             raise
         finally:
             session.turn = None
@@ -237,10 +325,16 @@ class CleverAgentsAgent:
                     log.warning("run %s not linked to %s: %s", run_id, session.last_run_id, exc)
         checkpoints = manager.undo.track(run_id, session.sandbox_root)
         try:
-            async with manager.mcp.lease(session.sandbox_root) as sandbox_mcp:
+            async with manager.sandbox_mcp(
+                session.sandbox_root, turn.automation_profile
+            ) as sandbox_mcp:
                 registry = registry_with_mcp_tools(manager.registry, sandbox_mcp)
                 if session.client_mcp is not None:
                     add_mcp_tools(registry, session.client_mcp)
+                if session.files is not None:
+                    registry = with_file_access(registry, session.files)
+                if session.terminals is not None:
+                    registry = with_terminal(registry, session.terminals)
                 turn.registry = registry
                 runtime = build_runtime(
                     llm,
@@ -248,6 +342,7 @@ class CleverAgentsAgent:
                     max_iterations=defaults.max_iterations,
                     system_prompt=defaults.system_prompt,
                     runner=manager.runner_for(registry),
+                    **{**defaults.runtime_options(), **session.runtime_options},
                 )
                 result = await runtime.arun_tool_loop(
                     text,
@@ -281,36 +376,65 @@ class CleverAgentsAgent:
         await turn.finish()
         return result
 
-    def _llm_caller(self) -> LLMCaller:
+    def _llm_caller(self, session: AcpSession) -> LLMCaller:
         defaults = self.manager.defaults
+        options = defaults.provider_options()
+        if "cache" in session.runtime_options:
+            options["cache"] = session.runtime_options["cache"]
         try:
-            return self.manager.llm_caller(
-                defaults.provider, defaults.model, defaults.provider_options()
-            )
+            return self.manager.llm_caller(defaults.provider, defaults.model, options)
         except ServiceError as exc:
             raise request_error(exc.code, exc.message, **(exc.data or {})) from exc
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """`session/cancel`: the running prompt stops and answers `cancelled`."""
-        session = self.sessions.get(session_id)
-        if session is None:
+        if session_id not in self.sessions:
             log.warning("session/cancel for unknown session %s", session_id)
             return
-        if session.turn is not None:
+        self.cancel_prompt(session_id)
+
+    def cancel_prompt(self, session_id: str) -> None:
+        """Stop the session's running prompt, if any; it answers `cancelled`."""
+        session = self.sessions.get(session_id)
+        if session is not None and session.turn is not None:
             session.turn.cancel.cancel()
+
+    def cancel_all(self) -> None:
+        for session_id in self.sessions:
+            self.cancel_prompt(session_id)
+
+    def busy(self) -> list[str]:
+        """The sessions with a prompt running."""
+        return [sid for sid, session in self.sessions.items() if session.turn is not None]
 
     # -- ending ------------------------------------------------------------------------------
     async def aclose(self) -> None:
         """Stop every prompt and the servers the clients' sessions started."""
-        for session in self.sessions.values():
-            if session.turn is not None:
-                session.turn.cancel.cancel()
+        self.cancel_all()
         for session in self.sessions.values():
             if session.client_mcp is not None:
                 try:
                     await session.client_mcp.close()
                 except Exception:
                     log.exception("stopping the MCP servers of session %s", session.session_id)
+
+    def _offer_editor(self, session: AcpSession) -> None:
+        """The editor's files and terminals, for the session's tools, where the client offers."""
+        capabilities = self.client_capabilities
+        session.files = EditorFiles.offered(self.client, session.session_id, capabilities)
+        session.terminals = EditorTerminals.offered(
+            self.client, session.session_id, capabilities, lambda: session.turn
+        )
+
+    def _history(self, method: str) -> RunHistory:
+        history = self.manager.history
+        if history is None:
+            raise request_error(
+                INVALID_REQUEST,
+                f"invalid request: {method} needs the run history, which is off "
+                "(--no-history, or its file could not be opened)",
+            )
+        return history
 
     def _session(self, session_id: str) -> AcpSession:
         session = self.sessions.get(session_id)
@@ -319,13 +443,54 @@ class CleverAgentsAgent:
         return session
 
 
-def _sandbox_root(cwd: str) -> str:
+def _sandbox_root(cwd: str, additional_directories: list[str] | None) -> str:
+    if additional_directories:
+        raise invalid_params(
+            "additionalDirectories: not supported; the sandbox is the session's cwd alone"
+        )
     if not os.path.isabs(cwd):
         raise invalid_params(f"cwd: must be an absolute path, got {cwd!r}")
     root = os.path.realpath(cwd)
     if not os.path.isdir(root):
         raise invalid_params(f"cwd: no such folder: {cwd!r}")
     return root
+
+
+def _stored_session(
+    history: RunHistory, session_id: str, sandbox_root: str, open_session: AcpSession | None
+) -> list[StoredRun]:
+    """The runs of the stored session, first to newest; a RequestError when it cannot load."""
+    conversation = history.get_conversation(session_id)
+    if conversation is None:
+        if open_session is not None and open_session.last_run_id is None:
+            return []  # opened here, nothing stored yet: nothing to replay
+        raise request_error(
+            RESOURCE_NOT_FOUND,
+            f"no session {session_id!r} in the run history (session/list lists them)",
+            sessionId=session_id,
+        )
+    if conversation.sandbox_root != sandbox_root:
+        raise invalid_params(
+            f"cwd: session {session_id!r} ran in {conversation.sandbox_root!r}, "
+            f"not {sandbox_root!r}"
+        )
+    if conversation.latest_status == "running":
+        raise request_error(
+            RUN_STILL_RUNNING,
+            f"session {session_id!r} has a prompt running (in another agent)",
+            sessionId=session_id,
+            runId=conversation.latest_run_id,
+        )
+    runs = [history.get_run(run_id) for run_id in history.chain(conversation.latest_run_id)]
+    return [run for run in runs if run is not None]
+
+
+def _conversation(history: RunHistory, run_id: str, fallback: list[Message]) -> list[Message]:
+    try:
+        return history.conversation(run_id)
+    except Exception as exc:  # unreadable: keep what the session had
+        log.warning("conversation of run %s not read back: %s", run_id, exc)
+        return fallback
 
 
 def _requested_profile(meta: Any, defaults: RunDefaults) -> str:
@@ -339,6 +504,35 @@ def _requested_profile(meta: Any, defaults: RunDefaults) -> str:
             f"of {', '.join(AUTOMATION_PROFILES)}"
         )
     return str(requested)
+
+
+def _requested_runtime_options(meta: Any) -> dict[str, Any]:
+    """`toolResultBudget`, `contextWindow` and `promptCaching` of `_meta.cleveragents` in
+    `session/new`, as the runtime's keyword arguments; RequestError naming a bad one."""
+    if not isinstance(meta, dict):
+        return {}
+    options: dict[str, Any] = {}
+    for name, keyword, check in (
+        ("toolResultBudget", "result_budget_chars", check_result_budget),
+        ("contextWindow", "context_window", check_context_window),
+    ):
+        value = meta.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise invalid_params(f"_meta.{META_KEY}.{name}: expected an integer, got {value!r}")
+        problem = check(value)
+        if problem:
+            raise invalid_params(f"_meta.{META_KEY}.{name}: {problem}")
+        options[keyword] = value
+    caching = meta.get("promptCaching")
+    if caching is not None:
+        if not isinstance(caching, bool):
+            raise invalid_params(
+                f"_meta.{META_KEY}.promptCaching: expected true or false, got {caching!r}"
+            )
+        options["cache"] = caching
+    return options
 
 
 def _modes(current: str) -> SessionModeState:
@@ -383,9 +577,6 @@ def _result_meta(result: ToolCallRunResult) -> dict[str, Any]:
             "runId": result.run_id,
             "iterations": result.iterations,
             "toolCalls": len(result.tool_call_history),
-            "usage": {
-                "inputTokens": result.usage.input_tokens,
-                "outputTokens": result.usage.output_tokens,
-            },
+            "usage": usage_meta(result.usage, result.cost_usd),
         }
     }

@@ -11,16 +11,22 @@ import logging
 
 from acp.schema import (
     AllowedOutcome,
+    ContentToolCallContent,
+    FileEditToolCallContent,
     PermissionOption,
     RequestPermissionResponse,
+    TerminalToolCallContent,
+    TextContentBlock,
     ToolCallUpdate,
 )
 
 from ..tool.policy import ApprovalDecision, ApprovalRequest
 from ..tool.registry import ToolSpec
-from .updates import META_KEY, tool_kind, tool_locations, tool_title
+from .updates import META_KEY, one_line, tool_kind, tool_locations, tool_title
 
 log = logging.getLogger(__name__)
+
+NOTE_TITLE_LIMIT = 120
 
 DECISIONS: dict[str, ApprovalDecision] = {
     "allow": "allow",
@@ -44,14 +50,29 @@ def permission_options(tool_name: str) -> list[PermissionOption]:
 def permission_tool_call(
     request: ApprovalRequest, spec: ToolSpec | None, sandbox_root: str
 ) -> ToolCallUpdate:
-    """The call the user is asked about, as the `tool_call` already sent describes it."""
+    """The call the user is asked about, as the `tool_call` already sent describes it.
+
+    A note (why it is asked beyond the profile's rule: an unconfined command, say) is shown
+    in the title, shortened, and whole in the content.
+    """
+    title = tool_title(request.tool_name, request.inputs)
+    content: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] | None
+    content = None
+    if request.note:
+        title = one_line(f"{title} ⚠ {request.note}", NOTE_TITLE_LIMIT)
+        content = [
+            ContentToolCallContent(
+                type="content", content=TextContentBlock(type="text", text=f"⚠ {request.note}")
+            )
+        ]
     return ToolCallUpdate(
         tool_call_id=request.call_id,
-        title=tool_title(request.tool_name, request.inputs),
+        title=title,
         kind=tool_kind(spec),
         status="pending",
         locations=tool_locations(request.inputs, sandbox_root),
         raw_input=request.inputs,
+        content=content,
         field_meta={
             META_KEY: {
                 "toolName": request.tool_name,
@@ -59,6 +80,7 @@ def permission_tool_call(
                 "mutating": request.mutating,
                 "executesCode": request.executes_code,
                 "automationProfile": request.automation_profile,
+                "note": request.note,
             }
         },
     )

@@ -7,20 +7,26 @@ $CLEVERAGENTS_PROVIDER, _MODEL, _PROFILE, _MAX_ITERATIONS, _BASE_URL, _REPLAY_SC
 _HISTORY; API keys only from ANTHROPIC_API_KEY / OPENAI_API_KEY. Logs go to stderr; stdout
 carries the protocol alone (tools' prints and child processes' output land on stderr).
 
-The session ends when the client closes our stdin: running prompts are cancelled (and
-recorded as such), MCP servers and processes tools left behind are stopped, and we exit 0
-(128 + the signal's number after SIGTERM or SIGINT, 1 when the client stopped reading).
+The session ends when the client closes our stdin, on SIGINT or SIGTERM, or when the client
+stops reading. Each way, running prompts are cancelled, answered with stop reason `cancelled`
+(when the client still reads) and recorded as cancelled; then MCP servers and processes tools
+left behind are stopped. Exit code: 0 when the client closed our stdin first, 128 + the
+signal's number after SIGINT (130) or SIGTERM (143), 1 when the client stopped reading.
+The signal handlers stay for the whole life of the process, so a signal during start-up or
+shut-down (an editor's SIGTERM right after it closed our stdin, a second Ctrl+C) ends it the
+same clean way, never by the signal's default action or a KeyboardInterrupt traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
+from types import FrameType
 from typing import cast
 
 from ..service.errors import ParamsError
@@ -36,6 +42,49 @@ log = logging.getLogger(__name__)
 
 FLUSH_TIMEOUT_S = 2.0
 MAX_TOOL_WORKERS = 32
+# How long running prompts get to wind down, answer and record their end when we stop.
+STOP_GRACE_S = 5.0
+
+
+class StopSignals:
+    """SIGINT and SIGTERM, handled from `install()` until the process exits.
+
+    Process-level handlers rather than the event loop's: those exist only while the loop
+    runs (closing it restores the default actions), which left windows at start-up and
+    shut-down where SIGTERM killed the process and SIGINT raised KeyboardInterrupt.
+    """
+
+    def __init__(self) -> None:
+        self.first: int | None = None
+        self._target: Callable[[int], None] | None = None
+
+    def install(self) -> None:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self._handle)
+
+    def attach(self, loop: asyncio.AbstractEventLoop, stop: Callable[[int, str], None]) -> None:
+        """Route signals to `stop` on `loop` (one that came before is delivered now)."""
+
+        def deliver(signum: int) -> None:
+            name = signal.Signals(signum).name
+            try:
+                loop.call_soon_threadsafe(stop, 128 + signum, name)
+            except RuntimeError:  # the loop has closed: we are exiting anyway
+                pass
+
+        self._target = deliver
+        if self.first is not None:
+            deliver(self.first)
+
+    def detach(self) -> None:
+        self._target = None
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.first is None:
+            self.first = signum
+        target = self._target
+        if target is not None:
+            target(signum)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -78,6 +127,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """`cleveragents serve --acp [--tools MODULE]... [--history PATH] [--log-level L]`."""
     options = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    signals = StopSignals()
+    signals.install()
     _configure_logging(options.log_level)
     try:
         settings = session_settings(ClientOptions(), os.environ)
@@ -94,8 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     history = None if options.no_history else open_history(options.history)
     in_fd, out_fd = claim_stdio()
     try:
-        return asyncio.run(serve(in_fd, out_fd, registry, settings.defaults, history))
+        return asyncio.run(serve(in_fd, out_fd, registry, settings.defaults, history, signals))
     finally:
+        signals.detach()
         if history is not None:
             history.close()
 
@@ -106,6 +158,7 @@ async def serve(
     registry: ToolRegistry,
     defaults: RunDefaults,
     history: RunHistory | None,
+    signals: StopSignals | None = None,
 ) -> int:
     """Serve one client until it closes its end, a signal arrives, or it stops reading."""
     # The SDK (its pydantic models are slow to import) loads only once we serve, so `--help`
@@ -116,34 +169,66 @@ async def serve(
 
     loop = asyncio.get_running_loop()
     stopped = asyncio.Event()
+    hurry = asyncio.Event()  # a second reason to stop: no more waiting for prompts
     exit_code: list[int] = []
 
-    def stop(code: int, reason: str) -> None:
+    def decide(code: int, reason: str, *, urges: bool) -> None:
+        """The first reason to stop sets the exit code; a later urgent one (a second signal)
+        cuts the waiting for prompts short."""
         if not exit_code:
             log.info("stopping: %s", reason)
             exit_code.append(code)
+        elif urges and not hurry.is_set():
+            log.info("stopping now: %s", reason)
+            hurry.set()
+
+    def stop(code: int, reason: str) -> None:
+        decide(code, reason, urges=True)
         stopped.set()
 
-    transport = StdioTransport(
-        in_fd, out_fd, on_broken=lambda: stop(1, "the client stopped reading")
-    )
     manager = RunManager(registry, defaults, history, max_tool_workers=MAX_TOOL_WORKERS)
     agent = CleverAgentsAgent(manager)
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, stop, 128 + signum, f"signal {signum}")
+
+    async def wind_down() -> None:
+        """Cancel running prompts; wait (a while) until each is answered and recorded."""
+        agent.cancel_all()
+        answered = asyncio.ensure_future(transport.prompts_answered())
+        hurried = asyncio.ensure_future(hurry.wait())
+        done, _ = await asyncio.wait(
+            [answered, hurried], timeout=STOP_GRACE_S, return_when=asyncio.FIRST_COMPLETED
+        )
+        answered.cancel()
+        hurried.cancel()
+        if answered not in done:
+            log.warning("prompts still running when stopping: %s", ", ".join(agent.busy()))
+
+    async def client_closed() -> None:
+        # The SDK hears of the end only after this: prompts can still answer (the client may
+        # read our stdout after closing our stdin).
+        decide(0, "the client closed the connection", urges=False)
+        await wind_down()
+
+    transport = StdioTransport(
+        in_fd,
+        out_fd,
+        on_broken=lambda: stop(1, "the client stopped reading"),
+        on_cancel_prompt=agent.cancel_prompt,
+        on_end=client_closed,
+    )
+    if signals is not None:
+        signals.attach(loop, stop)
     # The agent implements the methods it serves; the SDK answers method-not-found for the rest.
-    # When the connection ends, the SDK cancels the handlers still running: each prompt's run
-    # records its calls as cancelled.
     serving = asyncio.ensure_future(run_agent(cast(Agent, agent), transport))
     waiting = asyncio.ensure_future(stopped.wait())
     await asyncio.wait([serving, waiting], return_when=asyncio.FIRST_COMPLETED)
     waiting.cancel()
     if not serving.done():
+        # A signal, or a client that stopped reading: answer the prompts, then let go. The SDK
+        # cancels the handlers still running after that; their runs record their end anyway.
+        await wind_down()
         serving.cancel()
     try:
         await serving
-        stop(0, "the client closed the connection")
     except asyncio.CancelledError:
         pass
     except Exception as exc:

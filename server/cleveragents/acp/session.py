@@ -12,27 +12,31 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from acp import Client
 from acp.schema import AgentMessageChunk, ToolCallProgress, ToolCallStart, ToolCallStatus
 
 from ..mcp import McpToolset
-from ..tool.events import RunEvent, TextDelta, ToolCallFinished, ToolCallStarted
+from ..tool.events import RunEvent, RunStarted, TextDelta, ToolCallFinished, ToolCallStarted
 from ..tool.messages import Message
 from ..tool.policy import ApprovalDecision, ApprovalRequest, verdict
 from ..tool.registry import ToolRegistry
 from ..tool.runtime import CancelToken
+from ..workspace.file_access import FileAccess
+from ..workspace.terminal import TerminalHost
 from .permissions import (
     decision_from,
     permission_options,
     permission_tool_call,
     turn_cancelled,
 )
-from .updates import call_finished, call_running, call_started, message_chunk
+from .updates import call_finished, call_running, call_started, call_terminal, message_chunk
 
 log = logging.getLogger(__name__)
 
 SessionUpdate = AgentMessageChunk | ToolCallStart | ToolCallProgress
+COMMAND_TOOL = "run_command"
 
 
 @dataclass(slots=True)
@@ -43,12 +47,22 @@ class AcpSession:
     # The MCP servers the client asked for in `session/new`, running for the session's life.
     client_mcp: McpToolset | None = None
     conversation: list[Message] = field(default_factory=list)
+    # The session's newest stored run: the next prompt's run continues it. None until the
+    # first prompt's run (whose run id is the session id) is stored.
     last_run_id: str | None = None
     # The session's last `/undo` or `/restore`, until its next prompt: `/undo` then undoes it.
     last_restore_id: str | None = None
     # Tools the user chose "always allow" for: later prompts of the session do not ask again.
     always_allowed: set[str] = field(default_factory=set)
     turn: PromptTurn | None = None
+    # The editor's view of the files, when the client offers `fs/*`: file tools go through it.
+    files: FileAccess | None = None
+    # The editor's terminals, when the client offers them: run_command shows its output there.
+    terminals: TerminalHost | None = None
+
+    # The runtime's token settings `session/new` chose in `_meta.cleveragents` (build_runtime
+    # keyword arguments), over the environment's.
+    runtime_options: dict[str, Any] = field(default_factory=dict)
 
 
 class UpdateStream:
@@ -99,10 +113,18 @@ class PromptTurn:
         # The run's tools, once its MCP servers are up (for tool kinds and approval rules).
         self.registry = ToolRegistry()
         self.updates = UpdateStream(client, session.session_id)
+        # Whether the run got as far as starting (and so into the history, when there is one).
+        self.run_started = False
+        # run_command calls started and not finished (one at a time: it changes the workspace,
+        # so a response's calls run in order), and the terminals that show them.
+        self._commands: list[str] = []
+        self._terminals: dict[str, str] = {}
 
     def observe(self, event: RunEvent) -> None:
         """A run observer: events the client shows become `session/update`s."""
-        if isinstance(event, TextDelta):
+        if isinstance(event, RunStarted):
+            self.run_started = True
+        elif isinstance(event, TextDelta):
             self.updates.put(message_chunk(event))
         elif isinstance(event, ToolCallStarted):
             spec = self.registry.get(event.tool_name)
@@ -112,8 +134,23 @@ class PromptTurn:
             )
             status: ToolCallStatus = "in_progress" if runs_outright else "pending"
             self.updates.put(call_started(event, spec, self.session.sandbox_root, status))
+            if event.tool_name == COMMAND_TOOL:
+                self._commands.append(event.call_id)
         elif isinstance(event, ToolCallFinished):
-            self.updates.put(call_finished(event.record))
+            call_id = event.record.call_id
+            if call_id in self._commands:
+                self._commands.remove(call_id)
+            shown = self._terminals.pop(call_id, None) is not None
+            self.updates.put(call_finished(event.record, in_terminal=shown))
+
+    def show_terminal(self, terminal_id: str) -> None:
+        """Embed a terminal in the run_command call now running (see `terminals.py`)."""
+        if not self._commands:
+            log.warning("terminal %s started with no run_command call running", terminal_id)
+            return
+        call_id = self._commands[-1]
+        self._terminals[call_id] = terminal_id
+        self.updates.put(call_terminal(call_id, terminal_id))
 
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
         """The runtime's approver: ask the client with `session/request_permission`."""

@@ -17,6 +17,7 @@ from acp.schema import (
     AgentMessageChunk,
     ContentToolCallContent,
     StopReason,
+    TerminalToolCallContent,
     TextContentBlock,
     ToolCallLocation,
     ToolCallProgress,
@@ -26,7 +27,7 @@ from acp.schema import (
 )
 
 from ..tool.events import TextDelta, ToolCallStarted
-from ..tool.records import ToolCallRecord, ToolCallRunResult
+from ..tool.records import ToolCallRecord, ToolCallRunResult, Usage
 from ..tool.registry import ToolSpec
 from ..tool.router import result_from_record
 
@@ -68,11 +69,14 @@ def tool_title(tool_name: str, inputs: Any) -> str:
         for key in _TITLE_ARGUMENTS:
             value = inputs.get(key)
             if isinstance(value, str) and value.strip():
-                line = " ".join(value.split())
-                if len(line) > TITLE_ARGUMENT_LIMIT:
-                    line = line[: TITLE_ARGUMENT_LIMIT - 1] + "…"
-                return f"{tool_name}: {line}"
+                return f"{tool_name}: {one_line(value, TITLE_ARGUMENT_LIMIT)}"
     return tool_name
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def tool_locations(inputs: Any, sandbox_root: str) -> list[ToolCallLocation] | None:
@@ -107,8 +111,21 @@ def call_running(call_id: str) -> ToolCallProgress:
     )
 
 
-def call_finished(record: ToolCallRecord) -> ToolCallProgress:
-    """A call's record: its status, what the model was told, and our timing and error kind."""
+def call_terminal(call_id: str, terminal_id: str) -> ToolCallProgress:
+    """A running call's content becomes the terminal that shows its output live."""
+    return ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=call_id,
+        content=[TerminalToolCallContent(type="terminal", terminal_id=terminal_id)],
+    )
+
+
+def call_finished(record: ToolCallRecord, *, in_terminal: bool = False) -> ToolCallProgress:
+    """A call's record: its status, what the model was told, and our timing and error kind.
+
+    A call shown `in_terminal` keeps the terminal as its content (an update without `content`
+    leaves it as it was); its output is in the terminal and in `rawOutput`.
+    """
     told = result_from_record(record).content
     if record.success:
         text = json.dumps(record.output, ensure_ascii=False, indent=2, default=str)
@@ -121,7 +138,9 @@ def call_finished(record: ToolCallRecord) -> ToolCallProgress:
         session_update="tool_call_update",
         tool_call_id=record.call_id,
         status="completed" if record.success else "failed",
-        content=[
+        content=None
+        if in_terminal
+        else [
             ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=text))
         ],
         raw_output=told,
@@ -145,9 +164,24 @@ def message_chunk(event: TextDelta) -> AgentMessageChunk:
     )
 
 
+def usage_meta(usage: Usage, cost_usd: float | None) -> dict[str, Any]:
+    """A run's tokens and estimated cost as `_meta.cleveragents.usage` shows them (the
+    daemon's `Usage`: `costUsd` null when the model's price is unknown)."""
+    return {
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "cacheReadTokens": usage.cache_read_tokens,
+        "cacheWriteTokens": usage.cache_write_tokens,
+        "costUsd": None if cost_usd is None else round(cost_usd, 10),  # no float noise
+    }
+
+
 def stop_reason(result: ToolCallRunResult) -> StopReason:
     if result.stop_reason == "cancelled":
         return "cancelled"
+    if result.stop_reason == "context_exhausted":
+        # The conversation no longer fits the model's window: ACP's "ran out of tokens".
+        return "max_tokens"
     if result.terminated_by_limit or result.stop_reason == "max_iterations":
         return "max_turn_requests"
     return "end_turn"

@@ -12,7 +12,8 @@ from typing import Any
 from ..service.errors import ParamsError
 from ..service.settings import ClientOptions, SessionSettings, session_settings
 from . import wire
-from .converter import structure, structure_partial, without_problems_at
+from .converter import structure, structure_partial, unstructure, without_problems_at
+from .translate import command_settings
 
 # Keys that look like secrets: refused in initializationOptions with a pointer to the env.
 # (`token` is not one: it is the `--tcp` daemon's access token, see remote.py.)
@@ -51,6 +52,20 @@ def client_options(options: wire.InitializationOptions) -> ClientOptions:
         plugin_tools=options.plugin_tools,
         approvals=options.approvals,
         approval_timeout_seconds=options.approval_timeout_seconds,
+        tool_result_budget=options.tool_result_budget,
+        context_window=options.context_window,
+        prompt_caching=options.prompt_caching,
+        prices=(
+            {model: unstructure(price) for model, price in options.prices.items()}
+            if options.prices is not None
+            else None
+        ),
+        command=command_settings(
+            options.command_read_paths,
+            options.command_env,
+            options.command_limits,
+            options.allow_unconfined_commands,
+        ),
     )
 
 

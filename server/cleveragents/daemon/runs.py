@@ -14,6 +14,7 @@ from ..service.errors import ParamsError
 from ..service.runs import RunManager, RunPlan
 from ..tool.events import (
     IterationStarted,
+    ResponseReceived,
     RunEvent,
     RunFailed,
     RunFinished,
@@ -24,6 +25,7 @@ from ..tool.events import (
     ToolCallStarted,
 )
 from ..tool.policy import ApprovalDecision, ApprovalRequest
+from ..tool.records import Usage
 from . import wire
 from .converter import structure, unstructure
 from .translate import (
@@ -125,6 +127,7 @@ class ClientSink:
             executes_code=request.executes_code,
             automation_profile=profile(request.automation_profile),
             iteration=request.iteration,
+            note=request.note,
         )
         answer = await self.client.request(APPROVE_METHOD, unstructure(params))
         try:
@@ -144,6 +147,9 @@ class RunStream:
         self.seq = 0
         self.iterations = 0
         self.tool_calls = 0
+        # The run's tokens and cost so far (None once a call's price is unknown).
+        self.usage = Usage()
+        self.cost_usd: float | None = 0.0
 
     def _send(self, method: str, params: Any) -> None:
         self.client.notify(method, unstructure(params))
@@ -193,6 +199,20 @@ class RunStream:
                 ),
             )
             self._progress({"kind": "report", "message": f"step {event.iteration}"})
+        elif isinstance(event, ResponseReceived):
+            self.usage.add(event.usage)
+            if self.cost_usd is not None:
+                self.cost_usd = None if event.cost_usd is None else self.cost_usd + event.cost_usd
+            self._send(
+                "cleveragents/usage",
+                wire.UsageParams(
+                    run_id=run_id,
+                    seq=self._next(),
+                    iteration=event.iteration,
+                    usage=wire_usage(event.usage, event.cost_usd),
+                    total=wire_usage(self.usage, self.cost_usd),
+                ),
+            )
         elif isinstance(event, ToolCallStarted):
             self._send(
                 "cleveragents/toolCallStarted",
@@ -227,7 +247,7 @@ class RunStream:
                     content=result.content,
                     iterations=result.iterations,
                     terminated_by_limit=result.terminated_by_limit,
-                    usage=wire_usage(result.usage),
+                    usage=wire_usage(result.usage, result.cost_usd),
                     tool_calls=len(result.tool_call_history),
                     error=None,
                     error_type=None,
@@ -244,7 +264,7 @@ class RunStream:
                     content="",
                     iterations=self.iterations,
                     terminated_by_limit=False,
-                    usage=wire.Usage(input_tokens=0, output_tokens=0),
+                    usage=wire_usage(self.usage, self.cost_usd),
                     tool_calls=self.tool_calls,
                     error=event.error,
                     error_type=event.error_type,

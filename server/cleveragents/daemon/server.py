@@ -422,7 +422,12 @@ class Daemon:
     def _registry(settings: SessionSettings) -> ToolRegistry:
         tools = settings.tools
         try:
-            return build_registry(tools.modules, builtins=tools.builtins, plugins=tools.plugins)
+            return build_registry(
+                tools.modules,
+                builtins=tools.builtins,
+                plugins=tools.plugins,
+                command_policy=settings.defaults.command_policy,
+            )
         except ToolLoadError as exc:
             raise ParamsError([f"initializationOptions.toolModules: {exc}"]) from None
         except ImportError as exc:

@@ -5,12 +5,15 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..service.changes import ChangedFile
-from ..service.history import RunSummary, StoredCheckpoint, StoredRun
+from ..service.history import IterationUsage, RunSummary, StoredCheckpoint, StoredRun
+from ..service.resources import ResourceRequest
 from ..service.runs import RunOutcome, RunRequest
+from ..service.settings import COMMAND_LIMITS, CommandSettings
 from ..service.undo import RestoreOutcome
 from ..tool.messages import AssistantMessage, Message, UserMessage
 from ..tool.records import ToolCallRecord, Usage
 from ..tool.registry import ToolSpec
+from ..tool.resources import Resource
 from . import wire
 
 
@@ -29,7 +32,40 @@ def run_request(params: wire.RunParams) -> RunRequest:
         base_url=params.base_url,
         replay_script=params.replay_script,
         max_tokens=params.max_tokens,
+        tool_result_budget=params.tool_result_budget,
+        context_window=params.context_window,
+        prompt_caching=params.prompt_caching,
+        resources=tuple(
+            ResourceRequest(r.path, r.text, r.start_line, r.end_line)
+            for r in params.resources or ()
+        ),
+        command=command_settings(
+            params.command_read_paths,
+            params.command_env,
+            params.command_limits,
+            params.allow_unconfined_commands,
+        ),
         progress_token=params.work_done_token,
+    )
+
+
+def command_settings(
+    read_paths: list[str] | None,
+    env: list[str] | None,
+    limits: wire.CommandLimits | None,
+    allow_unconfined: bool | None,
+) -> CommandSettings:
+    """The wire's command options as the core's layer of command settings."""
+    set_limits = {
+        name: value
+        for name in COMMAND_LIMITS
+        if limits is not None and (value := getattr(limits, name)) is not None
+    }
+    return CommandSettings(
+        read_paths=tuple(read_paths or ()),
+        env=tuple(env or ()),
+        limits=set_limits,
+        allow_unconfined=allow_unconfined,
     )
 
 
@@ -47,8 +83,31 @@ def wire_record(record: ToolCallRecord) -> wire.ToolCallRecord:
     )
 
 
-def wire_usage(usage: Usage) -> wire.Usage:
-    return wire.Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+def wire_usage(usage: Usage, cost_usd: float | None) -> wire.Usage:
+    return wire.Usage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        # Sums of floats carry noise (0.019950000000000002); a ten-billionth of a dollar is
+        # far below any price's precision.
+        cost_usd=None if cost_usd is None else round(cost_usd, 10),
+    )
+
+
+def iteration_usage(entry: IterationUsage) -> wire.IterationUsage:
+    return wire.IterationUsage(
+        iteration=entry.iteration, usage=wire_usage(entry.usage, entry.cost_usd)
+    )
+
+
+def wire_resource(resource: Resource) -> wire.RunResource:
+    return wire.RunResource(
+        path=resource.path,
+        text=resource.text,
+        start_line=resource.start_line,
+        end_line=resource.end_line,
+    )
 
 
 def run_result(outcome: RunOutcome, continued_from: str | None) -> wire.RunResult:
@@ -59,7 +118,7 @@ def run_result(outcome: RunOutcome, continued_from: str | None) -> wire.RunResul
         stop_reason=result.stop_reason,
         iterations=result.iterations,
         terminated_by_limit=result.terminated_by_limit,
-        usage=wire_usage(result.usage),
+        usage=wire_usage(result.usage, result.cost_usd),
         tool_call_history=[wire_record(r) for r in result.tool_call_history],
         continued_from=continued_from,
         changed_files=wire_changes(outcome.changed_files),
@@ -113,6 +172,7 @@ def _summary_fields(summary: RunSummary) -> dict[str, Any]:
         "sandbox_root": summary.sandbox_root,
         "automation_profile": summary.automation_profile,
         "continued_from": summary.continued_from,
+        "usage": wire_usage(summary.usage, summary.cost_usd),
         "kind": summary.kind,
         "restored_run_id": summary.restored_run_id,
         "restored_iteration": summary.restored_iteration,
@@ -131,7 +191,8 @@ def run_detail(stored: StoredRun) -> wire.RunDetail:
         stop_reason=stored.stop_reason,
         error=stored.error,
         error_type=stored.error_type,
-        usage=wire_usage(stored.usage),
+        iteration_usage=[iteration_usage(u) for u in stored.iteration_usage],
+        resources=[wire_resource(r) for r in stored.resources],
         tool_call_history=[wire_record(r) for r in stored.records],
         messages=[wire_message(m) for m in stored.messages],
         checkpoints=wire_checkpoints(stored.checkpoints),

@@ -38,10 +38,114 @@ def doc(text: str) -> dict[str, str]:
 
 @attrs.frozen(kw_only=True)
 class Usage:
-    """Tokens the provider reported; zero for providers that report none."""
+    """Tokens the provider reported (zero for providers that report none) and their estimated
+    cost: of one model call, or summed over a run."""
 
-    input_tokens: int = attrs.field(metadata=doc("Prompt tokens, summed over the run."))
-    output_tokens: int = attrs.field(metadata=doc("Completion tokens, summed over the run."))
+    input_tokens: int = attrs.field(
+        metadata=doc(
+            "All the input the model read: uncached input plus cache writes plus cache reads."
+        )
+    )
+    output_tokens: int = attrs.field(metadata=doc("Tokens the model wrote."))
+    cache_read_tokens: int = attrs.field(
+        metadata=doc("Of `inputTokens`, read from the provider's prompt cache (billed less).")
+    )
+    cache_write_tokens: int = attrs.field(
+        metadata=doc("Of `inputTokens`, written to the prompt cache (Anthropic bills them more).")
+    )
+    cost_usd: float | None = attrs.field(
+        metadata=doc(
+            "Estimated cost in US dollars at the model's price (the built-in table or the "
+            "`prices` setting); null when the model's price is unknown: never a guess."
+        )
+    )
+
+
+@attrs.frozen(kw_only=True)
+class IterationUsage:
+    """One model call's tokens and cost."""
+
+    iteration: int = attrs.field(metadata=doc("The iteration (LLM call), from 1."))
+    usage: Usage = attrs.field(metadata=doc("That call's tokens and cost."))
+
+
+@attrs.frozen(kw_only=True)
+class RunResource:
+    """A file attached to a prompt: the whole file, a range of its lines, or the editor's text.
+
+    The daemon reads the file (through the sandbox wall) when `text` is null. The model sees
+    every resource in the run's first message, before the prompt, as a fenced block under its
+    path and lines; over 50,000 characters (150,000 for all of a run's) it is cut, with a
+    marker naming what was left out.
+    """
+
+    path: str = attrs.field(
+        metadata=doc(
+            "The file, relative to the sandbox root or absolute inside it; a path outside "
+            "the sandbox is refused (-32602)."
+        )
+    )
+    text: str | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "The text to show (a selection, an unsaved buffer); null: the daemon reads the file."
+        ),
+    )
+    start_line: int | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "First line (from 1). With `text`, where the text begins; without it, the "
+            "first line to read."
+        ),
+    )
+    end_line: int | None = attrs.field(
+        default=None,
+        metadata=doc("Last line, inclusive. Without `text`: null reads to the end of the file."),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ModelPrice:
+    """A model's price in US dollars per million tokens."""
+
+    input: float = attrs.field(metadata=doc("Uncached input."))
+    output: float = attrs.field(metadata=doc("Output."))
+    cache_write: float | None = attrs.field(
+        default=None, metadata=doc("Input written to the prompt cache. Default: `input`.")
+    )
+    cache_read: float | None = attrs.field(
+        default=None, metadata=doc("Input read from the prompt cache. Default: `input`.")
+    )
+
+
+@attrs.frozen(kw_only=True)
+class CommandLimits:
+    """Ceilings on each `run_command`: a positive integer, or a string such as `"8G"`
+    (sizes take K, M, G, T, powers of 1024) or `"unlimited"`. Unset ones keep theirs."""
+
+    processes: int | str | None = attrs.field(
+        default=None, metadata=doc("Processes and threads. Default 4096.")
+    )
+    file_size_bytes: int | str | None = attrs.field(
+        default=None, metadata=doc("Largest file a command may write. Default 4 GiB.")
+    )
+    address_space_bytes: int | str | None = attrs.field(
+        default=None, metadata=doc("Address space per process. Default 32 GiB.")
+    )
+    cpu_seconds: int | str | None = attrs.field(
+        default=None, metadata=doc("CPU time per process. Default 600 s per core.")
+    )
+    memory_bytes: int | str | None = attrs.field(
+        default=None,
+        metadata=doc("Memory of all the command's processes (a cgroup). Default 3/4 of RAM."),
+    )
+    tmp_size_bytes: int | str | None = attrs.field(
+        default=None, metadata=doc("Size of the private /tmp and home. Default 2 GiB.")
+    )
+    min_free_disk_bytes: int | str | None = attrs.field(
+        default=None,
+        metadata=doc("A command stops when the sandbox's disk has less free. Default 2 GiB."),
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -158,6 +262,60 @@ class InitializationOptions:
         default=None,
         metadata=doc("A call whose approval takes longer is denied. Default: 600."),
     )
+    tool_result_budget: int | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "Characters of one tool result the model is shown (1,000 to 10,000,000); the "
+            "record keeps it whole. Default: $CLEVERAGENTS_TOOL_RESULT_BUDGET, else 32,000."
+        ),
+    )
+    context_window: int | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "The model's context window in tokens, for models the built-in table does not "
+            "know (a local model). Default: $CLEVERAGENTS_CONTEXT_WINDOW, else the table's, "
+            "else 128,000."
+        ),
+    )
+    prompt_caching: bool | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "Mark prompt-cache breakpoints (Anthropic). Default: "
+            "$CLEVERAGENTS_PROMPT_CACHING (0 or 1), else true."
+        ),
+    )
+    prices: dict[str, ModelPrice] | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "Prices by model name, over $CLEVERAGENTS_PRICES (the same JSON) and the "
+            'built-in table, e.g. `{"my-model": {"input": 0.5, "output": 1.5}}`.'
+        ),
+    )
+    command_read_paths: list[str] | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "Folders `run_command` may also read (absolute, or starting with `~`), added to "
+            "$CLEVERAGENTS_COMMAND_READ_PATHS. Credential folders stay hidden."
+        ),
+    )
+    command_env: list[str] | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "Variables (names or patterns such as `NODE_*`) `run_command` also gets, added to "
+            "$CLEVERAGENTS_COMMAND_ENV."
+        ),
+    )
+    command_limits: CommandLimits | None = attrs.field(
+        default=None,
+        metadata=doc("`run_command`'s limits, over $CLEVERAGENTS_COMMAND_MAX_* ones."),
+    )
+    allow_unconfined_commands: bool | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "Where bubblewrap is missing, run commands unconfined under `full-auto` without "
+            "asking. Default: $CLEVERAGENTS_ALLOW_UNCONFINED_COMMANDS, else false."
+        ),
+    )
     token: str | None = attrs.field(
         default=None,
         metadata=doc(
@@ -241,6 +399,33 @@ class RunParams:
     max_tokens: int | None = attrs.field(
         default=None, metadata=doc("Overrides the completion token limit.")
     )
+    tool_result_budget: int | None = attrs.field(
+        default=None, metadata=doc("Overrides the characters of a tool result the model sees.")
+    )
+    context_window: int | None = attrs.field(
+        default=None, metadata=doc("Overrides the model's context window (tokens).")
+    )
+    prompt_caching: bool | None = attrs.field(
+        default=None, metadata=doc("Overrides whether prompt-cache breakpoints are marked.")
+    )
+    resources: list[RunResource] | None = attrs.field(
+        default=None,
+        metadata=doc("Files attached to the prompt (at most 50); the model sees them first."),
+    )
+    command_read_paths: list[str] | None = attrs.field(
+        default=None,
+        metadata=doc("More folders `run_command` may read in this run (added to the session's)."),
+    )
+    command_env: list[str] | None = attrs.field(
+        default=None,
+        metadata=doc("More variables `run_command` gets in this run (added to the session's)."),
+    )
+    command_limits: CommandLimits | None = attrs.field(
+        default=None, metadata=doc("`run_command`'s limits in this run, over the session's.")
+    )
+    allow_unconfined_commands: bool | None = attrs.field(
+        default=None, metadata=doc("Overrides `allowUnconfinedCommands` for this run.")
+    )
     work_done_token: ProgressToken | None = attrs.field(
         default=None,
         metadata=doc("LSP work-done token: the daemon then reports the run with `$/progress`."),
@@ -260,7 +445,7 @@ class RunResult:
     terminated_by_limit: bool = attrs.field(
         metadata=doc("True when `maxIterations` ended the run.")
     )
-    usage: Usage = attrs.field(metadata=doc("Tokens used by this run."))
+    usage: Usage = attrs.field(metadata=doc("Tokens used by this run, and their cost."))
     tool_call_history: list[ToolCallRecord] = attrs.field(
         metadata=doc("Every tool call of this run, in the order the model asked for them.")
     )
@@ -339,6 +524,18 @@ class ToolCallParams:
 
 
 @attrs.frozen(kw_only=True)
+class UsageParams:
+    """A model call returned: its tokens and cost, and the run's so far. Sent after each
+    model call, before that call's tools start."""
+
+    run_id: str = attrs.field(metadata=doc("The run's id."))
+    seq: int = attrs.field(metadata=doc("Per-run sequence number."))
+    iteration: int = attrs.field(metadata=doc("The model call (iteration) that returned."))
+    usage: Usage = attrs.field(metadata=doc("That call's tokens and cost."))
+    total: Usage = attrs.field(metadata=doc("The run's tokens and cost so far."))
+
+
+@attrs.frozen(kw_only=True)
 class RunFinishedParams:
     """The run ended. Always the last notification of a run."""
 
@@ -350,7 +547,9 @@ class RunFinishedParams:
     content: str = attrs.field(metadata=doc("The final (or partial) answer."))
     iterations: int = attrs.field(metadata=doc("LLM calls made."))
     terminated_by_limit: bool = attrs.field(metadata=doc("True when `maxIterations` ended it."))
-    usage: Usage = attrs.field(metadata=doc("Tokens used."))
+    usage: Usage = attrs.field(
+        metadata=doc("Tokens used and their cost (for a failed run, those of its finished calls).")
+    )
     tool_calls: int = attrs.field(metadata=doc("How many tool calls the run recorded."))
     error: str | None = attrs.field(metadata=doc("With `stopReason: error`, what went wrong."))
     error_type: str | None = attrs.field(
@@ -434,6 +633,12 @@ class RunSummary:
         metadata=doc("Its automation profile (empty for a restore).")
     )
     continued_from: str | None = attrs.field(metadata=doc("The run it continued, if any."))
+    usage: Usage = attrs.field(
+        metadata=doc(
+            "Tokens used (so far) and their cost; `costUsd` is null for an unknown price "
+            "and for runs stored before costs were."
+        )
+    )
     kind: RunKind = attrs.field(
         metadata=doc(
             "`run`, or `restore`: a `cleveragents/restore` of a folder, whose `prompt` says "
@@ -503,7 +708,12 @@ class RunDetail(RunSummary):
     stop_reason: str | None = attrs.field(metadata=doc("As in `RunResult`, once finished."))
     error: str | None = attrs.field(metadata=doc("For a failed or interrupted run, why."))
     error_type: str | None = attrs.field(metadata=doc("For a failed run, the exception type."))
-    usage: Usage = attrs.field(metadata=doc("Tokens used."))
+    iteration_usage: list[IterationUsage] = attrs.field(
+        metadata=doc("Each model call's tokens and cost, in order.")
+    )
+    resources: list[RunResource] = attrs.field(
+        metadata=doc("The files attached to its prompt, with the text the model was shown.")
+    )
     tool_call_history: list[ToolCallRecord] = attrs.field(
         metadata=doc("Every record stored, in the order the model asked for them.")
     )
@@ -587,6 +797,13 @@ class ApproveToolCallParams:
     executes_code: bool = attrs.field(metadata=doc("It runs programs."))
     automation_profile: AutomationProfile = attrs.field(metadata=doc("The run's profile."))
     iteration: int = attrs.field(metadata=doc("The iteration asking."))
+    note: str | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "Why this call is asked about beyond the profile's rule, to show the user: e.g. "
+            "the command would run unconfined (no bubblewrap here), and how to change that."
+        ),
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -712,6 +929,15 @@ METHODS: tuple[Method, ...] = (
         None,
         False,
         "A tool call ended: its record.",
+    ),
+    Method(
+        "cleveragents/usage",
+        "notification",
+        "server_to_client",
+        UsageParams,
+        None,
+        False,
+        "A model call returned: its tokens and cost, and the run's so far.",
     ),
     Method(
         "cleveragents/runFinished",

@@ -49,7 +49,7 @@ def create_llm_caller(
                 "the replay provider needs a script: pass --script FILE or set "
                 "CLEVERAGENTS_REPLAY_SCRIPT"
             )
-        return ReplayCaller.from_file(script)
+        return ReplayCaller.from_file(script, model=model)
     passthrough = {
         k: v
         for k, v in options.items()

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack, cast
 
+from ..workspace.private import keep_private, private_folder
 from .changes import ChangedFile, ChangeKind
 from .history import default_history_path
 
@@ -258,7 +259,11 @@ class CheckpointStore:
         self.root = self.data_dir / "checkpoints"
         self.max_file_bytes = max_file_bytes
         self.max_files = max_files
-        self.root.mkdir(parents=True, exist_ok=True)
+        # Copies of every project's files: the owner's alone, and out of every tool's reach
+        # (git obeys a repository's `config`: a tool that could write it could run programs).
+        private_folder(self.data_dir, tighten=self.data_dir == default_data_dir().resolve())
+        private_folder(self.root, tighten=True)
+        keep_private(self.root)
         self._home_env = self.root / "git-home"  # HOME for git: no user config is found
         self._home_env.mkdir(exist_ok=True)
         try:
@@ -867,6 +872,13 @@ class CheckpointStore:
             "GIT_COMMITTER_NAME": "cleveragents",
             "GIT_COMMITTER_EMAIL": "checkpoints@cleveragents.invalid",
             "GIT_COMMITTER_DATE": _FIXED_DATE,
+            # Above any repository config (git >= 2.31): even a config rewritten behind our
+            # back cannot make these commands run a program (fsmonitor, reference hooks).
+            "GIT_CONFIG_COUNT": "2",
+            "GIT_CONFIG_KEY_0": "core.fsmonitor",
+            "GIT_CONFIG_VALUE_0": "false",
+            "GIT_CONFIG_KEY_1": "core.hooksPath",
+            "GIT_CONFIG_VALUE_1": os.devnull,
         }
         for name in ("SYSTEMROOT", "TEMP", "TMP", "TMPDIR"):
             if name in os.environ:

@@ -56,8 +56,10 @@ from ..tool.messages import (
     message_to_dict,
 )
 from ..tool.records import ERROR_KINDS, ErrorKind, ToolCallRecord, ToolCallRunResult, Usage
+from ..tool.resources import Resource, prompt_with_resources
 from ..tool.router import result_from_record
 from ..tool.runtime import close_dangling_calls
+from ..workspace.private import keep_private, private_file, private_folder
 from .changes import CHANGE_KINDS, ChangedFile
 
 log = logging.getLogger(__name__)
@@ -153,6 +155,17 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """,
         "CREATE INDEX checkpoints_by_run ON checkpoints (run_id, created_at)",
     ),
+    (
+        # Usage and cost: the cache tokens and estimated USD of each run (summed as its model
+        # calls come, so a failed run keeps what it spent) and of each model call; and the
+        # files attached to a run's prompt (its first message shows them).
+        "ALTER TABLE runs ADD COLUMN cache_read_tokens INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE runs ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE runs ADD COLUMN cost_usd REAL",
+        "ALTER TABLE runs ADD COLUMN resources TEXT",
+        "ALTER TABLE assistant_messages ADD COLUMN usage TEXT",
+        "ALTER TABLE assistant_messages ADD COLUMN cost_usd REAL",
+    ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 
@@ -195,6 +208,9 @@ class RunSummary:
     kind: RunKind
     restored_run_id: str | None
     restored_iteration: int | None
+    # Tokens and estimated USD so far (None: the model's price is unknown, or an old run).
+    usage: Usage
+    cost_usd: float | None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -212,6 +228,24 @@ class RunSummary:
             "kind": self.kind,
             "restored_run_id": self.restored_run_id,
             "restored_iteration": self.restored_iteration,
+            "usage": self.usage.to_dict(),
+            "cost_usd": self.cost_usd,
+        }
+
+
+@dataclass(slots=True, frozen=True)
+class IterationUsage:
+    """One model call's tokens and estimated USD (None when the price is unknown)."""
+
+    iteration: int
+    usage: Usage
+    cost_usd: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "iteration": self.iteration,
+            "usage": self.usage.to_dict(),
+            "cost_usd": self.cost_usd,
         }
 
 
@@ -272,7 +306,6 @@ class StoredRun(RunSummary):
     stop_reason: str | None
     error: str | None
     error_type: str | None
-    usage: Usage
     records: list[ToolCallRecord] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     # Undo: the checkpoints, oldest first; the files it changed (None while unknown: the run
@@ -280,6 +313,8 @@ class StoredRun(RunSummary):
     checkpoints: list[StoredCheckpoint] = field(default_factory=list)
     changed_files: list[ChangedFile] | None = None
     checkpoint_warning: str | None = None
+    resources: list[Resource] = field(default_factory=list)
+    iteration_usage: list[IterationUsage] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data = RunSummary.to_dict(self)
@@ -290,7 +325,6 @@ class StoredRun(RunSummary):
                 "stop_reason": self.stop_reason,
                 "error": self.error,
                 "error_type": self.error_type,
-                "usage": self.usage.to_dict(),
                 "records": [r.to_dict() for r in self.records],
                 "messages": [message_to_dict(m) for m in self.messages],
                 "checkpoints": [c.to_dict() for c in self.checkpoints],
@@ -300,9 +334,34 @@ class StoredRun(RunSummary):
                     else [c.to_dict() for c in self.changed_files]
                 ),
                 "checkpoint_warning": self.checkpoint_warning,
+                "resources": [r.to_dict() for r in self.resources],
+                "iteration_usage": [u.to_dict() for u in self.iteration_usage],
             }
         )
         return data
+
+
+@dataclass(slots=True, frozen=True)
+class ConversationSummary:
+    """One conversation: a first run (its root) and every run continuing it, at any depth.
+
+    `latest_run_id` is the newest of them (by start): continuing the conversation continues
+    that run. `title` is the root's prompt, cut to `TITLE_CHARS`; `updated_at` is when the
+    latest run finished (or started, while it runs), Unix epoch seconds. `position` orders
+    conversations by their latest activity (higher is newer) and pages through them.
+    """
+
+    root_run_id: str
+    latest_run_id: str
+    sandbox_root: str | None
+    title: str
+    run_count: int
+    latest_status: RunStatus
+    updated_at: float
+    position: int
+
+
+TITLE_CHARS = 200
 
 
 class RunHistory:
@@ -315,7 +374,17 @@ class RunHistory:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Prompts, outputs and file contents: the owner's alone. The default data folder is
+        # ours to lock down; a folder named with --history is only created that way.
+        folder = self.path.parent
+        private_folder(folder, tighten=folder == default_history_path().parent)
+        private_file(self.path)
+        sidecars = [self.path.with_name(self.path.name + s) for s in ("-wal", "-shm", "-journal")]
+        for sidecar in sidecars:  # SQLite gives new ones the database's mode; older ones:
+            if sidecar.exists():
+                private_file(sidecar)
+        # No tool may read or rewrite the history, wherever it lives.
+        keep_private(self.path, *sidecars)
         self._lock = threading.Lock()
         # Continuations announced before their run's RunStarted arrives.
         self._pending_continuations: dict[str, str] = {}
@@ -406,16 +475,7 @@ class RunHistory:
                 "UPDATE runs SET iterations = ? WHERE run_id = ?", (event.iteration, event.run_id)
             )
         elif isinstance(event, ResponseReceived):
-            self._execute(
-                "INSERT INTO assistant_messages (run_id, iteration, message, received_at) "
-                "VALUES (?, ?, ?, ?)",
-                (
-                    event.run_id,
-                    event.iteration,
-                    _dumps(message_to_dict(event.message)),
-                    time.time(),
-                ),
-            )
+            self._response_received(event)
         elif isinstance(event, ToolCallFinished):
             self._tool_call_finished(event)
         elif isinstance(event, RunFinished):
@@ -438,7 +498,7 @@ class RunHistory:
         self._execute(
             "INSERT INTO runs (run_id, prompt, plan_id, sandbox_root, automation_profile, "
             "max_iterations, status, started_at, continued_from, owner_host, owner_pid, "
-            "owner_token) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+            "owner_token, resources) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
             (
                 event.run_id,
                 event.prompt,
@@ -451,10 +511,44 @@ class RunHistory:
                 socket.gethostname(),
                 os.getpid(),
                 _PROCESS_TOKEN,
+                _dumps([r.to_dict() for r in event.resources]) if event.resources else None,
             ),
         )
         with self._lock:
             self._active_runs.add(event.run_id)
+
+    def _response_received(self, event: ResponseReceived) -> None:
+        usage = event.usage
+        with self._transaction(immediate=True) as conn:
+            conn.execute(
+                "INSERT INTO assistant_messages (run_id, iteration, message, received_at, "
+                "usage, cost_usd) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    event.run_id,
+                    event.iteration,
+                    _text(_dumps(message_to_dict(event.message))),
+                    time.time(),
+                    _dumps(usage.to_dict()),
+                    event.cost_usd,
+                ),
+            )
+            # The run's totals grow with each call, so a run that fails keeps what it spent.
+            conn.execute(
+                "UPDATE runs SET input_tokens = input_tokens + ?, "
+                "output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?, "
+                "cache_write_tokens = cache_write_tokens + ?, "
+                "cost_usd = CASE WHEN ? IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + ? END "
+                "WHERE run_id = ?",
+                (
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens,
+                    event.cost_usd,
+                    event.cost_usd,
+                    event.run_id,
+                ),
+            )
 
     def _tool_call_finished(self, event: ToolCallFinished) -> None:
         record = event.record
@@ -485,16 +579,21 @@ class RunHistory:
             status = "cancelled"
         else:
             status = "finished"
+        usage = result.usage
         self._execute(
             "UPDATE runs SET status = ?, content = ?, stop_reason = ?, iterations = ?, "
-            "input_tokens = ?, output_tokens = ?, finished_at = ? WHERE run_id = ?",
+            "input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?, "
+            "cost_usd = ?, finished_at = ? WHERE run_id = ?",
             (
                 status,
                 result.content,
                 result.stop_reason,
                 result.iterations,
-                result.usage.input_tokens,
-                result.usage.output_tokens,
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+                result.cost_usd,
                 time.time(),
                 run_id,
             ),
@@ -656,33 +755,32 @@ class RunHistory:
                 f"SELECT {_SUMMARY_COLUMNS} FROM runs ORDER BY seq DESC LIMIT ? OFFSET ?",
                 (limit, offset),
             ).fetchall()
-        return [RunSummary(*row) for row in rows]
+        return [_summary(row) for row in rows]
 
     def get_run(self, run_id: str) -> StoredRun | None:
         with self._transaction(immediate=False) as conn:
             row = conn.execute(
                 f"SELECT {_SUMMARY_COLUMNS}, max_iterations, content, stop_reason, error, "
-                "error_type, input_tokens, output_tokens, changed_files, checkpoint_warning "
-                "FROM runs WHERE run_id = ?",
+                "error_type, resources, changed_files, checkpoint_warning FROM runs "
+                "WHERE run_id = ?",
                 (run_id,),
             ).fetchone()
             if row is None:
                 return None
-            stored = _load_own_run(conn, run_id, row[1])
+            summary = _summary(row[:_SUMMARY_WIDTH])
+            (
+                max_iterations,
+                content,
+                stop_reason,
+                error,
+                error_type,
+                resources,
+                changed_files,
+                checkpoint_warning,
+            ) = row[_SUMMARY_WIDTH:]
+            attached = _resources(resources)
+            stored = _load_own_run(conn, run_id, summary.prompt, attached)
             checkpoints = _load_checkpoints(conn, run_id)
-        summary_width = len(fields(RunSummary))
-        (
-            max_iterations,
-            content,
-            stop_reason,
-            error,
-            error_type,
-            input_tokens,
-            output_tokens,
-            changed_files,
-            checkpoint_warning,
-        ) = row[summary_width:]
-        summary = RunSummary(*row[:summary_width])
         return StoredRun(
             **{f.name: getattr(summary, f.name) for f in fields(RunSummary)},
             max_iterations=max_iterations,
@@ -690,9 +788,10 @@ class RunHistory:
             stop_reason=stop_reason,
             error=error,
             error_type=error_type,
-            usage=Usage(input_tokens, output_tokens),
             records=stored.records,
             messages=stored.messages,
+            resources=attached,
+            iteration_usage=stored.iteration_usage,
             checkpoints=checkpoints,
             changed_files=_changed_files_from_json(changed_files),
             checkpoint_warning=checkpoint_warning,
@@ -711,12 +810,93 @@ class RunHistory:
             chain = _chain(conn, run_id)
             parts = []
             for chained_id in reversed(chain):  # oldest first
-                (prompt,) = conn.execute(
-                    "SELECT prompt FROM runs WHERE run_id = ?", (chained_id,)
+                (prompt, resources) = conn.execute(
+                    "SELECT prompt, resources FROM runs WHERE run_id = ?", (chained_id,)
                 ).fetchone()
-                parts.append(_load_own_run(conn, chained_id, prompt).messages)
+                own = _load_own_run(conn, chained_id, prompt, _resources(resources))
+                parts.append(own.messages)
         earlier = [message for part in parts[:-1] for message in part]
         return [*close_dangling_calls(earlier), *parts[-1]] if earlier else parts[-1]
+
+    def chain(self, run_id: str) -> list[str]:
+        """The run ids from the conversation's first run down to `run_id`; KeyError if unknown."""
+        with self._transaction(immediate=False) as conn:
+            if not _run_exists(conn, run_id):
+                raise KeyError(run_id)
+            return list(reversed(_chain(conn, run_id)))
+
+    def list_conversations(
+        self,
+        *,
+        sandbox_root: str | None = None,
+        before: int | None = None,
+        limit: int | None = None,
+    ) -> list[ConversationSummary]:
+        """Conversations, latest activity first; only those begun in `sandbox_root` when given,
+        only those whose `position` is below `before` when given."""
+        found = [
+            c
+            for c in self._conversations()
+            if (sandbox_root is None or c.sandbox_root == sandbox_root)
+            and (before is None or c.position < before)
+        ]
+        found.sort(key=lambda c: c.position, reverse=True)
+        return found if limit is None else found[:limit]
+
+    def get_conversation(self, root_run_id: str) -> ConversationSummary | None:
+        """The conversation whose first run is `root_run_id`; None if that is no first run."""
+        return next((c for c in self._conversations() if c.root_run_id == root_run_id), None)
+
+    def _conversations(self) -> list[ConversationSummary]:
+        # One pass over the runs' small columns: each run joins its parent's conversation. A
+        # history holds thousands of runs, not millions, and a recursive query would scan the
+        # runs once per level without an index on continued_from.
+        with self._transaction(immediate=False) as conn:
+            rows = conn.execute(
+                "SELECT seq, run_id, continued_from, sandbox_root, substr(prompt, 1, ?), "
+                "status, started_at, finished_at FROM runs ORDER BY seq",
+                (TITLE_CHARS,),
+            ).fetchall()
+        parent = {row[1]: row[2] for row in rows}
+        roots: dict[str, str] = {}
+
+        def root_of(run_id: str) -> str:
+            path: list[str] = []
+            node = run_id
+            while node not in roots:
+                above = parent.get(node)
+                # A parent that is gone (SET NULL does that) or a loop ends the climb.
+                if above is None or above not in parent or above == node or above in path:
+                    roots[node] = node
+                    break
+                path.append(node)
+                node = above
+            for below in path:
+                roots[below] = roots[node]
+            return roots[run_id]
+
+        first: dict[str, tuple[Any, ...]] = {}
+        latest: dict[str, tuple[Any, ...]] = {}
+        counts: dict[str, int] = {}
+        for row in rows:
+            root = root_of(row[1])
+            if root == row[1]:
+                first[root] = row
+            latest[root] = row  # rows come oldest first
+            counts[root] = counts.get(root, 0) + 1
+        return [
+            ConversationSummary(
+                root_run_id=root,
+                latest_run_id=latest[root][1],
+                sandbox_root=row[3],
+                title=row[4],
+                run_count=counts[root],
+                latest_status=latest[root][5],
+                updated_at=latest[root][7] or latest[root][6],
+                position=latest[root][0],
+            )
+            for root, row in first.items()
+        ]
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -724,8 +904,38 @@ _SUMMARY_COLUMNS = (
     "run_id, prompt, status, started_at, finished_at, iterations, "
     "(SELECT COUNT(*) FROM tool_calls WHERE tool_calls.run_id = runs.run_id), "
     "sandbox_root, plan_id, automation_profile, continued_from, kind, restored_run_id, "
-    "restored_iteration"
+    "restored_iteration, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
+    "cost_usd"
 )
+# The RunSummary fields the columns before the token counts fill, in order.
+_SUMMARY_HEAD = (
+    "run_id",
+    "prompt",
+    "status",
+    "started_at",
+    "finished_at",
+    "iterations",
+    "tool_call_count",
+    "sandbox_root",
+    "plan_id",
+    "automation_profile",
+    "continued_from",
+    "kind",
+    "restored_run_id",
+    "restored_iteration",
+)
+_SUMMARY_WIDTH = len(_SUMMARY_HEAD) + 5
+
+
+def _summary(row: Sequence[Any]) -> RunSummary:
+    """A `_SUMMARY_COLUMNS` row as a RunSummary (the four token counts become its Usage)."""
+    head = dict(zip(_SUMMARY_HEAD, row[: len(_SUMMARY_HEAD)], strict=True))
+    counts, cost_usd = row[len(_SUMMARY_HEAD) : _SUMMARY_WIDTH - 1], row[_SUMMARY_WIDTH - 1]
+    return RunSummary(**head, usage=Usage(*counts), cost_usd=cost_usd)
+
+
+def _resources(stored: str | None) -> list[Resource]:
+    return [Resource.from_dict(item) for item in json.loads(stored)] if stored else []
 
 
 def _dumps(value: Any) -> str:
@@ -788,19 +998,26 @@ def _chain(conn: sqlite3.Connection, run_id: str) -> list[str]:
 class _OwnRun:
     records: list[ToolCallRecord]
     messages: list[Message]
+    iteration_usage: list[IterationUsage]
 
 
-def _load_own_run(conn: sqlite3.Connection, run_id: str, prompt: str) -> _OwnRun:
+def _load_own_run(
+    conn: sqlite3.Connection, run_id: str, prompt: str, resources: Sequence[Resource]
+) -> _OwnRun:
     """Records in request order and the conversation of this one run."""
     responses: dict[int, AssistantMessage] = {}
-    for iteration, text in conn.execute(
-        "SELECT iteration, message FROM assistant_messages WHERE run_id = ? ORDER BY iteration",
+    usages: list[IterationUsage] = []
+    for iteration, text, usage, cost_usd in conn.execute(
+        "SELECT iteration, message, usage, cost_usd FROM assistant_messages WHERE run_id = ? "
+        "ORDER BY iteration",
         (run_id,),
     ):
         message = message_from_dict(json.loads(text))
         if not isinstance(message, AssistantMessage):
             raise ValueError(f"run {run_id}: stored response {iteration} is not an assistant's")
         responses[iteration] = message
+        if usage is not None:  # None: stored before usage was
+            usages.append(IterationUsage(iteration, Usage(**json.loads(usage)), cost_usd))
     arrived = [
         ToolCallRecord(
             tool_name=tool_name,
@@ -830,7 +1047,7 @@ def _load_own_run(conn: sqlite3.Connection, run_id: str, prompt: str) -> _OwnRun
         )
     ]
     records = _request_order(arrived, responses)
-    messages: list[Message] = [UserMessage(prompt)]
+    messages: list[Message] = [UserMessage(prompt_with_resources(prompt, resources))]
     by_iteration: dict[int, list[ToolCallRecord]] = {}
     for record in records:
         by_iteration.setdefault(record.iteration, []).append(record)
@@ -839,7 +1056,7 @@ def _load_own_run(conn: sqlite3.Connection, run_id: str, prompt: str) -> _OwnRun
         results: list[ToolResult] = [result_from_record(r) for r in by_iteration.get(iteration, [])]
         if results:
             messages.append(ToolResultsMessage(tuple(results)))
-    return _OwnRun(records, messages)
+    return _OwnRun(records, messages, usages)
 
 
 def _request_order(

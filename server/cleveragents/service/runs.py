@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
@@ -28,6 +28,8 @@ from ..tool.records import ToolCallRunResult
 from ..tool.registry import ToolRegistry, ToolSpec
 from ..tool.runner import ToolRunner
 from ..tool.runtime import CancelToken, new_run_id
+from ..toolsets import with_command_policy
+from ..workspace.command_policy import CommandPolicy
 from .changes import ChangedFile
 from .errors import (
     PROVIDER_UNAVAILABLE,
@@ -41,7 +43,15 @@ from .errors import (
     invalid_params,
 )
 from .history import RunHistory, RunSummary, StoredRun
-from .settings import RunDefaults, check_max_iterations
+from .resources import ResourceRequest, check_resources, load_resources
+from .settings import (
+    CommandSettings,
+    RunDefaults,
+    check_context_window,
+    check_max_iterations,
+    check_result_budget,
+    command_policy,
+)
 from .threads import DaemonThreadPool
 from .undo import RestoreOutcome, Undo
 
@@ -70,6 +80,13 @@ class RunRequest:
     base_url: str | None = None
     replay_script: str | None = None
     max_tokens: int | None = None
+    tool_result_budget: int | None = None
+    context_window: int | None = None
+    prompt_caching: bool | None = None
+    # Files attached to the prompt; the first message shows them.
+    resources: tuple[ResourceRequest, ...] = ()
+    # A layer of run_command settings for this run only, over the session's.
+    command: CommandSettings = field(default_factory=CommandSettings)
     # The front's handle for the run (the LSP work-done token): `cancel_by_token` finds it.
     progress_token: ProgressToken | None = None
 
@@ -130,6 +147,21 @@ class RunPlan:
     tools: tuple[str, ...] | None
     provider_options: dict[str, Any]
     progress_token: ProgressToken | None
+    result_budget_chars: int
+    context_window: int | None
+    prompt_caching: bool
+    resources: tuple[ResourceRequest, ...] = ()
+    # run_command's reach for this run when its params change it; None: the session's.
+    command_policy: CommandPolicy | None = None
+
+    def runtime_options(self, defaults: RunDefaults) -> dict[str, Any]:
+        """The runtime's token settings for this run (`build_runtime` keyword arguments)."""
+        return {
+            "result_budget_chars": self.result_budget_chars,
+            "context_window": self.context_window,
+            "prices": defaults.prices,
+            "cache": self.prompt_caching,
+        }
 
 
 class RunManager:
@@ -188,6 +220,20 @@ class RunManager:
             problems.append("params.maxTokens: must be at least 1")
         if params.run_id is not None and not _RUN_ID.match(params.run_id):
             problems.append("params.runId: use 1 to 64 letters, digits, '_', '-', '.' or ':'")
+        for name, value, check in (
+            ("toolResultBudget", params.tool_result_budget, check_result_budget),
+            ("contextWindow", params.context_window, check_context_window),
+        ):
+            problem = check(value) if value is not None else None
+            if problem:
+                problems.append(f"params.{name}: {problem}")
+        if params.resources and _root_ok(sandbox_root, problems):
+            problems.extend(check_resources(params.resources, sandbox_root))
+        policy = None
+        if params.command:
+            base = defaults.command_policy or CommandPolicy.from_environment()
+            policy, more = command_policy(base, params.command, "params")
+            problems.extend(more)
         if params.tools is not None:
             for index, name in enumerate(params.tools):
                 # `server__tool` names are MCP tools: checked once the servers are up.
@@ -214,6 +260,10 @@ class RunManager:
         }
         options = defaults.provider_options()
         options.update({k: v for k, v in overrides.items() if v is not None})
+        caching = (
+            params.prompt_caching if params.prompt_caching is not None else defaults.prompt_caching
+        )
+        options["cache"] = caching
         return RunPlan(
             run_id=run_id,
             prompt=params.prompt,
@@ -229,6 +279,19 @@ class RunManager:
             tools=tuple(params.tools) if params.tools is not None else None,
             provider_options=options,
             progress_token=params.progress_token,
+            result_budget_chars=(
+                params.tool_result_budget
+                if params.tool_result_budget is not None
+                else defaults.result_budget_chars
+            ),
+            context_window=(
+                params.context_window
+                if params.context_window is not None
+                else defaults.context_window
+            ),
+            prompt_caching=caching,
+            resources=tuple(params.resources),
+            command_policy=policy,
         )
 
     def _check_continuable(self, run_id: str) -> None:
@@ -260,6 +323,11 @@ class RunManager:
         recorded as cancelled, the sink sees it finish) and re-raises CancelledError.
         """
         plan = self.plan(params)
+        resources, problems = await asyncio.to_thread(
+            load_resources, plan.resources, plan.sandbox_root
+        )
+        if problems:
+            raise invalid_params(problems)
         llm = self.llm_caller(plan.provider, plan.model, plan.provider_options)
         conversation: list[Message] = []
         if plan.continue_from is not None:
@@ -288,12 +356,16 @@ class RunManager:
         try:
             async with self._mcp_for(plan) as mcp_tools:
                 registry, runner = self._tools_for(plan.tools, mcp_tools)
+                if plan.command_policy is not None:
+                    registry = with_command_policy(registry, plan.command_policy)
+                    runner = self.runner_for(registry)
                 runtime = build_runtime(
                     llm,
                     registry,
                     max_iterations=plan.max_iterations,
                     system_prompt=plan.system_prompt,
                     runner=runner,
+                    **plan.runtime_options(self.defaults),
                 )
                 result = await runtime.arun_tool_loop(
                     plan.prompt,
@@ -303,6 +375,7 @@ class RunManager:
                     approver=approver,
                     cancel=active.cancel,
                     run_id=plan.run_id,
+                    resources=resources,
                     before_mutation=checkpoints.before_mutation,
                 )
         except asyncio.CancelledError:
@@ -348,11 +421,17 @@ class RunManager:
         return ToolRunner(registry, executor=self.executor)
 
     def _mcp_for(self, plan: RunPlan) -> AbstractAsyncContextManager[McpToolset]:
+        return self.sandbox_mcp(plan.sandbox_root, plan.automation_profile)
+
+    def sandbox_mcp(
+        self, sandbox_root: str, automation_profile: str
+    ) -> AbstractAsyncContextManager[McpToolset]:
+        """The sandbox's `.mcp.json` servers, leased for one run of every front."""
         # Starting a `.mcp.json` server runs a program the workspace names: never under
         # read-only, which promises nothing runs that could change anything.
-        if plan.automation_profile == "read-only":
-            return nullcontext(McpToolset(plan.sandbox_root))
-        return self.mcp.lease(plan.sandbox_root)
+        if automation_profile == "read-only":
+            return nullcontext(McpToolset(sandbox_root))
+        return self.mcp.lease(sandbox_root)
 
     def _tools_for(
         self, names: Sequence[str] | None, mcp_tools: McpToolset
@@ -477,6 +556,11 @@ def make_approver(sink: RunSink, timeout_s: float) -> Approver:
             return "deny"
 
     return approve
+
+
+def _root_ok(sandbox_root: str, problems: Sequence[str]) -> bool:
+    """Whether the sandbox root checked out, so paths can be checked against it."""
+    return not any(p.startswith("params.sandboxRoot") for p in problems)
 
 
 def check_sandbox_root(value: str) -> tuple[str, str | None]:

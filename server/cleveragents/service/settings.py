@@ -7,8 +7,10 @@ by the providers from the environment only; no request can carry one.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,8 +18,14 @@ from typing import Any
 
 from ..assembly import SYSTEM_PROMPT
 from ..providers import PROVIDERS
+from ..tool.models import ModelPrice, normalise_prices
 from ..tool.policy import AUTOMATION_PROFILES
+from ..tool.result_budget import DEFAULT_RESULT_BUDGET_CHARS, MIN_RESULT_BUDGET_CHARS
 from ..tool.runtime import DEFAULT_MAX_ITERATIONS
+from ..workspace.command_policy import (
+    CommandPolicy,
+    parse_limit,
+)
 from .errors import ParamsError
 from .history import RunHistory
 
@@ -35,6 +43,27 @@ ENV_MAX_ITERATIONS = "CLEVERAGENTS_MAX_ITERATIONS"
 ENV_BASE_URL = "CLEVERAGENTS_BASE_URL"
 ENV_REPLAY_SCRIPT = "CLEVERAGENTS_REPLAY_SCRIPT"
 ENV_HISTORY = "CLEVERAGENTS_HISTORY"
+ENV_TOOL_RESULT_BUDGET = "CLEVERAGENTS_TOOL_RESULT_BUDGET"
+ENV_CONTEXT_WINDOW = "CLEVERAGENTS_CONTEXT_WINDOW"
+ENV_PROMPT_CACHING = "CLEVERAGENTS_PROMPT_CACHING"
+ENV_PRICES = "CLEVERAGENTS_PRICES"
+
+MAX_RESULT_BUDGET_CHARS = 10_000_000
+MIN_CONTEXT_WINDOW = 1024
+MAX_CONTEXT_WINDOW = 100_000_000
+
+# The command limits a client may set, by their option names, and the CommandPolicy limit
+# each sets (with whether it is a size in bytes, which also takes K/M/G/T suffixes).
+COMMAND_LIMITS: dict[str, tuple[str, bool]] = {
+    "processes": ("max_processes", False),
+    "file_size_bytes": ("max_file_size", True),
+    "address_space_bytes": ("max_address_space", True),
+    "cpu_seconds": ("max_cpu_seconds", False),
+    "memory_bytes": ("max_memory", True),
+    "tmp_size_bytes": ("tmp_size", True),
+    "min_free_disk_bytes": ("min_free_disk", True),
+}
+_VARIABLE_PATTERN = re.compile(r"^[A-Za-z_*?\[][A-Za-z0-9_*?\[\]!-]*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +79,15 @@ class RunDefaults:
     replay_script: str | None = None
     max_tokens: int | None = None
     approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
+    # What the model is shown of one tool result, in characters.
+    result_budget_chars: int = DEFAULT_RESULT_BUDGET_CHARS
+    # The model's window in tokens; None: the caller's, the model table's, or the default.
+    context_window: int | None = None
+    prompt_caching: bool = True
+    # Price overrides by model (tool/models.py's table covers the rest).
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict)
+    # What run_command may reach; None: the environment's (CommandPolicy.from_environment).
+    command_policy: CommandPolicy | None = None
 
     def provider_options(self) -> dict[str, Any]:
         """What the provider is created with, beside its name and model (unset ones left out)."""
@@ -57,8 +95,36 @@ class RunDefaults:
             "base_url": self.base_url,
             "script": self.replay_script,
             "max_tokens": self.max_tokens,
+            "cache": self.prompt_caching,
         }
         return {k: v for k, v in options.items() if v is not None}
+
+    def runtime_options(self) -> dict[str, Any]:
+        """The runtime's token settings (`build_runtime` keyword arguments)."""
+        return {
+            "result_budget_chars": self.result_budget_chars,
+            "context_window": self.context_window,
+            "prices": self.prices,
+            "cache": self.prompt_caching,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CommandSettings:
+    """A layer of run_command settings (a client's options, a run's params, CLI flags).
+
+    Lists add to the layers below; limits and the switch replace theirs. `limits` is keyed by
+    the names of COMMAND_LIMITS; a value is a positive integer, or a string such as "4G" or
+    "unlimited".
+    """
+
+    read_paths: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    limits: Mapping[str, int | str] = field(default_factory=dict)
+    allow_unconfined: bool | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.read_paths or self.env or self.limits or self.allow_unconfined is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +162,12 @@ class ClientOptions:
     plugin_tools: bool | None = None
     approvals: bool | None = None
     approval_timeout_seconds: float | None = None
+    tool_result_budget: int | None = None
+    context_window: int | None = None
+    prompt_caching: bool | None = None
+    # {model: {input, output, cacheWrite?, cacheRead?}} in USD per million tokens.
+    prices: Mapping[str, Mapping[str, Any]] | None = None
+    command: CommandSettings = field(default_factory=CommandSettings)
 
 
 def session_settings(
@@ -150,6 +222,19 @@ def session_settings(
         )
     if options.max_tokens is not None and options.max_tokens < 1:
         problems.append(f"{options_name}.maxTokens: must be at least 1")
+    budget = _int_setting(
+        problems, *pick("tool_result_budget", options.tool_result_budget, ENV_TOOL_RESULT_BUDGET)
+    )
+    _check_range(problems, budget, check_result_budget)
+    window = _int_setting(
+        problems, *pick("context_window", options.context_window, ENV_CONTEXT_WINDOW)
+    )
+    _check_range(problems, window, check_context_window)
+    caching = _bool_setting(
+        problems, *pick("prompt_caching", options.prompt_caching, ENV_PROMPT_CACHING)
+    )
+    prices = _prices(problems, options.prices, env, options_name)
+    policy = _command_policy(problems, options.command, env, options_name)
     if problems:
         raise ParamsError(problems)
     defaults = RunDefaults(
@@ -162,6 +247,11 @@ def session_settings(
         replay_script=pick("replay_script", options.replay_script, ENV_REPLAY_SCRIPT)[0],
         max_tokens=options.max_tokens,
         approval_timeout_s=timeout if timeout is not None else DEFAULT_APPROVAL_TIMEOUT_S,
+        result_budget_chars=budget[0] if budget[0] is not None else DEFAULT_RESULT_BUDGET_CHARS,
+        context_window=window[0],
+        prompt_caching=caching if caching is not None else True,
+        prices=prices,
+        command_policy=policy,
     )
     tools = ToolSettings(
         modules=tuple(options.tool_modules or ()),
@@ -173,6 +263,156 @@ def session_settings(
         tools=tools,
         approvals=options.approvals is True or client_approvals,
     )
+
+
+def _int_setting(problems: list[str], raw: Any, where: str) -> tuple[int | None, str]:
+    """An integer setting (an option's int, or an environment variable's text)."""
+    if raw is None or isinstance(raw, int):
+        return raw, where
+    try:
+        return int(str(raw).strip().replace("_", "")), where
+    except ValueError:
+        problems.append(f"{where}: expected a whole number, got {raw!r}")
+        return None, where
+
+
+def _check_range(problems: list[str], value: tuple[int | None, str], check: Any) -> None:
+    number, where = value
+    if number is not None:
+        problem = check(number)
+        if problem:
+            problems.append(f"{where}: {problem}")
+
+
+def _bool_setting(problems: list[str], raw: Any, where: str) -> bool | None:
+    if raw is None or isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    problems.append(f"{where}: expected 1 or 0 (true or false), got {raw!r}")
+    return None
+
+
+def _prices(
+    problems: list[str],
+    option: Mapping[str, Mapping[str, Any]] | None,
+    env: Mapping[str, str],
+    options_name: str,
+) -> dict[str, ModelPrice]:
+    """The environment's price table, then the client's over it (model by model)."""
+    table: dict[str, ModelPrice] = {}
+    raw_env = env.get(ENV_PRICES, "").strip()
+    if raw_env:
+        try:
+            table.update(parse_prices(json.loads(raw_env)))
+        except json.JSONDecodeError as exc:
+            problems.append(f"${ENV_PRICES}: not valid JSON ({exc})")
+        except (TypeError, ValueError) as exc:
+            problems.append(f"${ENV_PRICES}: {exc}")
+    if option is not None:
+        try:
+            table.update(parse_prices(option))
+        except (TypeError, ValueError) as exc:
+            problems.append(f"{options_name}.prices: {exc}")
+    return table
+
+
+def parse_prices(data: Any) -> dict[str, ModelPrice]:
+    """{model: {input, output, cacheWrite?, cacheRead?}} (USD per million tokens), checked;
+    TypeError or ValueError naming the model and the field."""
+    if not isinstance(data, Mapping):
+        raise TypeError(
+            "expected an object of model names to prices, e.g. "
+            '{"my-model": {"input": 0.5, "output": 1.5}}'
+        )
+    return normalise_prices(data)
+
+
+def _command_policy(
+    problems: list[str], option: CommandSettings, env: Mapping[str, str], options_name: str
+) -> CommandPolicy | None:
+    """The environment's command policy with the client's layer on top; None when neither
+    says anything (run_command then reads the environment itself, as it always did)."""
+    try:
+        base = CommandPolicy.from_environment(env)
+    except ValueError as exc:  # names the variable
+        problems.append(f"${exc}")
+        return None
+    if not option:
+        return base
+    layered, more = command_policy(base, option, options_name)
+    problems.extend(more)
+    return layered
+
+
+def command_policy(
+    base: CommandPolicy, layer: CommandSettings, where: str
+) -> tuple[CommandPolicy, list[str]]:
+    """`base` with `layer` on top, and the problems with the layer's values (`where` names
+    the options, e.g. `params`: `params.commandLimits.processes: ...`)."""
+    problems: list[str] = []
+    for index, path in enumerate(layer.read_paths):
+        expanded = os.path.expanduser(path) if path.startswith("~") else path
+        if "\0" in path or not os.path.isabs(expanded):
+            problems.append(
+                f"{where}.commandReadPaths[{index}]: must be an absolute path or start with ~, "
+                f"got {path!r}"
+            )
+    for index, name in enumerate(layer.env):
+        problem = check_variable_pattern(name)
+        if problem:
+            problems.append(f"{where}.commandEnv[{index}]: {problem}")
+    limits: dict[str, int | None] = {}
+    for name, value in layer.limits.items():
+        label = f"{where}.commandLimits.{_camel(name)}"
+        if name not in COMMAND_LIMITS:
+            problems.append(f"{label}: unknown limit; use {', '.join(map(_camel, COMMAND_LIMITS))}")
+            continue
+        field_name, is_size = COMMAND_LIMITS[name]
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            problems.append(f"{label}: expected a number or a string such as 4G or unlimited")
+            continue
+        try:
+            limits[field_name] = parse_limit(str(value), size=is_size, name=label)
+        except ValueError as exc:
+            problems.append(str(exc))
+    if problems:
+        return base, problems
+    return (
+        base.with_settings(
+            extra_read_paths=layer.read_paths,
+            env_allow=layer.env,
+            limits=limits,
+            allow_unconfined=layer.allow_unconfined,
+        ),
+        [],
+    )
+
+
+def check_variable_pattern(name: str) -> str | None:
+    if not _VARIABLE_PATTERN.match(name):
+        return f"not a variable name or pattern (such as NODE_ENV or CARGO_*): {name!r}"
+    return None
+
+
+def check_result_budget(value: int) -> str | None:
+    if not MIN_RESULT_BUDGET_CHARS <= value <= MAX_RESULT_BUDGET_CHARS:
+        return (
+            f"must be between {MIN_RESULT_BUDGET_CHARS:,} and {MAX_RESULT_BUDGET_CHARS:,} "
+            f"characters, got {value}"
+        )
+    return None
+
+
+def check_context_window(value: int) -> str | None:
+    if not MIN_CONTEXT_WINDOW <= value <= MAX_CONTEXT_WINDOW:
+        return (
+            f"must be between {MIN_CONTEXT_WINDOW:,} and {MAX_CONTEXT_WINDOW:,} tokens, got {value}"
+        )
+    return None
 
 
 def check_max_iterations(value: int) -> str | None:

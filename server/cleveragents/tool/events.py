@@ -8,16 +8,20 @@ from typing import Any
 
 from .messages import AssistantMessage
 from .records import ToolCallRecord, ToolCallRunResult, Usage
+from .resources import Resource
 
 
 @dataclass(slots=True, frozen=True)
 class RunStarted:
+    """`prompt` is the user's own text; the first message also shows the `resources`."""
+
     run_id: str
     prompt: str
     plan_id: str
     sandbox_root: str | None
     automation_profile: str
     max_iterations: int
+    resources: tuple[Resource, ...] = ()
 
 
 @dataclass(slots=True, frozen=True)

@@ -51,6 +51,7 @@ from .policy import Approver, Authorizer, check_profile
 from .records import ToolCallRecord, ToolCallRunResult, Usage
 from .registry import ToolRegistry
 from .repeats import same_call
+from .resources import Resource, prompt_with_resources
 from .result_budget import DEFAULT_RESULT_BUDGET_CHARS, MIN_RESULT_BUDGET_CHARS
 from .router import ToolCallRouter, sized_result_from_record
 from .runner import ThreadBudget, ToolRunner
@@ -328,10 +329,10 @@ class _Run:
             f"tool result and message elided, and {self.limits.input_limit:,} are available."
         )
 
-    async def loop(self, prompt: str) -> ToolCallRunResult:
+    async def loop(self, prompt: str, resources: Sequence[Resource]) -> ToolCallRunResult:
         runtime = self.runtime
         tools = [spec.to_schema() for spec in runtime.registry.specs()]
-        self.messages.append(UserMessage(prompt))
+        self.messages.append(UserMessage(prompt_with_resources(prompt, resources)))
         system = runtime.system_prompt
         guard = self.guard = ContextGuard(self.limits, len(system or "") + tools_chars(tools))
         for message in self.messages:
@@ -506,6 +507,7 @@ class ToolCallingRuntime:
         before_mutation: BeforeMutation | None = None,
         context_window: int | None = None,
         result_budget_chars: int | _Unset | None = _UNSET,
+        resources: Sequence[Resource] = (),
     ) -> ToolCallRunResult:
         """Run the loop. `history` continues an earlier conversation; `cancel` stops it early.
 
@@ -513,7 +515,8 @@ class ToolCallingRuntime:
         as cancelled and observers get `RunFinished` before the CancelledError propagates.
         `before_mutation(iteration)` is awaited before the first call of an iteration that may
         change the workspace (see `checkpoint.py`). `context_window` and `result_budget_chars`
-        override the runtime's settings for this run.
+        override the runtime's settings for this run. `resources` (attached files, see
+        `resources.py`) go in the first message, before the prompt.
         """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a string, not {type(prompt).__name__}")
@@ -546,9 +549,10 @@ class ToolCallingRuntime:
                 context.sandbox_root,
                 authorizer.profile,
                 self.max_iterations,
+                tuple(resources),
             )
         )
-        body = asyncio.ensure_future(run.loop(prompt))
+        body = asyncio.ensure_future(run.loop(prompt, resources))
         waiter = cancel.wait_future() if cancel is not None else None
         pending: list[asyncio.Future[Any]] = [body] if waiter is None else [body, waiter]
         try:
@@ -561,8 +565,11 @@ class ToolCallingRuntime:
             if waiter is not None:
                 waiter.cancel()
         if not body.done():  # the cancel token fired first
-            await _stop(body)
+            interrupted = await _stop(body)
             result = run.result(run.partial_content(), "cancelled")
+            if interrupted:  # our caller was cancelled too while the body wound down
+                run.emit(RunFinished(run_id, result))
+                raise asyncio.CancelledError
         else:
             try:
                 result = body.result()
@@ -613,8 +620,19 @@ class ToolCallingRuntime:
         return result
 
 
-async def _stop(task: asyncio.Future[Any]) -> None:
-    # asyncio.wait, not await: the task's outcome no longer matters, but a cancellation aimed
-    # at our caller while we wait must still reach it.
+async def _stop(task: asyncio.Future[Any]) -> bool:
+    """Cancel `task` and wait until it has wound down; True when our caller was cancelled.
+
+    asyncio.wait, not await: the task's outcome no longer matters. A cancellation aimed at our
+    caller meanwhile (a cancel token and a task cancel arriving together) does not cut the wait
+    short: the task is still recording its calls as cancelled, and the run's end is recorded
+    after that. The caller re-raises it once the run's end is recorded.
+    """
     task.cancel()
-    await asyncio.wait([task])
+    interrupted = False
+    while not task.done():
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            interrupted = True
+    return interrupted

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import inspect
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cleveragents.tool.registry import ToolRegistry, ToolSpec, make_spec
@@ -83,3 +85,22 @@ def register_builtin_tools(
 ) -> list[ToolSpec]:
     """Add every built-in tool to `registry`; returns the specs added."""
     return [registry.add_spec(spec, replace=replace) for spec in builtin_tools(command_policy)]
+
+
+def with_builtins_replaced(
+    registry: ToolRegistry, handlers: Mapping[str, Callable[..., Any]]
+) -> ToolRegistry:
+    """A copy of `registry` whose built-in tools named in `handlers` run those instead.
+
+    Each keeps its spec (name, schema, description, flags, timeout): the model, the approval
+    rules and the history see the same tool.
+    """
+    swapped = ToolRegistry()
+    for spec in registry.specs():
+        handler = handlers.get(spec.name) if spec.source == "builtin" else None
+        if handler is not None:
+            spec = dataclasses.replace(
+                spec, handler=handler, is_async=inspect.iscoroutinefunction(handler)
+            )
+        swapped.add_spec(spec)
+    return swapped

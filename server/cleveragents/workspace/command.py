@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,7 @@ from .command_policy import (
     human_size,
 )
 from .limits import MAX_OUTPUT_BYTES
+from .private import private_folder
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 
 _resource: Any
@@ -135,9 +137,10 @@ class _OutputPipe:
     pipes to close, which a background job holding them open would stretch to its whole life.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, echo: Callable[[bytes], None] | None = None) -> None:
         self.read_fd, self.write_fd = os.pipe()
         self.sink = CappedOutput()
+        self._echo = echo  # also shown somewhere as it comes (a terminal), uncapped
         self._transport: asyncio.BaseTransport | None = None
         self._reader: asyncio.Task[None] | None = None
 
@@ -159,6 +162,8 @@ class _OutputPipe:
     async def _drain(self, stream: asyncio.StreamReader) -> None:
         while chunk := await stream.read(_READ_CHUNK):
             self.sink.feed(chunk)
+            if self._echo is not None:
+                self._echo(chunk)
 
     async def finish(self, grace_s: float) -> None:
         """Read until end of file, or for `grace_s` if a stray process keeps the pipe open."""
@@ -367,6 +372,11 @@ def _limits_hit(
     return hit
 
 
+def _inside_folder(path: str, folder: str) -> bool:
+    real = os.path.realpath(path)
+    return folder == "/" or real == folder or real.startswith(folder.rstrip("/") + "/")
+
+
 @dataclass(slots=True)
 class _Prepared:
     """Everything decided before a command starts."""
@@ -392,6 +402,13 @@ def _prepare(
     confined = status.available if confine is None else confine
     if confined and (not status.available or status.executable is None):
         raise ToolError(f"confinement was required but {status.reason}")
+    from cleveragents.service.history import default_history_path  # history imports us
+
+    data_folder = default_history_path().parent
+    if _inside_folder(str(data_folder), sandbox.root):
+        # Hidden only if it exists: else the command could make one (a planted checkpoint
+        # store) that a later run with a history would trust.
+        private_folder(data_folder, tighten=True)
     view = command_mounts(policy, sandbox.root)
     if view.sandbox_hidden_by is not None:
         raise ToolError(
@@ -423,19 +440,23 @@ async def run_in_sandbox(
     *,
     confine: bool | None = None,
     policy: CommandPolicy | None = None,
+    echo: Callable[[bytes], None] | None = None,
+    tag: str | None = None,
 ) -> dict[str, Any]:
     """Run `command` with `bash -c` in `cwd`; `confine=None` uses bubblewrap when it works.
 
     The command's processes are killed when the shell exits (background jobs do not outlive
     it), when `timeout_s` passes, when it runs into its process or disk limit, and when this
-    coroutine is cancelled.
+    coroutine is cancelled. `echo` gets every chunk of output (stdout and stderr) as it
+    comes; `tag` is the value the command's processes carry in their environment (a fresh
+    one by default).
     """
     with closing_fd(sandbox.open_directory(cwd)):
         pass  # Checks that cwd is a real directory inside, reached without links.
     cwd_path = os.path.join(sandbox.root, *cwd.parts)
     policy = policy if policy is not None else CommandPolicy.from_environment()
     limits = policy.limits
-    tag = secrets.token_hex(16)
+    tag = tag or secrets.token_hex(16)
     cgroup = await asyncio.to_thread(
         CommandCgroup.create, tag, limits.max_processes, limits.max_memory
     )
@@ -445,7 +466,7 @@ async def run_in_sandbox(
         )
         try:
             return await _run_prepared(
-                prepared, cwd, cwd_path, timeout_s, tag, cgroup, limits, sandbox.root
+                prepared, cwd, cwd_path, timeout_s, tag, cgroup, limits, sandbox.root, echo
             )
         finally:
             if prepared.private_home is not None:
@@ -464,9 +485,10 @@ async def _run_prepared(
     cgroup: CommandCgroup | None,
     limits: ResourceLimits,
     disk_path: str,
+    echo: Callable[[bytes], None] | None,
 ) -> dict[str, Any]:
     confined = prepared.confined
-    out_pipe, err_pipe = _OutputPipe(), _OutputPipe()
+    out_pipe, err_pipe = _OutputPipe(echo), _OutputPipe(echo)
     pipes = [out_pipe, err_pipe]
     try:
         process = await asyncio.create_subprocess_exec(
@@ -589,13 +611,17 @@ class CommandTool:
             timeout_s: Seconds before the command is killed (default 120, at most 600).
         """
         sandbox = require_sandbox(sandbox_root)
-        if not 0 < timeout_s <= MAX_COMMAND_TIMEOUT_S:
-            raise ToolError(
-                f"timeout_s must be more than 0 and at most {MAX_COMMAND_TIMEOUT_S:g}, "
-                f"got {timeout_s}"
-            )
-        if "\0" in command:
-            raise ToolError("command contains a NUL byte")
+        check_command(command, timeout_s)
         return await run_in_sandbox(
             command, sandbox, sandbox.resolve(cwd), timeout_s, policy=self.policy
         )
+
+
+def check_command(command: str, timeout_s: float) -> None:
+    """run_command's own checks of its arguments, before anything runs."""
+    if not 0 < timeout_s <= MAX_COMMAND_TIMEOUT_S:
+        raise ToolError(
+            f"timeout_s must be more than 0 and at most {MAX_COMMAND_TIMEOUT_S:g}, got {timeout_s}"
+        )
+    if "\0" in command:
+        raise ToolError("command contains a NUL byte")

@@ -18,9 +18,13 @@ import glob
 import os
 import re
 import sys
+import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+from .private import DEFAULT_NEVER_VISIBLE, private_paths
 
 ENV_READ_PATHS = "CLEVERAGENTS_COMMAND_READ_PATHS"
 ENV_NEVER_VISIBLE = "CLEVERAGENTS_COMMAND_NEVER_VISIBLE"
@@ -39,9 +43,29 @@ COMMAND_TAG_VARIABLE = "CLEVERAGENTS_COMMAND_ID"
 """Set in each command's environment so strays that left its process group can be found."""
 
 # Passed when set, whatever the settings say: what a shell and a compiler need to behave, and
-# nothing that can carry a credential. LANGUAGE and LOGNAME are locale and login name.
-CORE_VARIABLES = ("PATH", "HOME", "TERM", "TZ", "USER", "LOGNAME", "SHELL", "TMPDIR", "LANG")
-CORE_VARIABLE_PATTERNS = ("LC_*", "LANGUAGE")
+# nothing that can carry a credential. The locale categories are named one by one, not `LC_*`:
+# any name can start with LC_ (ssh forwards LC_* from the client), so a pattern would pass
+# `LC_SECRET_TOKEN` too.
+LOCALE_VARIABLES = (
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_ADDRESS",
+    "LC_COLLATE",
+    "LC_CTYPE",
+    "LC_IDENTIFICATION",
+    "LC_MEASUREMENT",
+    "LC_MESSAGES",
+    "LC_MONETARY",
+    "LC_NAME",
+    "LC_NUMERIC",
+    "LC_PAPER",
+    "LC_TELEPHONE",
+    "LC_TIME",
+)
+CORE_VARIABLES = (
+    "PATH", "HOME", "TERM", "TZ", "USER", "LOGNAME", "SHELL", "TMPDIR", *LOCALE_VARIABLES
+)  # fmt: skip
 
 # Read-only for every confined command: the operating system and the usual toolchain prefixes.
 # A name that is a symbolic link on the host (`/bin -> usr/bin`) becomes the same link inside.
@@ -57,75 +81,6 @@ SYSTEM_READ_PATHS = (
     "/opt",
     "/nix/store",
     "/gnu/store",
-)
-
-# Never visible to a command, even inside the sandbox or a folder added to the read paths.
-# `~` is the real home folder of the user the daemon runs as. Glob characters are allowed.
-DEFAULT_NEVER_VISIBLE = (
-    # Keys, tokens and credential stores.
-    "~/.ssh",
-    "~/.gnupg",
-    "~/.aws",
-    "~/.azure",
-    "~/.config/gcloud",
-    "~/.config/gh",
-    "~/.config/hub",
-    "~/.config/git/credentials",
-    "~/.git-credentials",
-    "~/.netrc",
-    "~/.docker",
-    "~/.kube",
-    "~/.npmrc",
-    "~/.yarnrc",
-    "~/.yarnrc.yml",
-    "~/.pypirc",
-    "~/.cargo/credentials",
-    "~/.cargo/credentials.toml",
-    "~/.gem/credentials",
-    "~/.m2/settings.xml",
-    "~/.m2/settings-security.xml",
-    "~/.gradle/gradle.properties",
-    "~/.terraform.d",
-    "~/.vault-token",
-    "~/.password-store",
-    "~/.pgpass",
-    "~/.my.cnf",
-    "~/.local/share/keyrings",
-    "~/.pki",
-    # Browser and mail profiles (cookies, saved passwords).
-    "~/.mozilla",
-    "~/.thunderbird",
-    "~/.config/google-chrome",
-    "~/.config/chromium",
-    "~/.config/BraveSoftware",
-    # Shell and REPL histories (pasted secrets, past commands).
-    "~/.bash_history",
-    "~/.zsh_history",
-    "~/.python_history",
-    "~/.psql_history",
-    "~/.mysql_history",
-    # The host's own secrets: readable by root only, and the daemon may run as root.
-    "/etc/shadow",
-    "/etc/shadow-",
-    "/etc/gshadow",
-    "/etc/gshadow-",
-    "/etc/sudoers",
-    "/etc/sudoers.d",
-    "/etc/ssh/ssh_host_*_key",
-    "/etc/ssl/private",
-    "/etc/pki/tls/private",
-    "/etc/krb5.keytab",
-    "/etc/security/opasswd",
-    "/etc/NetworkManager/system-connections",
-    "/etc/wpa_supplicant",
-    "/etc/wireguard",
-    "/etc/openvpn",
-    "/etc/ipsec.secrets",
-    "/etc/ppp/chap-secrets",
-    "/etc/ppp/pap-secrets",
-    "/etc/letsencrypt",
-    "/etc/docker",
-    "/etc/libvirt/secrets",
 )
 
 GIB = 1024**3
@@ -292,7 +247,7 @@ class CommandPolicy:
 # -- environment --------------------------------------------------------------------------------
 def passes_variable(name: str, policy: CommandPolicy) -> bool:
     """Whether a variable of the daemon's environment reaches commands."""
-    if name in CORE_VARIABLES or any(fnmatch.fnmatchcase(name, p) for p in CORE_VARIABLE_PATTERNS):
+    if name in CORE_VARIABLES:
         return True
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in policy.env_allow)
 
@@ -373,7 +328,8 @@ def never_visible_paths(policy: CommandPolicy) -> list[str]:
     patterns = [*DEFAULT_NEVER_VISIBLE, *policy.never_visible]
     # The run history (prompts, outputs) and whatever else lives in the user data folder.
     data_folder = str(default_history_path().parent)
-    found: set[str] = {os.path.realpath(data_folder)}
+    # And the history and checkpoint store this process opened, wherever they are.
+    found: set[str] = {os.path.realpath(data_folder), *private_paths()}
     for pattern in patterns:
         expanded = home + pattern[1:] if pattern.startswith("~") else pattern
         if not os.path.isabs(expanded):
@@ -382,6 +338,31 @@ def never_visible_paths(policy: CommandPolicy) -> list[str]:
         for name in names:
             found.add(os.path.realpath(name))
     return sorted(found)
+
+
+def never_visible_to_tools(environ: Mapping[str, str] | None = None) -> list[str]:
+    """What the file tools refuse: the same deny list as commands, with the user's additions
+    from the environment (a malformed limit elsewhere in it does not matter here)."""
+    env = os.environ if environ is None else environ
+    extra = _split_paths(env.get(ENV_NEVER_VISIBLE, ""))
+    # Every file tool call asks; resolving ~80 paths takes ~20 ms, so the answer is kept for
+    # a moment (a credential folder created meanwhile is refused by name all the same).
+    key = (os.path.expanduser("~"), os.environ.get("XDG_DATA_HOME", ""), extra, private_paths())
+    now = time.monotonic()
+    with _tool_paths_lock:
+        cached = _tool_paths_cache.get(key)
+        if cached is not None and now - cached[0] < _TOOL_PATHS_TTL_S:
+            return list(cached[1])
+    found = never_visible_paths(CommandPolicy(never_visible=extra))
+    with _tool_paths_lock:
+        _tool_paths_cache.clear()
+        _tool_paths_cache[key] = (now, tuple(found))
+    return found
+
+
+_TOOL_PATHS_TTL_S = 5.0
+_tool_paths_lock = threading.Lock()
+_tool_paths_cache: dict[Any, tuple[float, tuple[str, ...]]] = {}
 
 
 def interpreter_prefix() -> str:
@@ -446,11 +427,27 @@ def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
     layers.append(Mount("rw", sandbox, "the sandbox"))
 
     hidden: list[Mount] = []
+    pinned: set[str] = set()
     for path in deny:
         if not visible(path) or not os.path.lexists(path):
             continue
+        if any(other != path and _inside(path, other) for other in deny):
+            continue  # Inside another hidden path, which covers it already.
         what = "dir" if os.path.isdir(path) else "file"
         hidden.append(Mount("hidden", path, "never visible", source=what))
+        if _inside(path, sandbox):
+            # A mount point cannot be moved, but the folders above it could: `mv ~/.local/share
+            # elsewhere` would take the hidden data folder aside and let the command put its
+            # own (a checkpoint repository whose config runs programs) where the daemon looks.
+            # Each folder between the sandbox and the hidden path becomes a mount point too.
+            folder = os.path.dirname(path)
+            while folder != sandbox and _inside(folder, sandbox):
+                pinned.add(folder)
+                folder = os.path.dirname(folder)
+    layers.extend(
+        Mount("rw", folder, "holds a never-visible path: pinned, it cannot be moved or replaced")
+        for folder in sorted(pinned)
+    )
 
     # A parent is mounted before what lies inside it; equal depths keep the order above, so an
     # explicit read path can cover the empty home and the sandbox covers a read path.

@@ -13,7 +13,6 @@ from .bubblewrap import bubblewrap_status
 from .cgroups import cgroup_support
 from .command import process_rlimit
 from .command_policy import (
-    CORE_VARIABLE_PATTERNS,
     CORE_VARIABLES,
     ENV_ALLOW_UNCONFINED,
     ENV_BUBBLEWRAP,
@@ -96,7 +95,7 @@ def command_policy_report(policy: CommandPolicy, sandbox_root: str) -> dict[str,
         "refused_read_paths": list(view.refused),
         "sandbox_hidden_by": view.sandbox_hidden_by,
         "environment": {
-            "core": [*CORE_VARIABLES, *CORE_VARIABLE_PATTERNS],
+            "core": list(CORE_VARIABLES),
             "listed": list(policy.env_allow),
             "passed": [name for name in names if passes_variable(name, policy)],
             "dropped": [name for name in names if not passes_variable(name, policy)],

@@ -9,7 +9,7 @@ from typing import Any
 from cleveragents.tool.errors import ToolError
 
 from .limits import MAX_OUTPUT_BYTES, cut_utf8
-from .sandbox import closing_fd, require_sandbox
+from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 
 DEFAULT_READ_LIMIT = 2000
 MAX_LIST_ENTRIES = 2000
@@ -37,24 +37,33 @@ def read_file(
         offset: First line to return, counting from 1.
         limit: Most lines to return (2000 by default).
     """
+    check_window(offset, limit)
+    sandbox = require_sandbox(sandbox_root)
+    target = sandbox.resolve(path)
+    with closing_fd(sandbox.open_regular_file(target)) as fd:
+        refuse_binary(fd, path)
+        with os.fdopen(os.dup(fd), "rb") as stream:
+            return read_window(stream, target.relative, offset, limit)
+
+
+def refuse_binary(fd: int, path: str) -> None:
+    """A ToolError when the open file looks binary (a NUL in its first 8 KiB)."""
+    if b"\0" in os.pread(fd, _BINARY_SNIFF_BYTES, 0):
+        size = os.fstat(fd).st_size
+        raise ToolError(
+            f"{path!r} looks like a binary file ({size} bytes); read_file returns text only"
+        )
+
+
+def check_window(offset: int, limit: int) -> None:
     if offset < 1:
         raise ToolError(f"offset must be 1 or more (lines count from 1), got {offset}")
     if limit < 1:
         raise ToolError(f"limit must be 1 or more, got {limit}")
-    sandbox = require_sandbox(sandbox_root)
-    target = sandbox.resolve(path)
-    with closing_fd(sandbox.open_regular_file(target)) as fd:
-        head = os.pread(fd, _BINARY_SNIFF_BYTES, 0)
-        if b"\0" in head:
-            size = os.fstat(fd).st_size
-            raise ToolError(
-                f"{path!r} looks like a binary file ({size} bytes); read_file returns text only"
-            )
-        with os.fdopen(os.dup(fd), "rb") as stream:
-            return _read_window(stream, target.relative, offset, limit)
 
 
-def _read_window(stream: Any, relative: str, offset: int, limit: int) -> dict[str, Any]:
+def read_window(stream: Any, relative: str, offset: int, limit: int) -> dict[str, Any]:
+    """read_file's result for lines offset..offset+limit-1 of a binary stream."""
     last_wanted = offset + limit - 1
     collected = bytearray()
     cut_by_size = False
@@ -148,36 +157,53 @@ def edit_file(
         replace_all: Replace every occurrence instead of requiring exactly one.
     """
     sandbox = require_sandbox(sandbox_root)
+    check_edit(old_text, new_text)
+    target = sandbox.resolve(path)
+    text = read_text(sandbox, target)
+    updated, count = replace_text(text, old_text, new_text, replace_all, target.relative)
+    write_text(sandbox, target, updated)
+    return {"path": target.relative, "replacements": count}
+
+
+def check_edit(old_text: str, new_text: str) -> None:
     if not old_text:
         raise ToolError("old_text is empty: give the exact text to replace")
     if old_text == new_text:
         raise ToolError("old_text and new_text are the same: there is nothing to change")
-    target = sandbox.resolve(path)
+
+
+def read_text(sandbox: Sandbox, target: SandboxPath) -> str:
+    """A whole file as text; bytes that are not UTF-8 kept as they were (surrogateescape)."""
     with closing_fd(sandbox.open_regular_file(target)) as fd:
         chunks = []
         while chunk := os.read(fd, _READ_CHUNK):
             chunks.append(chunk)
-    raw = b"".join(chunks)
-    # surrogateescape keeps bytes that are not UTF-8 exactly as they were.
-    text = raw.decode("utf-8", errors="surrogateescape")
+    return b"".join(chunks).decode("utf-8", errors="surrogateescape")
+
+
+def write_text(sandbox: Sandbox, target: SandboxPath, text: str) -> None:
+    """Replace an existing file's text (what read_text gave back stays byte for byte)."""
+    sandbox.write_bytes(target, text.encode("utf-8", errors="surrogateescape"), create_dirs=False)
+
+
+def replace_text(
+    text: str, old_text: str, new_text: str, replace_all: bool, relative: str
+) -> tuple[str, int]:
+    """edit_file's replacement: the new text and how many places changed."""
     count = text.count(old_text)
     if count == 0:
         raise ToolError(
-            f"old_text was not found in {target.relative!r}; read the file and copy the "
+            f"old_text was not found in {relative!r}; read the file and copy the "
             "text exactly, including whitespace"
         )
     if count > 1 and not replace_all:
         raise ToolError(
-            f"old_text occurs {count} times in {target.relative!r}; include more surrounding "
+            f"old_text occurs {count} times in {relative!r}; include more surrounding "
             "text to make it unique, or set replace_all to replace every occurrence"
         )
-    updated = (
-        text.replace(old_text, new_text) if replace_all else text.replace(old_text, new_text, 1)
-    )
-    sandbox.write_bytes(
-        target, updated.encode("utf-8", errors="surrogateescape"), create_dirs=False
-    )
-    return {"path": target.relative, "replacements": count if replace_all else 1}
+    if replace_all:
+        return text.replace(old_text, new_text), count
+    return text.replace(old_text, new_text, 1), 1
 
 
 def list_dir(path: str = ".", sandbox_root: str | None = None) -> dict[str, Any]:
@@ -198,6 +224,8 @@ def list_dir(path: str = ".", sandbox_root: str | None = None) -> dict[str, Any]
                 found = sorted(iterator, key=lambda entry: entry.name)
         except OSError as exc:
             raise ToolError(f"{path!r}: cannot list: {exc.strerror}") from None
+        hidden = sandbox.hidden_under(target.parts)
+        found = [entry for entry in found if entry.name not in hidden]
         entries = [_describe_entry(fd, entry) for entry in found[:MAX_LIST_ENTRIES]]
     return {
         "path": target.relative,

@@ -42,6 +42,8 @@ class GrepRequest:
     ignore_case: bool
     max_results: int
     sandbox_root: str
+    # The never-visible paths the parent's Sandbox refuses: the child refuses the same.
+    hidden: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,12 @@ symlink); operations through the held descriptor then land in the moved director
 `openat2(RESOLVE_BENEATH)` would close part of that gap; Python has no binding for it. Commands
 run under bubblewrap cannot write outside the sandbox, so they cannot stage that move.
 
+Never-visible paths (`private.py`: credentials such as `~/.ssh`, and cleveragents' own history
+and checkpoint store) are refused even inside the root, and listings and searches pass over
+them: a sandbox that is the home folder must not hand the model `~/.ssh/id_ed25519`, nor let it
+write the checkpoint store's git `config` (which git obeys, running programs it names). A root
+inside one of them is refused outright.
+
 Absolute paths are accepted when they name something inside the root (they must begin with the
 root as given or as its real path); everything else absolute is refused. A leading `~` is
 refused rather than expanded: home directories lie outside the sandbox.
@@ -36,11 +42,13 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from cleveragents.tool.errors import SandboxViolation, ToolError
+
+from .command_policy import never_visible_to_tools
 
 MAX_SYMLINK_FOLLOWS = 40
 """Same bound as Linux's MAXSYMLINKS: more links than this in one path is a loop."""
@@ -83,7 +91,8 @@ def _refuse_missing_root() -> ToolError:
 class Sandbox:
     """One sandbox root; resolves paths beneath it and opens them without following links."""
 
-    def __init__(self, sandbox_root: str | None) -> None:
+    def __init__(self, sandbox_root: str | None, hidden: Iterable[str] | None = None) -> None:
+        """`hidden`: real paths never shown (default: `never_visible_to_tools()`)."""
         if not isinstance(sandbox_root, str) or not sandbox_root:
             raise _refuse_missing_root()
         if "\0" in sandbox_root or not os.path.isabs(sandbox_root):
@@ -95,6 +104,21 @@ class Sandbox:
         if not os.path.isdir(real):
             raise ToolError(f"sandbox root {sandbox_root!r} is not an existing directory")
         self.root = real
+        self.hidden = tuple(never_visible_to_tools() if hidden is None else hidden)
+        covering = next((h for h in self.hidden if _within(real, h)), None)
+        if covering is not None:
+            raise ToolError(
+                f"sandbox root {sandbox_root!r} lies inside {covering}, which tools may never "
+                "see (credentials, cleveragents' own history and checkpoints): choose another "
+                "folder",
+                kind="sandbox_violation",
+            )
+        # The hidden paths beneath the root, as names under it.
+        self._hidden_parts = tuple(
+            tuple(os.path.relpath(h, real).split("/"))
+            for h in self.hidden
+            if h != real and _within(h, real)
+        )
         # Absolute paths may begin with the root as configured or with its real path.
         aliases = {real, os.path.normpath(sandbox_root)}
         self._aliases = tuple(sorted(aliases, key=len, reverse=True))
@@ -110,6 +134,10 @@ class Sandbox:
             if absolute.startswith(alias + "/"):
                 return absolute[len(alias) + 1 :]
         return None
+
+    def absolute(self, path: SandboxPath) -> str:
+        """A checked path as an absolute one under the real root (to hand another program)."""
+        return os.path.join(self.root, *path.parts)
 
     def resolve(self, path: str) -> SandboxPath:
         """Check `path` against the wall; raises SandboxViolation naming `path` on any escape."""
@@ -130,6 +158,31 @@ class Sandbox:
             components = path.split("/")
         return SandboxPath(path, self._walk_beneath(path, components))
 
+    def hidden_by(self, parts: tuple[str, ...]) -> str | None:
+        """The never-visible path (relative to the root) that `parts` lies in, if any."""
+        for hidden in self._hidden_parts:
+            if parts[: len(hidden)] == hidden:
+                return "/".join(hidden)
+        return None
+
+    def check_visible(self, requested: str, parts: tuple[str, ...]) -> None:
+        hidden = self.hidden_by(parts)
+        if hidden is not None:
+            raise SandboxViolation(
+                requested,
+                f"is inside {hidden!r}, which tools never see (credentials, cleveragents' own "
+                "history and checkpoints)",
+            )
+
+    def hidden_under(self, parts: tuple[str, ...]) -> frozenset[str]:
+        """The never-visible paths strictly beneath `parts`, relative to it: a walk skips them."""
+        depth = len(parts)
+        return frozenset(
+            "/".join(hidden[depth:])
+            for hidden in self._hidden_parts
+            if len(hidden) > depth and hidden[:depth] == parts
+        )
+
     def _walk_beneath(self, requested: str, components: list[str]) -> tuple[str, ...]:
         pending = list(reversed(components))
         resolved: list[str] = []
@@ -149,9 +202,14 @@ class Sandbox:
             except OSError:
                 # Not there (yet), or not reachable: a plain name; opening it later decides.
                 resolved.append(name)
+                if self._hidden_parts:
+                    self.check_visible(requested, tuple(resolved))
                 continue
             if not stat.S_ISLNK(info.st_mode):
                 resolved.append(name)
+                if self._hidden_parts:
+                    # Not even a link inside a hidden folder is followed.
+                    self.check_visible(requested, tuple(resolved))
                 continue
             follows += 1
             if follows > MAX_SYMLINK_FOLLOWS:
@@ -361,6 +419,10 @@ def _replace_atomically(
         if isinstance(exc, OSError):
             raise ToolError(f"{path.requested!r}: cannot write: {exc.strerror}") from None
         raise
+
+
+def _within(path: str, folder: str) -> bool:
+    return folder == "/" or path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 @contextmanager

@@ -53,9 +53,11 @@ class TreeEntry:
 class TreeWalk:
     """A depth-first walk in name order that never follows a symbolic link."""
 
-    def __init__(self) -> None:
+    def __init__(self, skip: frozenset[str] = frozenset()) -> None:
         self.entries_seen = 0
         self.cut_short = False
+        # Relative paths never shown nor entered: the never-visible paths under the start.
+        self.skip = skip
 
     def walk(self, dir_fd: int, prefix: str = "", depth: int = 0) -> Iterator[TreeEntry]:
         try:
@@ -69,6 +71,8 @@ class TreeWalk:
                 self.cut_short = True
                 return
             relative = f"{prefix}{entry.name}"
+            if relative in self.skip:
+                continue
             kind = _kind(entry)
             yield TreeEntry(dir_fd, entry.name, relative, kind)
             if kind != "dir" or entry.name in SKIPPED_DIRECTORIES:
@@ -171,11 +175,13 @@ def glob(pattern: str, path: str = ".", sandbox_root: str | None = None) -> dict
     matches: list[str] = []
     size = 0
     truncated = False
+    start_parts = (*base.parts, *literal)
+    sandbox.check_visible(pattern, start_parts)
     with closing_fd(sandbox.open_directory(base)) as base_fd:
         start = _descend_literal(base_fd, literal)
         if start is None:
             return {"matches": [], "count": 0, "truncated": False}
-        walk = TreeWalk()
+        walk = TreeWalk(sandbox.hidden_under(start_parts))
         with closing_fd(start):
             for entry in walk.walk(start):
                 if entry.kind not in ("file", "symlink") or not matches_path(entry.relative):
@@ -227,7 +233,9 @@ def grep(
             f"timeout_s must be more than 0 and at most {MAX_GREP_TIMEOUT_S:g}, got {timeout_s}"
         )
     matcher = compile_line_pattern(pattern, ignore_case)
-    request = GrepRequest(pattern, path, glob, ignore_case, max_results, sandbox.root)
+    request = GrepRequest(
+        pattern, path, glob, ignore_case, max_results, sandbox.root, sandbox.hidden
+    )
     if matcher.engine == "re":
         # Python's engine backtracks and cannot be interrupted: only a process can be killed.
         return grep_in_process(request, timeout_s)
@@ -251,7 +259,7 @@ def search_files(
         if not is_dir:
             search.search_file(fd, target.relative)
         else:
-            walk = TreeWalk()
+            walk = TreeWalk(sandbox.hidden_under(target.parts))
             for entry in walk.walk(fd):
                 if search.stopped:
                     break
@@ -377,7 +385,7 @@ def main() -> int:
     request = GrepRequest(**json.loads(sys.stdin.read()))
     try:
         matcher = compile_line_pattern(request.pattern, request.ignore_case, engine="re")
-        result = search_files(Sandbox(request.sandbox_root), request, matcher, None)
+        result = search_files(Sandbox(request.sandbox_root, request.hidden), request, matcher, None)
     except ToolError as exc:
         print(json.dumps({"error": str(exc), "kind": exc.kind}))
         return 0

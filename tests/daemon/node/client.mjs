@@ -15,7 +15,7 @@ const connection = rpc.createMessageConnection(
 
 const notes = [];
 let arrived = () => {};
-for (const name of ['runStarted', 'iterationStarted', 'textDelta', 'toolCallStarted', 'toolCall',
+for (const name of ['runStarted', 'iterationStarted', 'textDelta', 'usage', 'toolCallStarted', 'toolCall',
   'runFinished']) {
   connection.onNotification(`cleveragents/${name}`, (params) => {
     notes.push([name, params]);

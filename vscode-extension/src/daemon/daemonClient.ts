@@ -24,8 +24,12 @@ import {
   type ApproveToolCallResult,
   type ClientRequests,
   type ServerCapability,
-  type ServerNotifications,
 } from '../protocol';
+import type {
+  AllServerNotifications,
+  TrustWorkspaceParams,
+  TrustWorkspaceResult,
+} from '../shared/wireAdditions';
 import type { DaemonStatus } from '../shared/messages';
 import type { RunNotification } from '../shared/runState';
 import { initializationOptions, type Settings } from '../host/settings';
@@ -36,16 +40,20 @@ import {
   describeLaunch,
   probeInterpreter,
   type LaunchOptions,
+  type ProbeResult,
 } from './launch';
+import type { PrivateEnvironment } from './privateEnvironment';
 import { chooseInterpreter } from './pythonInterpreter';
 
-const NOTIFICATIONS: (keyof ServerNotifications)[] = [
+const NOTIFICATIONS: (keyof AllServerNotifications)[] = [
   'cleveragents/runStarted',
   'cleveragents/iterationStarted',
   'cleveragents/textDelta',
   'cleveragents/toolCallStarted',
   'cleveragents/toolCall',
   'cleveragents/runFinished',
+  // Newer daemons; an older one never sends it.
+  'cleveragents/usage',
 ];
 
 const MAX_RESTARTS = 4;
@@ -55,6 +63,8 @@ const STOP_TIMEOUT_MS = 8_000;
 export interface DaemonEvents {
   notification(notification: RunNotification): void;
   approval(params: ApproveToolCallParams, token: vscode.CancellationToken): Promise<ApproveToolCallResult>;
+  /** A folder's MCP config wants to start programs: may it? */
+  trust(params: TrustWorkspaceParams, token: vscode.CancellationToken): Promise<TrustWorkspaceResult>;
   status(status: DaemonStatus): void;
 }
 
@@ -65,6 +75,8 @@ export interface DaemonDependencies {
   /** The folder whose Python interpreter the Python extension should report. */
   resource: () => vscode.Uri | undefined;
   events: DaemonEvents;
+  /** Sets up (and remembers) a private environment from the bundled wheel. */
+  privateEnvironment?: PrivateEnvironment;
 }
 
 /** Starting the daemon failed for a reason the user can fix; `message` says how. */
@@ -172,7 +184,7 @@ export class DaemonClient implements vscode.Disposable {
     this.status({ state: 'starting', message: 'Starting the daemon…' });
     const choice = await chooseInterpreter(settings.pythonPath, this.deps.resource(), log);
     log.info(`Python interpreter: ${choice.python} (from ${describeSource(choice.source)})`);
-    const probe = await probeInterpreter(choice.python);
+    const probe = await this.usableInterpreter(choice.python);
     if (!probe.ok) {
       log.error(probe.message);
       this.status({ state: 'failed', message: probe.message });
@@ -181,7 +193,7 @@ export class DaemonClient implements vscode.Disposable {
     log.info(
       `cleveragents ${probe.packageVersion} on Python ${probe.pythonVersion} (${probe.python})`,
     );
-    this.launch = { python: choice.python, module: probe.module, historyPath: settings.historyPath };
+    this.launch = { python: probe.python, module: probe.module, historyPath: settings.historyPath };
     const client = new LanguageClient(
       'cleveragents',
       'cleveragents daemon',
@@ -202,6 +214,35 @@ export class DaemonClient implements vscode.Disposable {
     }
     this.checkServer(client, probe.packageVersion, probe.python);
     return client;
+  }
+
+  /**
+   * The chosen interpreter when it has this extension's cleveragents; else the private
+   * environment set up before; else the offer to set one up (when the .vsix carries a wheel).
+   */
+  private async usableInterpreter(python: string): Promise<ProbeResult> {
+    const { log } = this.deps;
+    const probe = await probeInterpreter(python);
+    const privateEnv = this.deps.privateEnvironment;
+    const wheel = privateEnv?.wheel ?? null;
+    if (privateEnv === undefined || wheel === null) return probe;
+    const mismatch = probe.ok && probe.packageVersion !== wheel.version;
+    if (probe.ok && !mismatch) return probe;
+    if (!probe.ok && probe.kind !== 'package-missing' && probe.kind !== 'package-broken') return probe;
+    const privatePython = privateEnv.python;
+    if (privatePython !== null && privatePython !== python) {
+      const privateProbe = await probeInterpreter(privatePython);
+      if (privateProbe.ok) {
+        log.info(`using the private environment ${privatePython} (${python}: ${probe.ok ? `cleveragents ${probe.packageVersion}` : probe.message})`);
+        return privateProbe;
+      }
+    }
+    const problem = probe.ok
+      ? `${python} has cleveragents ${probe.packageVersion}; this extension comes with ${wheel.version}.`
+      : `cleveragents is not installed for ${python}.`;
+    const installed = await privateEnv.offer(python, problem);
+    if (installed === null) return probe;
+    return probeInterpreter(installed);
   }
 
   private async spawnDaemon(): Promise<ChildProcess> {
@@ -284,6 +325,20 @@ export class DaemonClient implements vscode.Disposable {
       'cleveragents/approveToolCall',
       (params: ApproveToolCallParams, token: vscode.CancellationToken) => events.approval(params, token),
     );
+    client.onRequest(
+      'cleveragents/trustWorkspace',
+      (params: TrustWorkspaceParams, token: vscode.CancellationToken) => events.trust(params, token),
+    );
+    // `initialize` declares what this client answers (approvals, trust questions).
+    client.registerFeature({
+      fillClientCapabilities: (capabilities) => {
+        const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
+        capabilities.experimental = { ...experimental, cleveragents: { approvals: true, trust: true } };
+      },
+      initialize: () => undefined,
+      getState: () => ({ kind: 'static' }),
+      clear: () => undefined,
+    });
     client.onDidChangeState((change) => {
       if (client !== this.client) {
         return;

@@ -6,7 +6,7 @@
 // thousands of notifications costs the webview a handful of messages, not thousands.
 
 import type { ApproveToolCallParams, RunDetail, RunResult, RunSummary } from '../protocol';
-import type { DaemonStatus, HistoryView, HostMessage, ViewState } from '../shared/messages';
+import type { DaemonStatus, HistoryView, HostMessage, RunTab, ViewState } from '../shared/messages';
 import {
   type ApprovalDecision,
   type ApprovalState,
@@ -14,6 +14,7 @@ import {
   type RunHeader,
   type RunNotification,
   RunState,
+  type UndoInfo,
 } from '../shared/runState';
 
 export type Scheduler = (flush: () => void) => void;
@@ -32,6 +33,9 @@ export interface RunStoreOptions {
   maxCachedHistoryRuns?: number;
 }
 
+/** Runs of this session the panel lists at most (active ones always). */
+const MAX_TABS = 8;
+
 const defaultScheduler: Scheduler = (flush) => {
   setTimeout(flush, 16);
 };
@@ -47,7 +51,12 @@ export class RunStore {
   private pending: RunEvent[] = [];
   private pendingRunId: string | null = null;
   private flushScheduled = false;
-  private activeId: string | null = null;
+  /** Runs this client has going, oldest first. */
+  private readonly activeIds = new Set<string>();
+  /** This session's runs, in the order they began (the panel's run list). */
+  private readonly sessionIds: string[] = [];
+  private lastTabs = '[]';
+  private tabsPending = false;
   private displayedId: string | null = null;
   private daemonStatus: DaemonStatus = { state: 'stopped', message: 'The daemon is not running.' };
   private historyView: HistoryView = { runs: [], error: null, loading: false };
@@ -69,8 +78,46 @@ export class RunStore {
     return () => this.changeListeners.delete(listener);
   }
 
+  /** The newest run this client has going (null: none). */
   get activeRun(): RunState | null {
-    return this.activeId === null ? null : (this.runs.get(this.activeId) ?? null);
+    const ids = [...this.activeIds];
+    const newest = ids[ids.length - 1];
+    return newest === undefined ? null : (this.runs.get(newest) ?? null);
+  }
+
+  /** Every run this client has going, oldest first. */
+  get activeRuns(): RunState[] {
+    return [...this.activeIds].map((id) => this.runs.get(id)).filter((run): run is RunState => run !== undefined);
+  }
+
+  isActive(runId: string): boolean {
+    return this.activeIds.has(runId);
+  }
+
+  pendingApprovalsOf(runId: string): number {
+    let count = 0;
+    for (const approval of this.approvals.values()) {
+      if (approval.runId === runId) count += 1;
+    }
+    return count;
+  }
+
+  /** The panel's run list: this session's runs, newest last (at most MAX_TABS, active ones kept). */
+  tabs(): RunTab[] {
+    const finished = this.sessionIds.filter((id) => !this.activeIds.has(id));
+    const keep = new Set([...this.activeIds, ...finished.slice(-Math.max(0, MAX_TABS - this.activeIds.size))]);
+    return this.sessionIds
+      .filter((id) => keep.has(id))
+      .map((id) => {
+        const state = this.runs.get(id);
+        return {
+          runId: id,
+          prompt: state?.header.prompt ?? id,
+          active: this.activeIds.has(id),
+          pendingApprovals: this.pendingApprovalsOf(id),
+          stopReason: state?.end?.stopReason ?? null,
+        };
+      });
   }
 
   get displayedRun(): RunState | null {
@@ -96,7 +143,8 @@ export class RunStore {
       daemon: this.daemonStatus,
       history: this.historyView,
       run: this.displayedRun?.toSnapshot() ?? null,
-      activeRunId: this.activeId,
+      activeRunId: this.activeRun?.runId ?? null,
+      runs: this.tabs(),
     };
   }
 
@@ -106,7 +154,9 @@ export class RunStore {
   beginRun(runId: string, header: Partial<Omit<RunHeader, 'runId'>>): RunState {
     const state = new RunState(runId, { ...header, phase: 'pending', source: 'live' });
     this.runs.set(runId, state);
-    this.activeId = runId;
+    this.activeIds.add(runId);
+    this.sessionIds.push(runId);
+    state.onHeader(() => this.changed());
     this.post({ type: 'activeRun', runId });
     this.display(runId);
     this.changed();
@@ -124,7 +174,7 @@ export class RunStore {
     const outcome = state.apply(notification);
     if (outcome === 'applied' || outcome === 'buffered') {
       this.forward(runId, { type: 'notification', notification });
-      if (runId === this.activeId) {
+      if (this.activeIds.has(runId)) {
         this.changed();
       }
     }
@@ -141,10 +191,12 @@ export class RunStore {
       this.approvals.set(requestId, { runId: params.runId, resolve });
     });
     state.requestApproval(requestId, params);
-    if (params.runId !== this.displayedId) {
-      // The user may be reading another run: the one waiting for them must be on display.
+    const displayed = this.displayedId;
+    if (params.runId !== displayed && (displayed === null || this.pendingApprovalsOf(displayed) === 0)) {
+      // The run waiting for the user goes on display, unless the one shown waits for them too
+      // (then the run list shows the waiting one's badge).
       this.display(params.runId);
-    } else {
+    } else if (params.runId === displayed) {
       this.forward(params.runId, { type: 'approvalRequested', requestId, params });
     }
     this.changed();
@@ -176,6 +228,14 @@ export class RunStore {
       }
     }
     this.endActive(runId);
+  }
+
+  /** The daemon's checkpoints of a finished run (what can be undone). */
+  setUndoInfo(runId: string, info: UndoInfo): void {
+    const state = this.runs.get(runId);
+    if (state === undefined) return;
+    state.setUndoInfo(info);
+    this.forward(runId, { type: 'undoInfo', info });
   }
 
   /** The run's request failed. */
@@ -255,6 +315,7 @@ export class RunStore {
   flush(): void {
     this.flushScheduled = false;
     if (this.pending.length === 0 || this.pendingRunId === null) {
+      if (this.tabsPending) this.sendTabs();
       return;
     }
     const events = this.pending;
@@ -262,6 +323,17 @@ export class RunStore {
     this.pending = [];
     this.pendingRunId = null;
     this.emit({ type: 'runEvents', runId, events });
+    if (this.tabsPending) this.sendTabs();
+  }
+
+  private sendTabs(): void {
+    this.tabsPending = false;
+    const tabs = this.tabs();
+    const key = JSON.stringify(tabs);
+    if (key !== this.lastTabs) {
+      this.lastTabs = key;
+      this.emit({ type: 'runs', runs: tabs });
+    }
   }
 
   // -- internals -----------------------------------------------------------------------------
@@ -280,8 +352,7 @@ export class RunStore {
   }
 
   private endActive(runId: string): void {
-    if (this.activeId === runId) {
-      this.activeId = null;
+    if (this.activeIds.delete(runId)) {
       this.flush();
       this.post({ type: 'activeRun', runId: null });
     }
@@ -333,6 +404,13 @@ export class RunStore {
   }
 
   private changed(): void {
+    // The run list is small (MAX_TABS): comparing it whole is cheaper than tracking its parts.
+    // While a batch of run events waits for its tick, the list goes out with it (after it).
+    if (this.flushScheduled) {
+      this.tabsPending = true;
+    } else {
+      this.sendTabs();
+    }
     for (const listener of this.changeListeners) {
       listener();
     }

@@ -4,7 +4,10 @@
 
 import * as vscode from 'vscode';
 
-import type { HostMessage, Notice, WebviewMessage } from '../shared/messages';
+import type { HostMessage, Notice, RunOptionsView, WebviewMessage } from '../shared/messages';
+import { currentFileContext, findWorkspaceFiles, resolveMention, selectionContext } from './promptContext';
+import { applyRunOptions, cleanRunOptions, RUN_OPTIONS_KEY, type RunOptions } from './runOptions';
+import { AUTOMATION_PROFILES, PROVIDERS, type Settings } from './settings';
 import type { RunController } from './runController';
 import type { RunStore } from './runStore';
 import { createNonce, renderWebviewHtml } from './webviewHtml';
@@ -16,6 +19,8 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
   private ready = false;
   private notice: Notice | null = null;
   private focusPromptWhenReady = false;
+  /** The last pick of run options being saved: a run the user starts next waits for it. */
+  private optionsSaved: Promise<void> = Promise.resolve();
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
@@ -23,6 +28,8 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
     private readonly store: RunStore,
     private readonly controller: RunController,
     private readonly log: vscode.LogOutputChannel,
+    private readonly workspaceState: vscode.Memento,
+    private readonly settings: () => Settings,
   ) {
     const stop = store.onMessage((message) => this.post(message));
     this.disposables.push({ dispose: stop });
@@ -83,6 +90,43 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
     this.post({ type: 'notice', notice });
   }
 
+  /** The settings with the panel's picks laid over them (what the next run uses). */
+  runSettings(): Settings {
+    return applyRunOptions(this.settings(), cleanRunOptions(this.workspaceState.get(RUN_OPTIONS_KEY)));
+  }
+
+  /** Settings changed: the panel shows the new defaults. */
+  refreshOptions(): void {
+    this.post({ type: 'options', options: this.optionsView() });
+  }
+
+  private optionsView(): RunOptionsView {
+    const base = this.settings();
+    const effective = this.runSettings();
+    return {
+      provider: effective.provider,
+      model: effective.model,
+      automationProfile: effective.automationProfile,
+      providers: PROVIDERS,
+      profiles: AUTOMATION_PROFILES,
+      defaults: { provider: base.provider, model: base.model, automationProfile: base.automationProfile },
+    };
+  }
+
+  private async setOptions(picked: { provider: string; model: string; automationProfile: string }): Promise<void> {
+    const base = this.settings();
+    const clean = cleanRunOptions(picked);
+    // Only what differs from the settings is remembered, so a changed setting still applies.
+    const options: RunOptions = {};
+    if (clean.provider !== undefined && clean.provider !== base.provider) options.provider = clean.provider;
+    if (clean.model !== undefined && clean.model !== (options.provider !== undefined ? '' : base.model)) options.model = clean.model;
+    if (clean.automationProfile !== undefined && clean.automationProfile !== base.automationProfile) {
+      options.automationProfile = clean.automationProfile;
+    }
+    await this.workspaceState.update(RUN_OPTIONS_KEY, Object.keys(options).length > 0 ? options : undefined);
+    this.refreshOptions();
+  }
+
   dispose(): void {
     this.disposables.forEach((disposable) => disposable.dispose());
   }
@@ -100,6 +144,7 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
         this.ready = true;
         this.post({ type: 'state', state: this.store.viewState() });
         this.post({ type: 'notice', notice: this.notice });
+        this.post({ type: 'options', options: this.optionsView() });
         if (this.focusPromptWhenReady) {
           this.focusPromptWhenReady = false;
           this.post({ type: 'focusPrompt' });
@@ -107,13 +152,35 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
         void this.controller.refreshHistory();
         break;
       case 'run':
-        void this.controller.startRun(message.prompt);
+        void this.optionsSaved.then(() => this.controller.startRun(message.prompt, null, message.context ?? []));
         break;
       case 'continue':
-        void this.controller.startRun(message.prompt, message.runId);
+        void this.optionsSaved.then(() => this.controller.startRun(message.prompt, message.runId, message.context ?? []));
         break;
+      case 'setOptions':
+        this.optionsSaved = this.optionsSaved.then(() => this.setOptions(message.options)).catch((error: unknown) => {
+          this.log.warn(`saving the run options: ${String(error)}`);
+        });
+        break;
+      case 'addContext': {
+        const item = message.what === 'selection' ? selectionContext() : currentFileContext();
+        if (typeof item === 'string') this.showNotice({ level: 'info', message: item });
+        else this.post({ type: 'context', item });
+        break;
+      }
+      case 'findFiles':
+        void findWorkspaceFiles(message.query).then(
+          (paths) => this.post({ type: 'files', query: message.query, paths }),
+          (error: unknown) => this.log.warn(`finding files for @${message.query}: ${String(error)}`),
+        );
+        break;
+      case 'mention': {
+        const file = resolveMention(message.path);
+        if (file !== null) this.post({ type: 'context', item: { path: file, text: null, startLine: null, endLine: null, label: message.path } });
+        break;
+      }
       case 'stop':
-        void this.controller.stop();
+        void this.controller.stop(message.runId);
         break;
       case 'approve':
         this.controller.answerApproval(message.requestId, message.decision);
@@ -132,6 +199,26 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
         break;
       case 'openSettings':
         void vscode.commands.executeCommand('workbench.action.openSettings', '@ext:cleveragents.cleveragents');
+        break;
+      case 'openFile':
+        void this.controller.openFile(message.path, message.line, message.runId);
+        break;
+      case 'openLink':
+        if (/^(https?:|mailto:)/i.test(message.href)) {
+          void vscode.env.openExternal(vscode.Uri.parse(message.href, true));
+        }
+        break;
+      case 'showProposal':
+        void this.controller.showProposal(message.requestId);
+        break;
+      case 'showChange':
+        void this.controller.showChange(message.runId, message.path);
+        break;
+      case 'restore':
+        void this.controller.restore(message.runId, message.iteration);
+        break;
+      case 'copy':
+        void vscode.env.clipboard.writeText(message.text).then(() => vscode.window.setStatusBarMessage('Copied', 2000));
         break;
       default:
         this.log.warn(`unknown message from the webview: ${JSON.stringify(message).slice(0, 200)}`);

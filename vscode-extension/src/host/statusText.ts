@@ -9,10 +9,21 @@ export interface StatusText {
 }
 
 export function statusText(store: RunStore): StatusText | null {
+  const active = store.activeRuns;
+  if (active.length > 1) {
+    const waiting = store.pendingApprovalCount();
+    return {
+      text: waiting > 0
+        ? `$(bell-dot) cleveragents: ${active.length} runs, ${waiting} waiting for approval`
+        : `$(loading~spin) cleveragents: ${active.length} runs`,
+      tooltip: `${active.length} runs going:\n${active.map((run) => `• ${clip(run.header.prompt)}`).join('\n')}\nClick to open the runs panel.`,
+      warning: waiting > 0,
+    };
+  }
   const run = store.activeRun;
   if (run !== null) {
     const counts = run.counts();
-    const prompt = run.header.prompt.length > 60 ? `${run.header.prompt.slice(0, 59)}…` : run.header.prompt;
+    const prompt = clip(run.header.prompt);
     if (store.pendingApprovalCount() > 0) {
       return {
         text: '$(bell-dot) cleveragents: approval needed',
@@ -36,4 +47,8 @@ export function statusText(store: RunStore): StatusText | null {
     };
   }
   return null;
+}
+
+function clip(prompt: string): string {
+  return prompt.length > 60 ? `${prompt.slice(0, 59)}…` : prompt;
 }

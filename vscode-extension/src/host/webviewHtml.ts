@@ -34,12 +34,25 @@ export function renderWebviewHtml(options: WebviewPageOptions): string {
 <main class="app" aria-label="cleveragents">
   <form class="composer" data-testid="composer" novalidate>
     <label class="composer-label" for="prompt">Prompt</label>
-    <textarea id="prompt" data-testid="prompt" rows="3" placeholder="Ask for something in this workspace (Ctrl+Enter runs)" aria-describedby="prompt-hint"></textarea>
-    <p id="prompt-hint" class="sr-only">Ctrl+Enter or Cmd+Enter starts a run. Continue sends the prompt as a follow-up to the run on display.</p>
+    <div class="prompt-box">
+      <textarea id="prompt" data-testid="prompt" rows="3" placeholder="Ask for something in this workspace (Ctrl+Enter runs, @ adds a file)" aria-describedby="prompt-hint" aria-autocomplete="list" aria-controls="mentions"></textarea>
+      <ul id="mentions" class="mentions" data-testid="mentions" role="listbox" aria-label="Workspace files" hidden></ul>
+    </div>
+    <p id="prompt-hint" class="sr-only">Ctrl+Enter or Cmd+Enter starts a run. Type @ and a file name to attach a file. Continue sends the prompt as a follow-up to the run on display.</p>
     <div class="buttons" role="group" aria-label="Run controls">
       <button type="submit" data-testid="run" class="primary">Run</button>
       <button type="button" data-testid="continue" class="secondary" title="Send the prompt as a follow-up to the run on display">Continue</button>
       <button type="button" data-testid="stop" class="secondary">Stop</button>
+    </div>
+    <div class="context-chips" data-testid="context-chips" aria-label="Attached context"></div>
+    <div class="composer-tools">
+      <button type="button" class="link" data-testid="add-selection">+ Selection</button>
+      <button type="button" class="link" data-testid="add-file">+ Current file</button>
+    </div>
+    <div class="run-options" role="group" aria-label="Run options">
+      <select data-testid="pick-provider" aria-label="Provider"></select>
+      <input data-testid="pick-model" aria-label="Model" placeholder="default model" spellcheck="false">
+      <select data-testid="pick-profile" aria-label="Automation profile"></select>
     </div>
   </form>
   <div class="status-bar">
@@ -51,9 +64,11 @@ export function renderWebviewHtml(options: WebviewPageOptions): string {
     </div>
   </div>
   <div class="notice" data-testid="notice" role="alert" hidden></div>
+  <nav class="run-tabs" data-testid="run-tabs" aria-label="Runs of this session" hidden></nav>
   <section class="run" aria-labelledby="run-heading">
     <h2 id="run-heading" class="section-heading" data-testid="run-heading">No run yet</h2>
     <p class="run-meta" data-testid="run-meta"></p>
+    <p class="run-usage" data-testid="run-usage" hidden>Tokens <span data-testid="run-tokens">—</span> · Cost <span data-testid="run-cost">—</span></p>
     <div class="transcript" data-testid="transcript" role="list" aria-labelledby="run-heading" aria-live="polite" aria-relevant="additions"></div>
     <p class="empty" data-testid="transcript-empty">Type a prompt and press Run. Every tool call the agent makes shows up here as it happens.</p>
     <div class="scroll-anchor" aria-hidden="true"></div>

@@ -23,8 +23,19 @@ export interface ViewState {
   history: HistoryView;
   /** The run on display, if any. */
   run: RunSnapshot | null;
-  /** The run this client has going, if any (it may not be the one on display). */
+  /** The newest run this client has going, if any (it may not be the one on display). */
   activeRunId: string | null;
+  /** This session's runs, for the run list. */
+  runs: RunTab[];
+}
+
+/** One run in the panel's run list. */
+export interface RunTab {
+  runId: string;
+  prompt: string;
+  active: boolean;
+  pendingApprovals: number;
+  stopReason: string | null;
 }
 
 export type HostMessage =
@@ -33,9 +44,37 @@ export type HostMessage =
   | { type: 'runEvents'; runId: string; events: RunEvent[] }
   | { type: 'daemon'; daemon: DaemonStatus }
   | { type: 'history'; history: HistoryView }
+  /** A run this client started (runId) or one that ended (null). */
   | { type: 'activeRun'; runId: string | null }
+  | { type: 'runs'; runs: RunTab[] }
   | { type: 'notice'; notice: Notice | null }
-  | { type: 'focusPrompt' };
+  | { type: 'focusPrompt' }
+  | { type: 'options'; options: RunOptionsView }
+  | { type: 'context'; item: ContextItem }
+  | { type: 'files'; query: string; paths: string[] };
+
+/** Context attached to the prompt (sent as a `RunResource`). */
+export interface ContextItem {
+  /** Absolute path of a workspace file. */
+  path: string;
+  /** A selection or an unsaved buffer; null: the daemon reads the file. */
+  text: string | null;
+  startLine: number | null;
+  endLine: number | null;
+  /** What the chip says. */
+  label: string;
+}
+
+/** The run options the panel shows: what is picked (or the setting) and where it comes from. */
+export interface RunOptionsView {
+  provider: string;
+  model: string;
+  automationProfile: string;
+  providers: readonly string[];
+  profiles: readonly string[];
+  /** The settings' values, shown as the defaults. */
+  defaults: { provider: string; model: string; automationProfile: string };
+}
 
 /** A one-off message for the user (a refused run, a failed request). */
 export interface Notice {
@@ -45,12 +84,28 @@ export interface Notice {
 
 export type WebviewMessage =
   | { type: 'ready' }
-  | { type: 'run'; prompt: string }
-  | { type: 'continue'; prompt: string; runId: string }
-  | { type: 'stop' }
+  | { type: 'run'; prompt: string; context?: ContextItem[] }
+  | { type: 'continue'; prompt: string; runId: string; context?: ContextItem[] }
+  | { type: 'setOptions'; options: { provider: string; model: string; automationProfile: string } }
+  | { type: 'addContext'; what: 'selection' | 'file' }
+  /** @ completion in the prompt box. */
+  | { type: 'findFiles'; query: string }
+  | { type: 'mention'; path: string }
+  /** Stop this run (null: the one on display). */
+  | { type: 'stop'; runId: string | null }
   | { type: 'approve'; requestId: string; decision: ApprovalDecision }
   | { type: 'openRun'; runId: string }
   | { type: 'refreshHistory' }
   | { type: 'restartDaemon' }
   | { type: 'showOutput' }
-  | { type: 'openSettings' };
+  | { type: 'openSettings' }
+  /** A path in a record or an answer; relative paths are against the run's folder. */
+  | { type: 'openFile'; path: string; line: number | null; runId: string | null }
+  | { type: 'openLink'; href: string }
+  | { type: 'copy'; text: string }
+  /** Open the diff of a pending file-change approval again. */
+  | { type: 'showProposal'; requestId: string }
+  /** A changed file of a run: before the run vs now. */
+  | { type: 'showChange'; runId: string; path: string }
+  /** Undo a run (iteration null) or restore its folder to before an iteration. */
+  | { type: 'restore'; runId: string; iteration: number | null };

@@ -6,21 +6,17 @@
 // arrives early waits in a buffer until the missing ones come, and `settle` (the run's
 // request has returned) applies whatever is still buffered, marking the holes as gaps.
 
-import type {
-  ApproveToolCallParams,
-  RunDetail,
-  RunResult,
-  ServerNotifications,
-  ToolCallRecord,
-  Usage,
-} from '../protocol';
+import type { ApproveToolCallParams, ChangedFile, RunDetail, RunResult, ToolCallRecord } from '../protocol';
+import type { AllServerNotifications, RunResultAdditions, UsageView } from './wireAdditions';
 
-export type NotificationMethod = keyof ServerNotifications;
+export type NotificationMethod = keyof AllServerNotifications;
 
 /** One daemon notification, as the extension host received it. */
 export type RunNotification = {
-  [M in NotificationMethod]: { method: M; params: ServerNotifications[M] };
+  [M in NotificationMethod]: { method: M; params: AllServerNotifications[M] };
 }[NotificationMethod];
+
+export type { ChangedFile, UsageView };
 
 export type ApprovalDecision = 'allow' | 'deny' | 'allow_for_run';
 
@@ -44,6 +40,8 @@ export interface IterationEntry {
   kind: 'iteration';
   id: string;
   iteration: number;
+  /** A checkpoint was taken before this iteration changed the folder: it can be restored to. */
+  restorable: boolean;
 }
 
 export interface TextEntry {
@@ -80,9 +78,23 @@ export interface EndEntry {
   content: string;
   iterations: number;
   toolCalls: number;
-  usage: Usage | null;
+  usage: UsageView | null;
   error: string | null;
   errorType: string | null;
+  /** Files the run changed: its write/edit records, and the daemon's list when it sends one. */
+  changedFiles: ChangedFile[];
+  /** The daemon holds a checkpoint of the folder from before the run: it can be undone. */
+  undoable: boolean;
+  /** Why the run cannot be (wholly) undone, when the daemon says so. */
+  checkpointWarning: string | null;
+}
+
+/** What the daemon knows about undoing a finished run (from `getRun`). */
+export interface UndoInfo {
+  /** Iterations a checkpoint was taken before (a restore's own checkpoint: null). */
+  checkpoints: (number | null)[];
+  changedFiles: ChangedFile[];
+  checkpointWarning: string | null;
 }
 
 export type Entry = IterationEntry | TextEntry | ToolCallEntry | GapEntry | EndEntry;
@@ -105,6 +117,10 @@ export interface RunHeader {
   /** For history runs: the stored status (finished, cancelled, limit, failed, interrupted). */
   storedStatus: string | null;
   startedAt: number | null;
+  /** Tokens and cost so far (`cleveragents/usage`, then the result); null: none reported. */
+  usage: UsageView | null;
+  /** A run, or a restore of a folder (a history entry; restoring it undoes it). */
+  kind: 'run' | 'restore';
 }
 
 /** Everything needed to rebuild a RunState elsewhere (plain JSON). */
@@ -121,7 +137,8 @@ export type RunEvent =
   | { type: 'notification'; notification: RunNotification }
   | { type: 'approvalRequested'; requestId: string; params: ApproveToolCallParams }
   | { type: 'approvalSettled'; requestId: string; state: ApprovalState }
-  | { type: 'failed'; message: string };
+  | { type: 'failed'; message: string }
+  | { type: 'undoInfo'; info: UndoInfo };
 
 export type ApplyOutcome = 'applied' | 'buffered' | 'duplicate' | 'ignored';
 
@@ -164,6 +181,8 @@ export class RunState {
       source: init.source ?? 'live',
       storedStatus: init.storedStatus ?? null,
       startedAt: init.startedAt ?? null,
+      usage: init.usage ?? null,
+      kind: init.kind ?? 'run',
     };
   }
 
@@ -254,6 +273,9 @@ export class RunState {
       case 'failed':
         this.fail(event.message);
         break;
+      case 'undoInfo':
+        this.setUndoInfo(event.info);
+        break;
     }
   }
 
@@ -279,7 +301,7 @@ export class RunState {
    * The run's request returned: apply what is still buffered (holes become gap entries), add
    * records the stream never delivered, and end the run if `runFinished` never came.
    */
-  settle(result: RunResult): void {
+  settle(result: RunResult & RunResultAdditions): void {
     this.flushBuffer();
     for (const record of result.toolCallHistory) {
       const entry = this.callsById.get(record.callId);
@@ -296,7 +318,56 @@ export class RunState {
         usage: result.usage,
         error: null,
         errorType: null,
+        changedFiles: [],
+        undoable: false,
+        checkpointWarning: null,
       });
+    }
+    this.setUsage(result.usage);
+    const end = this.end;
+    // `?? []`: a daemon older than undo sends no list.
+    const changedFiles = result.changedFiles ?? [];
+    if (end !== null && changedFiles.length > 0) {
+      const merged = mergeChangedFiles(end.changedFiles, changedFiles);
+      if (merged.length !== end.changedFiles.length) {
+        end.changedFiles = merged;
+        this.emit(end, 'updated');
+      }
+    }
+    if (end !== null && typeof result.checkpointWarning === 'string' && end.checkpointWarning !== result.checkpointWarning) {
+      end.checkpointWarning = result.checkpointWarning;
+      this.emit(end, 'updated');
+    }
+  }
+
+  /**
+   * The daemon's checkpoints of a finished run: its iterations that can be restored to, and
+   * whether the run can be undone. The daemon's list of changed files replaces the one made
+   * from the records (it covers commands too).
+   */
+  setUndoInfo(info: UndoInfo): void {
+    const restorable = new Set(info.checkpoints.filter((iteration): iteration is number => iteration !== null));
+    const undoable = info.checkpoints.length > 0;
+    for (const entry of this.entryList) {
+      if (entry.kind !== 'iteration') continue;
+      const can = restorable.has(entry.iteration) && this.header.kind === 'run';
+      if (entry.restorable !== can) {
+        entry.restorable = can;
+        this.emit(entry, 'updated');
+      }
+    }
+    const end = this.end;
+    if (end === null) return;
+    const changedFiles = info.changedFiles.length > 0 ? mergeChangedFiles(info.changedFiles, []) : end.changedFiles;
+    if (
+      end.undoable !== undoable ||
+      end.checkpointWarning !== info.checkpointWarning ||
+      JSON.stringify(end.changedFiles) !== JSON.stringify(changedFiles)
+    ) {
+      end.undoable = undoable;
+      end.checkpointWarning = info.checkpointWarning;
+      end.changedFiles = changedFiles;
+      this.emit(end, 'updated');
     }
   }
 
@@ -316,6 +387,9 @@ export class RunState {
       usage: null,
       error: message,
       errorType: null,
+      changedFiles: [],
+      undoable: false,
+      checkpointWarning: null,
     });
   }
 
@@ -385,6 +459,7 @@ export class RunState {
   /** A run read back from the history: iterations, texts and records rebuilt from it. */
   static fromDetail(detail: RunDetail): RunState {
     const state = new RunState(detail.runId, {
+      kind: detail.kind ?? 'run',
       prompt: detail.prompt,
       sandboxRoot: detail.sandboxRoot,
       automationProfile: detail.automationProfile,
@@ -433,6 +508,16 @@ export class RunState {
         usage: detail.usage,
         error: detail.error,
         errorType: detail.errorType,
+        changedFiles: [],
+        undoable: false,
+        checkpointWarning: null,
+      });
+      state.setUsage(detail.usage);
+      // A daemon older than undo sends no checkpoints: nothing to offer.
+      state.setUndoInfo({
+        checkpoints: (detail.checkpoints ?? []).map((checkpoint) => checkpoint.iteration),
+        changedFiles: detail.changedFiles ?? [],
+        checkpointWarning: detail.checkpointWarning ?? null,
       });
     }
     // Nothing will stream for a stored run; a late notification counts as a duplicate.
@@ -514,9 +599,16 @@ export class RunState {
           usage: p.usage,
           error: p.error,
           errorType: p.errorType,
+          changedFiles: [],
+          undoable: false,
+          checkpointWarning: null,
         });
+        this.setUsage(p.usage);
         break;
       }
+      case 'cleveragents/usage':
+        this.setUsage(notification.params.total);
+        break;
     }
   }
 
@@ -525,7 +617,7 @@ export class RunState {
     if (this.entriesById.has(id)) {
       return;
     }
-    this.add({ kind: 'iteration', id, iteration });
+    this.add({ kind: 'iteration', id, iteration, restorable: false });
   }
 
   private appendText(iteration: number, text: string): void {
@@ -584,10 +676,39 @@ export class RunState {
     }
   }
 
+  /** Keeps the richer of what is known: a total with a cost beats one without. */
+  private setUsage(usage: UsageView | null | undefined): void {
+    if (usage === null || usage === undefined) return;
+    const known = this.header.usage;
+    const merged: UsageView = { ...usage };
+    if (merged.costUsd === undefined && known?.costUsd !== undefined) merged.costUsd = known.costUsd;
+    if (known !== null && merged.inputTokens + merged.outputTokens === 0 && known.inputTokens + known.outputTokens > 0) {
+      return; // an old daemon's zero total after the streamed ones
+    }
+    this.header.usage = merged;
+    this.emitHeader();
+  }
+
+  /** Files changed by this run's successful write/edit records, in order. */
+  recordedChanges(): ChangedFile[] {
+    const changes: ChangedFile[] = [];
+    for (const entry of this.entryList) {
+      if (entry.kind !== 'toolCall' || entry.record === null || !entry.record.success) continue;
+      const { toolName, output, inputs } = entry.record;
+      if (toolName !== 'write_file' && toolName !== 'edit_file') continue;
+      const path = typeof output.path === 'string' ? output.path : (inputs as Record<string, unknown>).path;
+      if (typeof path !== 'string') continue;
+      const change = toolName === 'write_file' && output.created === true ? 'added' : 'modified';
+      changes.push({ path, change });
+    }
+    return mergeChangedFiles([], changes);
+  }
+
   private finish(end: Omit<EndEntry, 'kind' | 'id'>): void {
     if (this.end !== null) {
       return;
     }
+    end.changedFiles = mergeChangedFiles(this.recordedChanges(), end.changedFiles);
     this.add({ kind: 'end', id: 'end', ...end });
     this.header.phase = 'finished';
     this.emitHeader();
@@ -617,7 +738,8 @@ function storedStopReason(detail: RunDetail): StopReason {
     case 'cancelled':
       return 'cancelled';
     case 'limit':
-      return 'max_iterations';
+      // Both limits: the iteration count and the model's window.
+      return detail.stopReason === 'context_exhausted' ? 'context_exhausted' : 'max_iterations';
     case 'failed':
     case 'interrupted':
       return 'error';
@@ -626,6 +748,18 @@ function storedStopReason(detail: RunDetail): StopReason {
         ? detail.stopReason
         : 'final_answer';
   }
+}
+
+/** One row per path: the first change of a path wins ("added" stays added after edits). */
+export function mergeChangedFiles(first: readonly ChangedFile[], second: readonly ChangedFile[]): ChangedFile[] {
+  const byPath = new Map<string, ChangedFile>();
+  for (const file of [...first, ...second]) {
+    const key = file.path.replace(/^\.\//, '');
+    const known = byPath.get(key);
+    if (known === undefined) byPath.set(key, { path: key, change: file.change });
+    else if (file.change === 'deleted') byPath.set(key, { path: key, change: known.change === 'added' ? 'added' : 'deleted' });
+  }
+  return [...byPath.values()];
 }
 
 function structuredCopy<T>(value: T): T {

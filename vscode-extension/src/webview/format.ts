@@ -1,6 +1,6 @@
 // Text the panel shows: durations, times, pretty JSON, one-line summaries. Pure functions.
 
-import type { StopReason } from '../shared/runState';
+import type { StopReason, UsageView } from '../shared/runState';
 
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms) || ms < 0) {
@@ -101,4 +101,37 @@ function oneLine(text: string): string {
 
 function isShown(value: unknown): boolean {
   return (typeof value === 'string' && value.trim() !== '') || typeof value === 'number' || typeof value === 'boolean';
+}
+
+/** The workspace path a call is about (`path` or `file` input), if any. */
+export function inputPath(inputs: unknown): string | null {
+  if (inputs === null || typeof inputs !== 'object' || Array.isArray(inputs)) return null;
+  const record = inputs as Record<string, unknown>;
+  for (const key of ['path', 'file']) {
+    const value = record[key];
+    if (typeof value === 'string' && value.trim() !== '' && value.length < 4096) return value;
+  }
+  return null;
+}
+
+export interface UsageText {
+  tokens: string;
+  cost: string;
+}
+
+/** Tokens and cost for the run header; "—" where the daemon reported nothing (or is older). */
+export function formatUsage(usage: UsageView | null): UsageText {
+  const known = usage !== null && usage.inputTokens + usage.outputTokens > 0;
+  let tokens = '—';
+  if (known) {
+    tokens = `${usage.inputTokens.toLocaleString('en-US')} in · ${usage.outputTokens.toLocaleString('en-US')} out`;
+    const cached = usage.cacheReadTokens ?? 0;
+    if (cached > 0) tokens += ` (${cached.toLocaleString('en-US')} cached)`;
+  }
+  const costUsd = usage?.costUsd;
+  let cost = '—';
+  if (typeof costUsd === 'number' && Number.isFinite(costUsd) && costUsd >= 0) {
+    cost = costUsd === 0 ? '$0.00' : costUsd < 0.01 ? `$${costUsd.toFixed(4)}` : `$${costUsd.toFixed(2)}`;
+  }
+  return { tokens, cost };
 }

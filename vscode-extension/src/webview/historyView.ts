@@ -52,7 +52,8 @@ export class HistoryView {
     this.list.replaceChildren(
       ...runs.map((run) => {
         const status = STATUS_WORDS[run.status];
-        const meta = [relativeTime(run.startedAt, now), plural(run.toolCallCount, 'tool call')];
+        // A restore of a folder is an entry of its own: it made no tool calls.
+        const meta = [relativeTime(run.startedAt, now), run.kind === 'restore' ? 'restore' : plural(run.toolCallCount, 'tool call')];
         if (run.continuedFrom) meta.push('follow-up');
         const button = el(
           'button',

@@ -2,10 +2,11 @@
 // host sends its whole state when the page says `ready` (the page may be recreated at any
 // time), then run events as they happen; the page sends the user's actions.
 
-import type { DaemonStatus, HostMessage, Notice, WebviewMessage } from '../shared/messages';
+import type { DaemonStatus, HostMessage, Notice, RunTab, WebviewMessage } from '../shared/messages';
 import { RunState, type RunSnapshot } from '../shared/runState';
-import { required, setAttr, setText } from './dom';
-import { stopReasonTitle } from './format';
+import { el, required, setAttr, setText } from './dom';
+import { Composer } from './composer';
+import { clip, formatUsage, stopReasonTitle } from './format';
 import { HistoryView } from './historyView';
 import { TranscriptView } from './transcriptView';
 
@@ -38,6 +39,10 @@ const statusActions = required<HTMLElement>(root, '[data-testid="status-actions"
 const notice = required<HTMLElement>(root, '[data-testid="notice"]');
 const runHeading = required<HTMLElement>(root, '[data-testid="run-heading"]');
 const runMeta = required<HTMLElement>(root, '[data-testid="run-meta"]');
+const runUsage = required<HTMLElement>(root, '[data-testid="run-usage"]');
+const runTokens = required<HTMLElement>(root, '[data-testid="run-tokens"]');
+const runCost = required<HTMLElement>(root, '[data-testid="run-cost"]');
+const runTabs = required<HTMLElement>(root, '[data-testid="run-tabs"]');
 const transcriptList = required<HTMLElement>(root, '[data-testid="transcript"]');
 const transcriptEmpty = required<HTMLElement>(root, '[data-testid="transcript-empty"]');
 const historyDetails = required<HTMLDetailsElement>(root, '[data-testid="history"]');
@@ -45,7 +50,7 @@ const announcer = required<HTMLElement>(root, '[data-testid="announcer"]');
 const alertAnnouncer = required<HTMLElement>(root, '[data-testid="alert-announcer"]');
 
 let daemon: DaemonStatus = { state: 'starting', message: 'Connecting…' };
-let activeRunId: string | null = null;
+let tabs: RunTab[] = [];
 let run: RunState | null = null;
 let stopHeaderListener: (() => void) | null = null;
 let sentPrompt: string | null = null;
@@ -74,8 +79,20 @@ const transcript = new TranscriptView(
     rendered: () => {
       document.dispatchEvent(new CustomEvent('cleveragents:rendered'));
     },
+    openFile: (path, line) => post({ type: 'openFile', path, line, runId: run?.runId ?? null }),
+    openLink: (href) => post({ type: 'openLink', href }),
+    copy: (text) => post({ type: 'copy', text }),
+    showProposal: (requestId) => post({ type: 'showProposal', requestId }),
+    showChange: (path) => {
+      if (run !== null) post({ type: 'showChange', runId: run.runId, path });
+    },
+    restore: (iteration) => {
+      if (run !== null) post({ type: 'restore', runId: run.runId, iteration });
+    },
   },
 );
+
+const composer = new Composer(root, prompt, post, () => renderControls());
 
 const history = new HistoryView(
   required<HTMLUListElement>(root, '[data-testid="history-list"]'),
@@ -106,7 +123,7 @@ function receive(message: HostMessage): void {
   switch (message.type) {
     case 'state':
       daemon = message.state.daemon;
-      activeRunId = message.state.activeRunId;
+      tabs = message.state.runs;
       history.show(message.state.history);
       showRun(message.state.run);
       break;
@@ -127,19 +144,31 @@ function receive(message: HostMessage): void {
       history.show(message.history);
       break;
     case 'activeRun':
-      activeRunId = message.runId;
       if (message.runId !== null && sentPrompt !== null && prompt.value === sentPrompt) {
         prompt.value = '';
         page.prompt = '';
         savePage();
+        composer.clearContext();
       }
       sentPrompt = null;
+      break;
+    case 'runs':
+      tabs = message.runs;
       break;
     case 'notice':
       showNotice(message.notice);
       break;
     case 'focusPrompt':
       prompt.focus();
+      break;
+    case 'options':
+      composer.showOptions(message.options);
+      break;
+    case 'context':
+      composer.addContext(message.item);
+      break;
+    case 'files':
+      composer.showFiles(message.query, message.paths);
       break;
   }
   scheduleStatus();
@@ -171,6 +200,7 @@ function scheduleStatus(): void {
     statusFrame = requestAnimationFrame(() => {
       statusFrame = null;
       renderHeader();
+      renderTabs();
       renderControls();
       renderStatus();
     });
@@ -179,11 +209,15 @@ function scheduleStatus(): void {
 
 function renderHeader(): void {
   transcriptEmpty.hidden = run !== null;
+  runUsage.hidden = run === null;
   if (run === null) {
     setText(runHeading, 'No run yet');
     setText(runMeta, '');
     return;
   }
+  const usage = formatUsage(run.header.usage);
+  setText(runTokens, usage.tokens);
+  setText(runCost, usage.cost);
   const header = run.header;
   setText(runHeading, header.prompt || header.runId);
   const meta: string[] = [];
@@ -195,19 +229,27 @@ function renderHeader(): void {
   setText(runMeta, meta.join(' · '));
 }
 
+/** The run on display, when this client has it going. */
+function displayedActive(): boolean {
+  return run !== null && tabs.some((tab) => tab.runId === run?.runId && tab.active);
+}
+
 function renderControls(): void {
   const hasPrompt = prompt.value.trim() !== '';
-  runButton.disabled = activeRunId !== null || !hasPrompt;
-  stopButton.disabled = activeRunId === null;
-  continueButton.disabled = !(run !== null && run.finished && activeRunId === null && hasPrompt);
+  runButton.disabled = !hasPrompt;
+  stopButton.disabled = !displayedActive();
+  // A restore has no conversation to follow up.
+  const continuable = run !== null && run.finished && run.header.kind === 'run';
+  continueButton.disabled = !(continuable && hasPrompt);
   setAttr(
     continueButton,
     'title',
-    run !== null && run.finished ? `Send the prompt as a follow-up to "${run.header.prompt}"` : 'Open a finished run to continue it',
+    continuable && run !== null ? `Send the prompt as a follow-up to "${run.header.prompt}"` : 'Open a finished run to continue it',
   );
 }
 
 function renderStatus(): void {
+  status.setAttribute('data-daemon', daemon.state);
   const failed = daemon.state === 'failed';
   statusActions.hidden = !failed;
   if (failed || (run === null && daemon.state !== 'ready')) {
@@ -217,7 +259,8 @@ function renderStatus(): void {
     return;
   }
   if (run === null) {
-    setText(status, activeRunId !== null ? 'A run is going.' : 'Ready.');
+    const going = tabs.filter((tab) => tab.active).length;
+    setText(status, going > 1 ? `${going} runs are going.` : going === 1 ? 'A run is going.' : 'Ready.');
     status.setAttribute('data-state', 'ready');
     return;
   }
@@ -249,9 +292,10 @@ function renderStatus(): void {
 
 function startRun(): void {
   const text = prompt.value.trim();
-  if (!text || activeRunId !== null) return;
+  if (!text) return;
   sentPrompt = prompt.value;
-  post({ type: 'run', prompt: text });
+  const context = composer.context;
+  post(context.length > 0 ? { type: 'run', prompt: text, context } : { type: 'run', prompt: text });
 }
 
 form.addEventListener('submit', (event) => {
@@ -276,10 +320,66 @@ continueButton.addEventListener('click', () => {
   const text = prompt.value.trim();
   if (!text || run === null || !run.finished) return;
   sentPrompt = prompt.value;
-  post({ type: 'continue', prompt: text, runId: run.runId });
+  const context = composer.context;
+  post(
+    context.length > 0
+      ? { type: 'continue', prompt: text, runId: run.runId, context }
+      : { type: 'continue', prompt: text, runId: run.runId },
+  );
 });
 
-stopButton.addEventListener('click', () => post({ type: 'stop' }));
+stopButton.addEventListener('click', () => post({ type: 'stop', runId: run?.runId ?? null }));
+
+// -- the run list ------------------------------------------------------------------------------
+
+let drawnTabs = '';
+function renderTabs(): void {
+  const key = JSON.stringify([tabs, run?.runId ?? null]);
+  if (key === drawnTabs) return;
+  drawnTabs = key;
+  // One run and it is on display: the list would only repeat the heading.
+  runTabs.hidden = tabs.length === 0 || (tabs.length === 1 && tabs[0]?.runId === run?.runId && !tabs[0]?.active);
+  runTabs.replaceChildren(
+    ...tabs.map((tab) => {
+      const state = tab.pendingApprovals > 0 ? 'approval' : tab.active ? 'running' : (tab.stopReason ?? 'finished');
+      const label = clip(tab.prompt || tab.runId, 40);
+      const button = el(
+        'button',
+        {
+          className: 'run-tab',
+          attrs: {
+            type: 'button',
+            'data-testid': 'run-tab',
+            'data-run-id': tab.runId,
+            'data-state': state,
+            'aria-current': String(tab.runId === run?.runId),
+            title: `${tab.prompt}${tab.pendingApprovals > 0 ? ' (waiting for your approval)' : tab.active ? ' (running)' : ''}`,
+          },
+        },
+        el('span', { className: 'run-tab-icon', attrs: { 'aria-hidden': 'true' } }),
+        el('span', { className: 'run-tab-label', text: label }),
+      );
+      if (tab.pendingApprovals > 0) {
+        button.append(el('span', { className: 'badge', text: String(tab.pendingApprovals), attrs: { 'aria-label': 'approvals waiting' } }));
+      }
+      if (!tab.active) return button;
+      const stop = el('button', {
+        className: 'run-tab-stop',
+        text: '■',
+        attrs: { type: 'button', 'data-testid': 'run-tab-stop', 'data-run-id': tab.runId, 'aria-label': `Stop "${label}"`, title: 'Stop this run' },
+      });
+      return el('span', { className: 'run-tab-group' }, button, stop);
+    }),
+  );
+}
+
+runTabs.addEventListener('click', (event) => {
+  const button = (event.target as Element | null)?.closest('button');
+  const runId = button?.getAttribute('data-run-id');
+  if (button === null || button === undefined || !runId) return;
+  if (button.getAttribute('data-testid') === 'run-tab-stop') post({ type: 'stop', runId });
+  else if (runId !== run?.runId) post({ type: 'openRun', runId });
+});
 
 required<HTMLButtonElement>(root, '[data-testid="history-refresh"]').addEventListener('click', () =>
   post({ type: 'refreshHistory' }),

@@ -29,9 +29,11 @@ import type {
   ToolCallEntry,
 } from '../shared/runState';
 import { el, setAttr, setText } from './dom';
-import { formatDuration, inputSummary, plural, prettyJson, stopReasonTitle } from './format';
+import { formatDuration, inputPath, inputSummary, plural, prettyJson, stopReasonTitle } from './format';
+import { pathLink, renderMarkdown } from './markdown';
 
 const FRAME_BUDGET_MS = 6;
+const FILE_TOOLS = new Set(['write_file', 'edit_file']);
 const BOTTOM_SLACK_PX = 40;
 const CHUNK_ROWS = 50;
 const BUSY_BACKLOG = 50;
@@ -46,6 +48,17 @@ export interface TranscriptCallbacks {
   expansionChanged(expanded: string[]): void;
   /** Every queued change is on screen. */
   rendered(): void;
+  /** A workspace path was clicked (the host checks it and opens it). */
+  openFile(path: string, line: number | null): void;
+  /** An http(s) or mailto link was clicked. */
+  openLink(href: string): void;
+  copy(text: string): void;
+  /** Open the diff of a pending file change again. */
+  showProposal(requestId: string): void;
+  /** Open a changed file's diff (before the run vs now). */
+  showChange(path: string): void;
+  /** Undo the run (iteration null) or restore its folder to before an iteration. */
+  restore(iteration: number | null): void;
 }
 
 interface ToolRow {
@@ -80,6 +93,10 @@ export class TranscriptView {
   private anchored = false;
   /** The user is at the bottom: keep following. */
   private follow = true;
+  private lastScrollTop = 0;
+  private lastScrollHeight = 0;
+  /** A catch-up jump waits for its frame. */
+  private catchingUp = false;
   private finishedSince = { done: 0, failed: 0 };
   private announceTimer: ReturnType<typeof setTimeout> | null = null;
 
@@ -90,12 +107,35 @@ export class TranscriptView {
     private readonly callbacks: TranscriptCallbacks,
   ) {
     this.list.addEventListener('click', (event) => this.onClick(event));
+    this.list.addEventListener('keydown', (event) => {
+      const target = event.target as Element | null;
+      if (event.key === 'Enter' && target?.matches('a.path-link')) {
+        (target as HTMLElement).click();
+      }
+    });
     this.scroller.addEventListener('scroll', () => this.onScroll(), { passive: true });
   }
 
   private onScroll(): void {
     const { scrollTop, clientHeight, scrollHeight } = this.scroller;
-    const follow = scrollTop + clientHeight >= scrollHeight - BOTTOM_SLACK_PX;
+    const atBottom = scrollTop + clientHeight >= scrollHeight - BOTTOM_SLACK_PX;
+    const movedUp = scrollTop < this.lastScrollTop - 1;
+    // The browser also moves the view up by itself, when rows above it shrink (off-screen
+    // chunks laid out with their real size): the list's height changes with that move.
+    const resized = scrollHeight !== this.lastScrollHeight;
+    this.lastScrollTop = scrollTop;
+    this.lastScrollHeight = scrollHeight;
+    if (atBottom) {
+      this.setFollow(true);
+    } else if (movedUp && !resized) {
+      // Only the reader (wheel, keys, scroll bar, focus) moving up stops following.
+      this.setFollow(false);
+    } else if (movedUp && this.follow && this.queue.length === 0 && !this.catchingUp) {
+      this.catchUp(10);
+    }
+  }
+
+  private setFollow(follow: boolean): void {
     if (follow !== this.follow) {
       this.follow = follow;
       this.anchor.classList.toggle('off', !follow);
@@ -116,6 +156,8 @@ export class TranscriptView {
     this.chunk = null;
     this.anchored = false;
     this.follow = true;
+    this.lastScrollTop = 0;
+    this.lastScrollHeight = 0;
     this.anchor.classList.remove('off');
     if (state === null) {
       this.flushNow();
@@ -187,7 +229,27 @@ export class TranscriptView {
       return;
     }
     setAttr(this.list, 'aria-busy', null);
+    // Once per drained queue (not per frame): if the browser's anchoring lost the bottom (a
+    // row's height changed above the fold as its markdown was redrawn), catch up.
+    this.catchUp(10);
     this.callbacks.rendered();
+  }
+
+  /**
+   * While following, make sure the bottom is in view once the queue is drained. Off-screen
+   * chunks are laid out with a guessed size, so one jump may land short of the bottom: the
+   * check repeats for a few frames (a layout read per frame only then, not while streaming).
+   */
+  private catchUp(attempts: number): void {
+    if (!this.follow || attempts <= 0) return;
+    const { scrollTop, clientHeight, scrollHeight } = this.scroller;
+    if (scrollTop + clientHeight >= scrollHeight - BOTTOM_SLACK_PX) return;
+    this.anchor.scrollIntoView({ block: 'end' });
+    this.catchingUp = true;
+    requestAnimationFrame(() => {
+      this.catchingUp = false;
+      if (this.frame === null && this.queue.length === 0) this.catchUp(attempts - 1);
+    });
   }
 
   private currentChunk(): HTMLElement {
@@ -208,10 +270,10 @@ export class TranscriptView {
         break;
       case 'text':
         element = el('div', {
-          className: 'row assistant-text',
-          text: entry.text,
+          className: 'row assistant-text markdown',
           attrs: { role: 'listitem', 'data-testid': 'assistant-text' },
         });
+        element.append(renderMarkdown(entry.text));
         break;
       case 'toolCall':
         element = this.createToolCall(entry);
@@ -230,19 +292,51 @@ export class TranscriptView {
   private update(entry: Entry): void {
     if (entry.kind === 'text') {
       const row = this.rows.get(entry.id);
-      if (row !== undefined) setText(row, entry.text);
+      if (row !== undefined) row.replaceChildren(renderMarkdown(entry.text));
     } else if (entry.kind === 'toolCall') {
       const row = this.toolRows.get(entry.id);
       if (row !== undefined) this.updateToolCall(entry, row);
+    } else if (entry.kind === 'iteration') {
+      const row = this.rows.get(entry.id);
+      if (row !== undefined) {
+        const fresh = this.createIteration(entry);
+        row.replaceWith(fresh);
+        this.rows.set(entry.id, fresh);
+      }
+    } else if (entry.kind === 'end') {
+      const row = this.rows.get(entry.id);
+      if (row !== undefined) {
+        const fresh = this.createEnd(entry);
+        row.replaceWith(fresh);
+        this.rows.set(entry.id, fresh);
+      }
     }
   }
 
   private createIteration(entry: IterationEntry): HTMLElement {
-    return el('div', {
-      className: 'row iteration',
-      text: `Iteration ${entry.iteration}`,
-      attrs: { role: 'listitem', 'data-testid': 'iteration', 'data-iteration': String(entry.iteration) },
-    });
+    const row = el(
+      'div',
+      {
+        className: 'row iteration',
+        attrs: { role: 'listitem', 'data-testid': 'iteration', 'data-iteration': String(entry.iteration) },
+      },
+      el('span', { text: `Iteration ${entry.iteration}` }),
+    );
+    if (entry.restorable) {
+      row.append(
+        el('button', {
+          className: 'link restore',
+          text: 'Restore to before this step',
+          attrs: {
+            type: 'button',
+            'data-testid': 'restore-iteration',
+            'data-iteration': String(entry.iteration),
+            title: `Put the folder back as it was before iteration ${entry.iteration} (shows the files first)`,
+          },
+        }),
+      );
+    }
+    return row;
   }
 
   private createGap(entry: GapEntry): HTMLElement {
@@ -258,9 +352,12 @@ export class TranscriptView {
 
   private createEnd(entry: EndEntry): HTMLElement {
     const state = this.state;
-    const title = stopReasonTitle(entry.stopReason, state?.header.maxIterations ?? null);
+    const isRestore = state?.header.kind === 'restore';
+    const title = isRestore ? 'Restored' : stopReasonTitle(entry.stopReason, state?.header.maxIterations ?? null);
     const counts = state?.counts();
-    const parts = [plural(entry.iterations, 'iteration'), plural(entry.toolCalls, 'tool call')];
+    const parts = isRestore
+      ? [plural(entry.changedFiles.length, 'file') + ' changed']
+      : [plural(entry.iterations, 'iteration'), plural(entry.toolCalls, 'tool call')];
     if (counts !== undefined && counts.failed > 0) parts.push(`${counts.failed} failed`);
     if (entry.usage !== null && entry.usage.inputTokens + entry.usage.outputTokens > 0) {
       parts.push(plural(entry.usage.inputTokens + entry.usage.outputTokens, 'token'));
@@ -282,8 +379,60 @@ export class TranscriptView {
     if (entry.error) {
       element.append(el('p', { className: 'end-error', text: entry.error, attrs: { 'data-testid': 'run-error' } }));
     }
+    if (entry.undoable) {
+      const restore = state?.header.kind === 'restore';
+      element.append(
+        el(
+          'div',
+          { className: 'end-actions' },
+          el('button', {
+            className: 'secondary',
+            text: restore ? 'Undo this restore' : 'Undo this run',
+            attrs: {
+              type: 'button',
+              'data-testid': 'undo-run',
+              title: restore
+                ? 'Put the folder back as it was before this restore (shows the files first)'
+                : 'Put the folder back as it was before this run (shows the files first)',
+            },
+          }),
+        ),
+      );
+    }
+    if (entry.checkpointWarning) {
+      element.append(el('p', { className: 'end-warning', text: entry.checkpointWarning, attrs: { 'data-testid': 'checkpoint-warning' } }));
+    }
+    if (entry.changedFiles.length > 0) {
+      element.append(
+        el('div', { className: 'detail-label', text: `Changed files (${entry.changedFiles.length})` }),
+        el(
+          'ul',
+          { className: 'changed-files', attrs: { 'data-testid': 'changed-files' } },
+          ...entry.changedFiles.map((file) =>
+            el(
+              'li',
+              {},
+              el('button', {
+                className: 'link',
+                text: file.path,
+                attrs: {
+                  type: 'button',
+                  'data-testid': 'changed-file',
+                  'data-path': file.path,
+                  'data-change': file.change,
+                  title: `Show the diff of ${file.path} (before the run vs now)`,
+                },
+              }),
+              el('span', { className: `change-kind ${file.change}`, text: file.change }),
+            ),
+          ),
+        ),
+      );
+    }
     if (entry.content && entry.content.trim() !== this.lastText().trim()) {
-      element.append(el('div', { className: 'end-content', text: entry.content, attrs: { 'data-testid': 'run-content' } }));
+      const content = el('div', { className: 'end-content markdown', attrs: { 'data-testid': 'run-content' } });
+      content.append(renderMarkdown(entry.content));
+      element.append(content);
     }
     return element;
   }
@@ -314,11 +463,14 @@ export class TranscriptView {
       statusText,
     );
     const duration = el('span', { className: 'tool-duration', attrs: { 'data-testid': 'tool-call-duration' } });
+    const path = inputPath(entry.inputs);
+    const open = path === null ? null : pathLink(path, null, 'open');
     const errorKind = el('span', { className: 'tool-error-kind', attrs: { 'data-testid': 'tool-call-error-kind' } });
     const element = el(
       'div',
       { className: 'row tool-call', attrs: { role: 'listitem', 'data-testid': 'tool-call', 'data-entry-id': entry.id } },
       toggle,
+      open,
       duration,
       errorKind,
     );
@@ -428,6 +580,13 @@ export class TranscriptView {
         button('approve-allow', 'allow', 'Allow', 'primary'),
         button('approve-deny', 'deny', 'Deny', 'secondary'),
         button('approve-allow-run', 'allow_for_run', `Allow ${entry.toolName} for this run`, 'secondary'),
+        FILE_TOOLS.has(entry.toolName)
+          ? el('button', {
+              className: 'link',
+              text: 'Show the diff',
+              attrs: { type: 'button', 'data-testid': 'approval-diff', 'data-proposal': approval.requestId },
+            })
+          : null,
       ),
     );
   }
@@ -464,11 +623,50 @@ export class TranscriptView {
 
   private onClick(event: MouseEvent): void {
     const target = event.target as Element | null;
+    const link = target?.closest('a');
+    if (link !== null && link !== undefined && this.list.contains(link)) {
+      event.preventDefault();
+      const path = link.getAttribute('data-path');
+      const href = link.getAttribute('href');
+      if (path !== null) {
+        const line = Number(link.getAttribute('data-line'));
+        this.callbacks.openFile(path, Number.isInteger(line) && line > 0 ? line : null);
+      } else if (href !== null) {
+        this.callbacks.openLink(href);
+      }
+      return;
+    }
     const button = target?.closest('button');
     if (button === null || button === undefined || !this.list.contains(button)) {
       return;
     }
     const testId = button.getAttribute('data-testid');
+    if (testId === 'approval-diff') {
+      const requestId = button.getAttribute('data-proposal');
+      if (requestId !== null) this.callbacks.showProposal(requestId);
+      return;
+    }
+    if (testId === 'undo-run') {
+      this.callbacks.restore(null);
+      return;
+    }
+    if (testId === 'restore-iteration') {
+      const iteration = Number(button.getAttribute('data-iteration'));
+      if (Number.isInteger(iteration) && iteration > 0) this.callbacks.restore(iteration);
+      return;
+    }
+    if (testId === 'changed-file') {
+      const path = button.getAttribute('data-path');
+      if (path !== null) this.callbacks.showChange(path);
+      return;
+    }
+    if (testId === 'copy-code') {
+      const code = button.parentElement?.querySelector('pre')?.textContent ?? '';
+      this.callbacks.copy(code);
+      setText(button, 'Copied');
+      setTimeout(() => setText(button, 'Copy'), 1500);
+      return;
+    }
     if (testId === 'tool-call-toggle') {
       const id = button.closest('[data-testid="tool-call"]')?.getAttribute('data-entry-id');
       const row = id ? this.toolRows.get(id) : undefined;

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 
 import { renderProtocolTypes } from '../../scripts/protocol-types.mjs';
 import { createNonce, renderWebviewHtml } from '../../src/host/webviewHtml';
-import { clip, formatDuration, inputSummary, prettyJson, relativeTime } from '../../src/webview/format';
+import { clip, formatDuration, inputSummary, prettyJson, relativeTime, stopReasonTitle } from '../../src/webview/format';
 import { EXTENSION_ROOT, REPO_ROOT } from './pythonForTests';
 
 describe('protocol types', () => {
@@ -46,6 +46,13 @@ describe('formatting', () => {
     assert.equal(inputSummary({ _raw: 'not json' }), '_raw: not json');
     assert.equal(inputSummary('oops'), '"oops"');
     assert.equal(inputSummary({ path: 'a'.repeat(200) }).length, 80);
+  });
+
+  it('names every way a run ends', () => {
+    assert.equal(stopReasonTitle('final_answer', 25), 'Finished');
+    assert.equal(stopReasonTitle('max_iterations', 25), 'Stopped at the iteration limit (25)');
+    assert.equal(stopReasonTitle('context_exhausted', 25), "Stopped: the model's context window is full");
+    assert.equal(stopReasonTitle('cancelled', null), 'Stopped');
   });
 
   it('says how long ago a run started', () => {

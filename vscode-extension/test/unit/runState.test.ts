@@ -87,7 +87,7 @@ describe('RunState with the recorded final_answer stream', () => {
         ['call_missing', 'failure', 'execution_error'],
         ['call_write', 'success', null],
         ['call_command', 'failure', 'denied'],
-        ['call_edit', 'failure', 'execution_error'],
+        ['call_edit', 'success', null],
       ],
     );
     assert.equal(state.end?.stopReason, 'final_answer');
@@ -361,6 +361,13 @@ describe('RunState.fromDetail (history)', () => {
       assert.deepEqual(storedTexts, liveTexts);
     });
   }
+
+  it('tells a run stopped by a full context window from one stopped at the iteration limit', () => {
+    const limited = scenario('max_iterations').detail;
+    const exhausted = RunState.fromDetail({ ...limited, status: 'limit', stopReason: 'context_exhausted' });
+    assert.equal(exhausted.end?.stopReason, 'context_exhausted');
+    assert.equal(RunState.fromDetail(limited).end?.stopReason, 'max_iterations');
+  });
 
   it('treats late notifications for a stored run as duplicates', () => {
     const stored = RunState.fromDetail(FINAL.detail);

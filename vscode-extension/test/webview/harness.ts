@@ -10,11 +10,15 @@ import type { AddressInfo } from 'node:net';
 import { dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { after, before } from 'node:test';
+
 import { chromium, type Browser, type Page } from 'playwright-core';
 
 import { RunStore } from '../../src/host/runStore';
 import { renderWebviewHtml } from '../../src/host/webviewHtml';
+import type { RunResult } from '../../src/protocol';
 import type { HostMessage, WebviewMessage } from '../../src/shared/messages';
+import type { RunNotification } from '../../src/shared/runState';
 
 // Tests run from out/test/webview.
 export const EXTENSION_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -256,4 +260,48 @@ export class PanelHarness {
       }
     }
   }
+}
+
+/** One page server and one browser for a test file (started before its tests, closed after). */
+export function useBrowser(): { browser: () => Browser; url: () => string } {
+  let browser: Browser | undefined;
+  let server: PageServer | undefined;
+  before(async () => {
+    server = await servePage();
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+  const need = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('useBrowser() is used before its before() hook ran');
+    return value;
+  };
+  return { browser: () => need(browser), url: () => need(server).url };
+}
+
+/** Sends `runId`'s notifications into the harness's store, numbering them as the daemon does. */
+export function notifier(harness: PanelHarness, runId: string): (method: string, params: object) => void {
+  let seq = 0;
+  return (method, params) => {
+    seq += 1;
+    harness.store.notify({ method, params: { ...params, runId, seq } } as RunNotification);
+  };
+}
+
+/** A finished run's result that changed nothing and reported no tokens. */
+export function runResult(runId: string, content: string, iterations = 1): RunResult {
+  return {
+    runId,
+    content,
+    stopReason: 'final_answer',
+    iterations,
+    terminatedByLimit: false,
+    usage: { inputTokens: 0, outputTokens: 0 },
+    toolCallHistory: [],
+    continuedFrom: null,
+    changedFiles: [],
+    checkpointWarning: null,
+  };
 }

@@ -2,27 +2,14 @@
 // daemon (test/fixtures/daemon-streams.json) through the extension's RunStore.
 
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-
-import type { Browser } from 'playwright-core';
+import { describe, it } from 'node:test';
 
 import type { RunResult } from '../../src/protocol';
 import type { RunNotification } from '../../src/shared/runState';
 import { largeRun, notificationsOf, recordedRuns, scenario, type RecordedScenario } from '../fixtures/streams';
-import { launchBrowser, PanelHarness, servePage, type PageServer } from './harness';
+import { PanelHarness, runResult, useBrowser } from './harness';
 
-let browser: Browser;
-let server: PageServer;
-
-before(async () => {
-  server = await servePage();
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const session = useBrowser();
 
 const row = (callId: string): string => `[data-testid="tool-call"][data-call-id="${callId}"]`;
 
@@ -69,7 +56,7 @@ async function replay(harness: PanelHarness, recorded: RecordedScenario, options
 }
 
 async function openPanel(): Promise<PanelHarness> {
-  const harness = await PanelHarness.open(browser, server.url);
+  const harness = await PanelHarness.open(session.browser(), session.url());
   harness.onMessage = (message) => {
     if (message.type === 'approve') harness.store.answerApproval(message.requestId, message.decision);
     if (message.type === 'openRun') {
@@ -124,7 +111,7 @@ describe('the runs panel', () => {
       ['call_missing', 'read_file', 'failure', 'execution_error'],
       ['call_write', 'write_file', 'success', null],
       ['call_command', 'run_command', 'failure', 'denied'],
-      ['call_edit', 'edit_file', 'failure', 'execution_error'],
+      ['call_edit', 'edit_file', 'success', null],
     ]);
     assert.equal(await page.locator('[data-testid="iteration"]').count(), 3);
     assert.deepEqual(await page.locator('[data-testid="assistant-text"]').allTextContents(), [
@@ -251,8 +238,8 @@ describe('the runs panel', () => {
     const harness = await openPanel();
     const { page } = harness;
     const recorded = scenario('final_answer');
-    // After call_edit started (seq 28), before the approvals.
-    const cut = recorded.messages.findIndex((m) => m.kind === 'notification' && m.params.seq === 28) + 1;
+    // After call_edit started (seq 30), before its approval.
+    const cut = recorded.messages.findIndex((m) => m.kind === 'notification' && m.params.seq === 30) + 1;
     await replay(harness, recorded, { stopAfter: cut });
     await page.locator(row('call_edit')).waitFor();
     await page.click(`${row('call_missing')} [data-testid="tool-call-toggle"]`);
@@ -411,18 +398,7 @@ describe('a run of 5,000 tool calls', () => {
 
   it('renders incrementally, streamed or in one burst, and reports its time', async () => {
     const stream = largeRun(count);
-    const result: RunResult = {
-      runId: 'large-run',
-      content: `Read ${count} files.`,
-      stopReason: 'final_answer',
-      iterations: count / 10,
-      terminatedByLimit: false,
-      usage: { inputTokens: 0, outputTokens: 0 },
-      toolCallHistory: [],
-      continuedFrom: null,
-      changedFiles: [],
-      checkpointWarning: null,
-    };
+    const result = runResult('large-run', `Read ${count} files.`, count / 10);
 
     // 1. Streamed as a fast daemon sends it: the store forwards a batch per 16 ms tick.
     const streamed = await openPanel();
@@ -438,14 +414,24 @@ describe('a run of 5,000 tool calls', () => {
     const streamedStats = await settled(streamed);
     assert.equal(await streamed.page.locator('[data-testid="tool-call"][data-status="failure"]').count(), count / 25);
     assert.equal(await streamed.page.locator('[data-testid="tool-call"][data-status="running"]').count(), 0);
-    // The view followed the run to its end.
-    const atBottom = await streamed.page.evaluate(() => {
-      const scroller = document.querySelector('section.run') as HTMLElement;
-      const end = document.querySelector('[data-testid="run-end"]') as HTMLElement;
-      const box = scroller.getBoundingClientRect();
-      const endBox = end.getBoundingClientRect();
-      return endBox.bottom <= box.bottom + 1 && endBox.top >= box.top;
-    });
+    // The view followed the run to its end (allowing the frames the last jumps take while
+    // off-screen chunks get their real size: a few, more on a loaded machine).
+    const atBottom = await streamed.page.evaluate(
+      () =>
+        new Promise<boolean>((resolve) => {
+          const giveUp = performance.now() + 15_000;
+          const check = (): void => {
+            const scroller = document.querySelector('section.run') as HTMLElement;
+            const end = document.querySelector('[data-testid="run-end"]') as HTMLElement;
+            const box = scroller.getBoundingClientRect();
+            const endBox = end.getBoundingClientRect();
+            const inView = endBox.bottom <= box.bottom + 1 && endBox.top >= box.top;
+            if (inView || performance.now() > giveUp) resolve(inView);
+            else requestAnimationFrame(check);
+          };
+          check();
+        }),
+    );
     assert.equal(atBottom, true, 'the end of the run is in view');
     await streamed.screenshot('webview-5000-records.png');
     assert.deepEqual(streamed.consoleErrors, []);

@@ -1,0 +1,23 @@
+"""Runs tests/fake_anthropic.py for the e2e test: prints its base URL, answers each request
+with one text reply (a wrong or missing key gets the API's 401), and prints every request's
+key check as a JSON line."""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text  # noqa: E402
+
+with FakeAnthropic() as server:
+    for _ in range(20):
+        server.push(StreamReply(blocks=[Text(["Hello from the fake ", "Anthropic server."])]))
+    print(json.dumps({"baseUrl": server.base_url, "key": API_KEY}), flush=True)
+    seen = 0
+    while True:
+        time.sleep(0.2)
+        for request in server.requests[seen:]:
+            key = request.headers.get("x-api-key") or request.headers.get("authorization", "")
+            print(json.dumps({"path": request.path, "keyMatches": API_KEY in key}), flush=True)
+        seen = len(server.requests)
