@@ -9,7 +9,8 @@ client (hand-written Content-Length framing on asyncio streams, `daemon_client.p
 - round trips: the cheapest request the protocol has (`cleveragents/cancel` of an unknown
   run), `cleveragents/tools`, and a custom request on the bare pygls server;
 - notifications per second to the raw client: one response of many words (a `textDelta`
-  per word) and a run of many tool calls;
+  per word) and a run of many tool calls; the word stream beside the same number of
+  notifications from the bare pygls server (`bench/stream`), in alternating rounds;
 - concurrency: 50 runs at once on one daemon, each 10 iterations of a replay "LLM" that
   waits 50 ms (9 `list_dir` calls, then an answer), against one such run alone.
 
@@ -46,6 +47,7 @@ from daemon_client import RawClient, cpu_seconds, rss_kib
 BENCH = Path(__file__).resolve().parent
 BARE_SERVER = BENCH / "daemon_bare_server.py"
 COLD_START_RATIO_TARGET = 1.25
+STREAM_RATIO_TARGET = 1.0  # the daemon streams at least as fast as bare pygls
 CONCURRENCY_RATIO_TARGET = 2.0
 IDLE_SETTLE_S = 0.3  # after `initialized`, before reading VmRSS: let start-up work finish
 INIT_OPTIONS: dict[str, Any] = {"provider": "replay", "automationProfile": "full-auto"}
@@ -61,6 +63,7 @@ class Plan:
     words: int
     tool_iterations: int
     stream_runs: int
+    stream_pairs: int
     concurrent_runs: int
     iterations: int
     delay_ms: int
@@ -76,6 +79,7 @@ FULL = Plan(
     words=10_000,
     tool_iterations=100,
     stream_runs=3,
+    stream_pairs=15,
     concurrent_runs=50,
     iterations=10,
     delay_ms=50,
@@ -90,6 +94,7 @@ QUICK = Plan(
     words=200,
     tool_iterations=5,
     stream_runs=1,
+    stream_pairs=1,
     concurrent_runs=3,
     iterations=3,
     delay_ms=5,
@@ -472,6 +477,62 @@ async def notification_rate(
 
 
 @dataclass(slots=True)
+class StreamComparison:
+    """The word stream from the daemon and from bare pygls, one of each per round."""
+
+    words: int
+    daemon_per_s: Samples
+    bare_per_s: Samples
+    daemon_cpu_us: Samples
+    bare_cpu_us: Samples
+
+    @property
+    def ratio(self) -> float:
+        return paired_ratio(self.daemon_per_s, self.bare_per_s)
+
+
+async def bare_stream_rate(
+    client: RawClient, seqs: SeqChecker, run_id: str, words: int
+) -> tuple[float, float]:
+    """One `bench/stream` on the bare server: (notifications per s, server CPU us each)."""
+    before = client.notifications
+    seqs.reset_window()
+    server_cpu = cpu_seconds(client.pid)
+    sent = await asyncio.wait_for(
+        client.request("bench/stream", {"runId": run_id, "words": words}), WAIT_S
+    )
+    count = client.notifications - before
+    first, last = seqs.first_at, seqs.last_at
+    if sent != words or count != words or first is None or last is None or last <= first:
+        raise RuntimeError(f"bench/stream sent {sent}, {count} arrived")
+    return (count - 1) / (last - first), (cpu_seconds(client.pid) - server_cpu) * 1e6 / count
+
+
+async def compare_streams(
+    setup: RunSetup, bare: RawClient, script: str, shape: RunShape, plan: Plan
+) -> StreamComparison:
+    """Paired rounds, so that the machine's drifting load hits both sides alike."""
+    label = f"{plan.words} textDelta notifications"
+    figures = StreamComparison(
+        plan.words,
+        Samples(f"daemon, {label}", "per s"),
+        Samples(f"bare pygls, {label}", "per s"),
+        Samples("daemon", "us"),
+        Samples("bare pygls", "us"),
+    )
+    bare.on_notification = setup.seqs
+    await bare_stream_rate(bare, setup.seqs, "bare-warmup", plan.words)
+    for round_number in range(plan.stream_pairs):
+        daemon = await notification_rate(setup, label, script, shape, 1)
+        figures.daemon_per_s.values.extend(daemon.per_s.values)
+        figures.daemon_cpu_us.values.extend(daemon.daemon_cpu_us.values)
+        per_s, cpu_us = await bare_stream_rate(bare, setup.seqs, f"bare-{round_number}", plan.words)
+        figures.bare_per_s.values.append(per_s)
+        figures.bare_cpu_us.values.append(cpu_us)
+    return figures
+
+
+@dataclass(slots=True)
 class Concurrency:
     runs: int
     single_ms: Samples
@@ -536,6 +597,7 @@ class Results:
     trips: list[Samples]
     tools_bytes: int
     streams: list[StreamFigures]
+    versus_bare: StreamComparison
     concurrency: Concurrency
 
 
@@ -594,6 +656,9 @@ async def measure(plan: Plan) -> Results:
                     plan.stream_runs,
                 ),
             ]
+            versus_bare = await compare_streams(
+                setup, bare, text_script, RunShape(1, 0, words), plan
+            )
             concurrency = await measure_concurrency(setup, plan, ws)
             seqs.check()
             rss_after = rss_kib(daemon.pid) / 1024.0
@@ -605,6 +670,7 @@ async def measure(plan: Plan) -> Results:
         trips,
         len(json.dumps(tools)),
         streams,
+        versus_bare,
         concurrency,
     )
 
@@ -637,6 +703,7 @@ def verdicts(results: Results) -> list[Verdict]:
     cold, conc = results.cold, results.concurrency
     ping = results.trips[0]
     text_stream = results.streams[0]
+    versus = results.versus_bare
     return [
         Verdict(
             "cold start to the initialize reply, daemon / bare pygls (median of per-round ratios)",
@@ -649,6 +716,14 @@ def verdicts(results: Results) -> list[Verdict]:
             f"{conc.ratio:.2f}x ({conc.batch_ms.median:.0f} ms / {conc.single_ms.median:.0f} ms;"
             f" target < {CONCURRENCY_RATIO_TARGET:g}x)",
             conc.ratio < CONCURRENCY_RATIO_TARGET,
+        ),
+        Verdict(
+            "textDelta stream rate, daemon / bare pygls (median of per-round ratios)",
+            f"{versus.ratio:.2f}x (medians {versus.daemon_per_s.median:,.0f} and"
+            f" {versus.bare_per_s.median:,.0f} per s; CPU per notification"
+            f" {versus.daemon_cpu_us.median:.1f} and {versus.bare_cpu_us.median:.1f} us;"
+            f" target >= {STREAM_RATIO_TARGET:g}x)",
+            versus.ratio >= STREAM_RATIO_TARGET,
         ),
         Verdict(
             "cold start, the server's CPU time to the reply, daemon / bare pygls",
@@ -738,6 +813,16 @@ def render_table(results: Results) -> str:
             f" daemon {stream.daemon_cpu_us.median:.1f} us, client"
             f" {stream.client_cpu_us.median:.1f} us (medians)"
         )
+    versus = results.versus_bare
+    lines += _header(
+        f"the same stream, daemon beside bare pygls ({plan.stream_pairs} rounds)", "per s"
+    )
+    lines += [_row(x.label, x, digits=0) for x in (versus.daemon_per_s, versus.bare_per_s)]
+    lines.append(
+        f"  {'ratio daemon / bare pygls (per round, median)':<50} {versus.ratio:>15.2f}x"
+        f"   CPU per notification: daemon {versus.daemon_cpu_us.median:.1f} us,"
+        f" bare {versus.bare_cpu_us.median:.1f} us (medians)"
+    )
     lines += _header(
         f"runs of {plan.iterations} iterations, {plan.delay_ms} ms LLM delay each", "ms"
     )
@@ -788,6 +873,14 @@ def render_json(results: Results) -> str:
                 }
                 for st in results.streams
             ],
+            "stream_versus_bare_pygls": {
+                "words": results.versus_bare.words,
+                "daemon_per_s": results.versus_bare.daemon_per_s.summary(),
+                "bare_per_s": results.versus_bare.bare_per_s.summary(),
+                "ratio": results.versus_bare.ratio,
+                "daemon_cpu_us_per_notification": results.versus_bare.daemon_cpu_us.summary(),
+                "bare_cpu_us_per_notification": results.versus_bare.bare_cpu_us.summary(),
+            },
             "concurrency": {
                 "runs": conc.runs,
                 "iterations": results.plan.iterations,

@@ -43,6 +43,7 @@ def test_table_has_every_section_and_one_line_per_target() -> None:
         "RSS 0.3 s after initialized",
         "round trips, one request at a time",
         "notifications to the raw client, first to last",
+        "the same stream, daemon beside bare pygls (1 rounds)",
         "runs of 3 iterations, 5 ms LLM delay each",
     ):
         assert heading in output, heading
@@ -54,6 +55,8 @@ def test_table_has_every_section_and_one_line_per_target() -> None:
         "bench/ping on the bare pygls server",
         "textDelta stream (200 words, one response)",
         "tool-call stream (5 iterations, list_dir)",
+        "daemon, 200 textDelta notifications",
+        "bare pygls, 200 textDelta notifications",
         "one run alone",
         "3 runs at once",
     ):
@@ -62,10 +65,11 @@ def test_table_has_every_section_and_one_line_per_target() -> None:
         line for line in output.splitlines() if line.startswith(("PASS ", "MISS ", "INFO "))
     ]
     targets = [line for line in verdicts if not line.startswith("INFO ")]
-    assert len(targets) == 2, verdicts
+    assert len(targets) == 3, verdicts
     assert any("cold start to the initialize reply" in line for line in targets)
     assert any("3 concurrent runs / one run alone" in line for line in targets)
-    assert len(verdicts) == 6, verdicts
+    assert any("textDelta stream rate, daemon / bare pygls" in line for line in targets)
+    assert len(verdicts) == 7, verdicts
 
 
 def test_json_figures_are_consistent() -> None:
@@ -90,6 +94,10 @@ def test_json_figures_are_consistent() -> None:
     # usage per iteration; a toolCallStarted and a toolCall per call.
     assert streams[1]["notifications_per_run"] == 3 + 2 * 5 + 2 * 4
     assert all(s["per_s"]["median"] > 0 for s in streams)
+    versus = result["stream_versus_bare_pygls"]
+    assert versus["words"] == 200
+    assert versus["daemon_per_s"]["n"] == versus["bare_per_s"]["n"] == 1
+    assert versus["ratio"] > 0
     concurrency = result["concurrency"]
     assert concurrency["runs"] == 3
     assert concurrency["each_run_in_batch_ms"]["n"] == 3

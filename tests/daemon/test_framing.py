@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import threading
 
 import pytest
 
@@ -137,3 +139,47 @@ def test_the_threaded_writer_reports_a_client_that_has_gone() -> None:
     writer.write(b"dropped")  # no error, no block
     writer.close()
     os.close(write_fd)
+
+
+def test_the_threaded_writer_never_blocks_on_a_client_that_stops_reading() -> None:
+    # 4 MiB into a pipe that holds 64 KiB and that nobody reads yet: a blocking `write`
+    # would hang here (the event loop, in the daemon) instead of queueing.
+    read_fd, write_fd = os.pipe()
+    writer = ThreadedWriter(write_fd)
+    messages = [encode(b'{"n":%d,"pad":"%s"}' % (n, b"x" * 1000)) for n in range(4096)]
+    for message in messages:
+        writer.write(message)
+    assert not writer.flush(0.05)  # still queued: the pipe is full
+    received = bytearray()
+
+    def drain() -> None:
+        while chunk := os.read(read_fd, 65536):
+            received.extend(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    assert writer.flush(60)  # everything went out once the client read again, in order
+    writer.close()
+    os.close(write_fd)
+    reader.join(60)
+    os.close(read_fd)
+    assert bytes(received) == b"".join(messages)
+
+
+async def test_messages_of_one_callback_go_out_together_in_order_and_are_never_lost() -> None:
+    read_fd, write_fd = os.pipe()
+    writer = ThreadedWriter(write_fd)
+    first = [encode(b'{"n":%d}' % n) for n in range(1000)]  # 36 KB: over one gathering
+    for message in first:
+        writer.write(message)
+    await asyncio.sleep(0)  # the callback ends: what was gathered goes out
+    last = encode(b'{"n":"last"}')
+    writer.write(last)  # gathered, not yet sent: flush and close must send it
+    assert writer.flush(30)
+    writer.close()
+    os.close(write_fd)
+    received = bytearray()
+    while chunk := os.read(read_fd, 65536):
+        received.extend(chunk)
+    os.close(read_fd)
+    assert bytes(received) == b"".join([*first, last])

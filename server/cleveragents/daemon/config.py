@@ -16,7 +16,8 @@ from .converter import structure, structure_partial, unstructure, without_proble
 from .translate import command_settings
 
 # Keys that look like secrets: refused in initializationOptions with a pointer to the env.
-_SECRET_KEYS = {"apiKey", "api_key", "anthropicApiKey", "openaiApiKey", "token", "secret"}
+# (`token` is not one: it is the `--tcp` daemon's access token, see remote.py.)
+_SECRET_KEYS = {"apiKey", "api_key", "anthropicApiKey", "openaiApiKey", "secret"}
 WHERE = "initializationOptions"
 
 

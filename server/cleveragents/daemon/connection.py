@@ -15,6 +15,10 @@ from ..service.errors import INTERNAL_ERROR, ClientRequestError
 MAX_WITHDRAWN_REMEMBERED = 1024
 
 
+# One encoder for every message: json.dumps with options builds a new one per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), default=str)
+
+
 class Connection:
     """Our side of the client connection: raw sends and server-to-client requests.
 
@@ -32,7 +36,7 @@ class Connection:
     def send(self, message: dict[str, Any]) -> None:
         # ASCII escapes: a lone surrogate (a file name that is not UTF-8, decoded by Python as
         # \udce9) stays valid JSON instead of failing to encode and losing the message.
-        body = json.dumps(message, ensure_ascii=True, separators=(",", ":"), default=str)
+        body = _ENCODER.encode(message)
         self.writer.write(encode(body.encode("ascii")))
 
     def notify(self, method: str, params: Any) -> None:

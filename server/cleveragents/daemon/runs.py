@@ -160,7 +160,14 @@ class RunStream:
 
     def __call__(self, event: RunEvent) -> None:
         run_id = self.plan.run_id
-        if isinstance(event, RunStarted):
+        if isinstance(event, TextDelta):  # first: a run sends far more of these than the rest
+            self._send(
+                "cleveragents/textDelta",
+                wire.TextDeltaParams(
+                    run_id=run_id, seq=self._next(), iteration=event.iteration, text=event.text
+                ),
+            )
+        elif isinstance(event, RunStarted):
             self._send(
                 "cleveragents/runStarted",
                 wire.RunStartedParams(
@@ -192,13 +199,6 @@ class RunStream:
                 ),
             )
             self._progress({"kind": "report", "message": f"step {event.iteration}"})
-        elif isinstance(event, TextDelta):
-            self._send(
-                "cleveragents/textDelta",
-                wire.TextDeltaParams(
-                    run_id=run_id, seq=self._next(), iteration=event.iteration, text=event.text
-                ),
-            )
         elif isinstance(event, ResponseReceived):
             self.usage.add(event.usage)
             if self.cost_usd is not None:

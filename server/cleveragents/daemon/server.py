@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Generator
+from pathlib import Path
 from typing import Any, Literal
 
 from lsprotocol import types as lsp
@@ -498,39 +499,22 @@ def _stop(daemon: Daemon | None, code: int, reason: str) -> None:
         daemon.stop(code, reason)
 
 
-async def serve_tcp(host: str, port: int, history: RunHistory | None) -> int:
-    """Serve one client over TCP (pygls holds one connection per process), then exit."""
-    loop = asyncio.get_running_loop()
-    connected: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = (
-        loop.create_future()
-    )
+async def serve_stream(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    received: bytes,
+    history: RunHistory | None,
+) -> int:
+    """Serve one client admitted on a TCP port or a Unix socket (`remote.py`), then exit.
 
-    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if connected.done():
-            writer.close()  # one client per daemon: start another daemon for another client
-            return
-        connected.set_result((reader, writer))
-
-    listener = await asyncio.start_server(accept, host, port)
-    address = listener.sockets[0].getsockname()
-    print(f"cleveragents: listening on {address[0]}:{address[1]}", file=sys.stderr, flush=True)
-    stop_waiting = asyncio.Event()
-    signal_task = asyncio.ensure_future(stop_waiting.wait())
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, stop_waiting.set)
-    waiting: list[asyncio.Future[Any]] = [connected, signal_task]
-    done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-    listener.close()
-    if connected not in done:
-        connected.cancel()
-        return 0
-    signal_task.cancel()
-    reader, stream_writer = connected.result()
-    daemon = Daemon(StreamWriterAdapter(stream_writer), history)
-    _handle_signals(loop, daemon)
+    `received` is what admitting it has already read: its `initialize`, maybe more.
+    """
+    daemon = Daemon(StreamWriterAdapter(writer), history)
+    _handle_signals(asyncio.get_running_loop(), daemon)
 
     async def pump() -> None:
+        if received:
+            daemon.feed(received)
         while True:
             try:
                 chunk = await reader.read(65536)
@@ -545,8 +529,8 @@ async def serve_tcp(host: str, port: int, history: RunHistory | None) -> int:
     pumping.cancel()
     await daemon.close()
     with contextlib.suppress(Exception):
-        await stream_writer.drain()
-    stream_writer.close()
+        await writer.drain()
+    writer.close()
     return daemon.exit_code or 0
 
 
@@ -568,7 +552,14 @@ def _parser() -> argparse.ArgumentParser:
     transport.add_argument(
         "--tcp",
         metavar="HOST:PORT",
-        help="listen on a TCP port instead (one client; port 0 picks one)",
+        help="listen on a TCP port instead (one client; port 0 picks one); clients must "
+        "send the token the daemon writes to a file only you can read",
+    )
+    transport.add_argument(
+        "--socket",
+        metavar="PATH",
+        help="listen on a Unix socket created 0600 instead (one client); the way to reach "
+        "a daemon on another machine, with `ssh -L`",
     )
     transport.add_argument(
         "--acp",
@@ -603,33 +594,48 @@ def _configure_logging(level_name: str) -> None:
     logging.getLogger("pygls.protocol.json_rpc").addFilter(_ExpectedErrors())
 
 
-def _parse_address(value: str) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"--tcp wants HOST:PORT, got {value!r}")
-    return host.strip("[]"), int(port)
-
-
 def main(args: list[str]) -> int:
-    """`cleveragents serve [--stdio | --tcp HOST:PORT] [--history PATH] [--log-level L]`."""
+    """`cleveragents serve [--stdio | --tcp HOST:PORT | --socket PATH] [--history PATH]
+    [--log-level L]`."""
     options = _parser().parse_args(args)
     if options.acp:  # the launcher (`cleveragents serve --acp`) starts ACP mode, not this
         print("cleveragents: --acp: run `cleveragents serve --acp`", file=sys.stderr)
         return 2
     _configure_logging(options.log_level)
-    address = None
-    if options.tcp:
-        try:
-            address = _parse_address(options.tcp)
-        except ValueError as exc:
-            print(f"cleveragents: {exc}", file=sys.stderr)
-            return 2
+    if options.tcp or options.socket:
+        return _serve_listener(options.tcp, options.socket, options.history)
     history = open_history(options.history)
     try:
-        if address is not None:
-            return asyncio.run(serve_tcp(address[0], address[1], history))
         in_fd, out_fd = claim_stdio()
         return asyncio.run(serve_stdio(in_fd, out_fd, history))
+    finally:
+        if history is not None:
+            history.close()
+
+
+def _serve_listener(tcp: str | None, socket_path: str | None, history_path: str | None) -> int:
+    """`--tcp` or `--socket`: the listener and its lock are `remote.py`'s."""
+    from . import remote  # only now: stdio start-up does not pay for it
+
+    try:
+        endpoint: remote.Endpoint = (
+            remote.parse_tcp_address(tcp) if tcp else remote.SocketEndpoint(Path(socket_path or ""))
+        )
+    except ValueError as exc:
+        print(f"cleveragents: {exc}", file=sys.stderr)
+        return 2
+    history = open_history(history_path)
+
+    async def session(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, received: bytes
+    ) -> int:
+        return await serve_stream(reader, writer, received, history)
+
+    try:
+        return asyncio.run(remote.serve_endpoint(endpoint, session))
+    except (remote.RemoteError, OSError) as exc:
+        print(f"cleveragents: {exc}", file=sys.stderr)
+        return 2
     finally:
         if history is not None:
             history.close()

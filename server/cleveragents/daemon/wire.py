@@ -316,6 +316,13 @@ class InitializationOptions:
             "asking. Default: $CLEVERAGENTS_ALLOW_UNCONFINED_COMMANDS, else false."
         ),
     )
+    token: str | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "The access token of a daemon started with `--tcp` (required there: read it "
+            "from the file the daemon names on stderr). Ignored over stdio and `--socket`."
+        ),
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -986,6 +993,7 @@ RUN_ACTIVE = errors.RUN_ACTIVE
 CHECKPOINTS_UNAVAILABLE = errors.CHECKPOINTS_UNAVAILABLE
 NO_CHECKPOINT = errors.NO_CHECKPOINT
 RESTORE_FAILED = errors.RESTORE_FAILED
+UNAUTHORIZED = -32030  # the daemon's own, not the core's: only a TCP listener checks tokens
 
 ERROR_CODES: tuple[ErrorCode, ...] = (
     ErrorCode(
@@ -1063,5 +1071,11 @@ ERROR_CODES: tuple[ErrorCode, ...] = (
         "RestoreFailed",
         "git failed: nothing was restored, or (with `data.restoreId`) the restore stopped part "
         "way; restoring `restoreId` puts the folder back as it was before it.",
+    ),
+    ErrorCode(
+        UNAUTHORIZED,
+        "Unauthorized",
+        "A `--tcp` daemon's first message was not `initialize` with the right "
+        "`initializationOptions.token`; the connection is closed after this answer.",
     ),
 )

@@ -42,7 +42,9 @@ from ..tool.events import (
     RunFailed,
     RunFinished,
     RunStarted,
+    TextDelta,
     ToolCallFinished,
+    ToolCallStarted,
 )
 from ..tool.messages import (
     AssistantMessage,
@@ -455,6 +457,8 @@ class RunHistory:
     # -- writing: the observer -------------------------------------------------------------
     def __call__(self, event: RunEvent) -> None:
         """Store one run event; events not listed here (text deltas, call starts) are skipped."""
+        if isinstance(event, TextDelta | ToolCallStarted):
+            return  # before the lock: a streamed response is thousands of these
         if isinstance(event, RunStarted):
             self._run_started(event)
             return
