@@ -146,6 +146,8 @@ export interface InitializationOptions {
   commandLimits?: CommandLimits | null;
   /** Where bubblewrap is missing, run commands unconfined under `full-auto` without asking. Default: $CLEVERAGENTS_ALLOW_UNCONFINED_COMMANDS, else false. */
   allowUnconfinedCommands?: boolean | null;
+  /** The access token of a daemon started with `--tcp` (required there: read it from the file the daemon names on stderr). Ignored over stdio and `--socket`. */
+  token?: string | null;
 }
 
 /** An LLM call is about to be made. */
@@ -630,4 +632,5 @@ export const ErrorCodes = {
   CheckpointsUnavailable: -32016,
   NoCheckpoint: -32017,
   RestoreFailed: -32018,
+  Unauthorized: -32030,
 } as const;
