@@ -219,14 +219,15 @@ class CleverAgentsAgent:
     ) -> ToolCallRunResult:
         manager = self.manager
         defaults = manager.defaults
-        history = manager.history
+        history = manager.stored
         observers: list[RunObserver] = [turn.observe]
         if history is not None:
-            # The history first: a record the client has seen is already stored.
+            # The history first: a record the client has seen is queued, and a read waits
+            # for what is queued.
             observers.insert(0, history)
             if session.last_run_id is not None:
                 try:
-                    history.mark_continuation(run_id, session.last_run_id)
+                    await history.mark_continuation(run_id, session.last_run_id)
                 except Exception as exc:  # the earlier run was not stored: keep going
                     log.warning("run %s not linked to %s: %s", run_id, session.last_run_id, exc)
         try:

@@ -26,6 +26,7 @@ from ..tool.events import (
 from ..tool.policy import ApprovalDecision, ApprovalRequest
 from . import wire
 from .converter import structure, unstructure
+from .encoded import EncodedResult
 from .translate import (
     profile,
     run_detail,
@@ -83,13 +84,21 @@ async def tools(manager: RunManager, params: wire.ToolsParams) -> wire.ToolsResu
     return wire.ToolsResult(tools=[tool_info(spec) for spec in specs])
 
 
-def list_runs(manager: RunManager, params: wire.RunsParams) -> wire.RunsResult:
-    summaries = manager.list_runs(params.limit, params.offset)
+def check_list_runs(manager: RunManager, params: wire.RunsParams) -> None:
+    """Check `cleveragents/runs` params without reading the history; ServiceError if bad."""
+    manager.check_list_params(params.limit, params.offset)
+
+
+async def list_runs(manager: RunManager, params: wire.RunsParams) -> wire.RunsResult:
+    summaries = await manager.list_runs(params.limit, params.offset)
     return wire.RunsResult(runs=[run_summary(s) for s in summaries])
 
 
-def get_run(manager: RunManager, params: wire.GetRunParams) -> wire.RunDetail:
-    return run_detail(manager.get_run(params.run_id))
+async def get_run(manager: RunManager, params: wire.GetRunParams) -> EncodedResult:
+    """`cleveragents/getRun`: read, translated and encoded on worker threads (a run can hold
+    thousands of records; the event loop keeps answering meanwhile)."""
+    stored = await manager.get_run(params.run_id)
+    return await manager.in_thread(lambda: EncodedResult.of(unstructure(run_detail(stored))))
 
 
 # -- one run's sink --------------------------------------------------------------------------

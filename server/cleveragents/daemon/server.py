@@ -28,6 +28,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
     JsonRPCNotification,
     JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
     LanguageServerProtocol,
     default_converter,
     lsp_method,
@@ -55,6 +56,7 @@ from . import runs, wire
 from .config import client_declares_approvals, initialization_settings
 from .connection import Connection
 from .converter import structure, structure_partial, unstructure, without_problems_at
+from .encoded import EncodedResult, response_frame
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,15 @@ class DaemonProtocol(LanguageServerProtocol):
         capabilities = lsp.ServerCapabilities(experimental={"cleveragents": self.capability})
         self.server_capabilities = capabilities
         return lsp.InitializeResult(capabilities=capabilities, server_info=result.server_info)
+
+    def _send_data(self, data: Any) -> None:
+        # A result encoded off the loop (`encoded.py`) goes out as it is: pygls would walk it
+        # with its converter and encode it again, here on the event loop.
+        if isinstance(data, JsonRPCResponseMessage) and isinstance(data.result, EncodedResult):
+            if self.writer is not None:
+                self.writer.write(response_frame(data.id, data.result))
+            return
+        super()._send_data(data)
 
 
 class DaemonServer(LanguageServer):
@@ -380,7 +391,7 @@ class Daemon:
             value = work(self.manager)
             if inspect.isawaitable(value):
                 value = await value
-            return unstructure(value)
+            return value if isinstance(value, EncodedResult) else unstructure(value)
         except ServiceError as exc:
             raise JsonRpcException(exc.message, exc.code, exc.data) from None
 
@@ -460,7 +471,7 @@ def _valid_id(value: Any) -> bool:
 # Value checks of a method's params, run on the fields that fit when others did not.
 _VALUE_CHECKS: dict[str, Callable[[RunManager, Any], object]] = {
     "cleveragents/run": lambda manager, params: runs.plan(manager, params),
-    "cleveragents/runs": lambda manager, params: runs.list_runs(manager, params),
+    "cleveragents/runs": lambda manager, params: runs.check_list_runs(manager, params),
 }
 
 

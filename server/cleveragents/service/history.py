@@ -13,9 +13,12 @@ can continue it:
     await runtime.arun_tool_loop(prompt, history=messages, run_id=new_id,
                                  observers=[history])
 
-Writes are synchronous: the observer runs on the caller's thread (the event loop, in the
-daemon). Each write is one small transaction and, with `synchronous=NORMAL` in WAL mode, a
-commit is an append to the WAL file without an fsync.
+Writes are synchronous: the observer runs on the caller's thread. Each write is one small
+transaction and, with `synchronous=NORMAL` in WAL mode, a commit is an append to the WAL file
+without an fsync; reads use a connection of their own, so a read never waits behind a write
+(ours, or another process's). An event loop should not call either directly:
+`history_queue.QueuedHistory` writes on a thread of its own, retrying while another process
+holds the lock, and reads on another.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -221,15 +224,20 @@ class StoredRun(RunSummary):
 class RunHistory:
     """A run observer that stores runs in SQLite, and reads them back.
 
-    Thread-safe: one connection shared under a lock. Several processes (one daemon per
-    editor window) may use the same file; WAL lets readers run alongside the writer.
-    Writes are synchronous; see the module docstring.
+    Thread-safe: one write connection under a lock, and a read connection per reading
+    thread. Several processes (one daemon per editor window) may use the same file; WAL lets
+    readers run alongside the writer. Writes are synchronous; see the module docstring.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the write connection
+        self._state_lock = threading.Lock()  # the collections below
+        # A read connection per thread that reads: reads run in parallel, never behind a write.
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._closed = False
         # Continuations announced before their run's RunStarted arrives.
         self._pending_continuations: dict[str, str] = {}
         # Runs whose RunStarted this instance stored: events of any other run are skipped, so
@@ -276,9 +284,11 @@ class RunHistory:
 
     @contextmanager
     def _transaction(self, *, immediate: bool) -> Iterator[sqlite3.Connection]:
-        """One transaction under the lock; IMMEDIATE takes the write lock up front."""
-        with self._lock:
-            conn = self._conn
+        """One transaction: IMMEDIATE ones write (taking the write lock up front), the others
+        read on the read connection."""
+        lock: AbstractContextManager[Any] = self._lock if immediate else nullcontext()
+        with lock:
+            conn = self._conn if immediate else self._reader()
             conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
             try:
                 yield conn
@@ -288,7 +298,30 @@ class RunHistory:
                     conn.execute("ROLLBACK")
                 raise
 
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's read connection, opened on its first read."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            with self._state_lock:
+                if self._closed:
+                    raise sqlite3.ProgrammingError("the run history is closed")
+                conn = sqlite3.connect(
+                    self.path,
+                    timeout=BUSY_TIMEOUT_S,
+                    isolation_level=None,
+                    check_same_thread=False,  # closed by `close`, from another thread
+                )
+                conn.execute("PRAGMA query_only=ON")
+                self._readers.append(conn)
+            self._local.conn = conn
+        return conn
+
     def close(self) -> None:
+        with self._state_lock:
+            self._closed = True
+            readers, self._readers = self._readers, []
+        for conn in readers:
+            conn.close()
         with self._lock:
             self._conn.close()
 
@@ -304,7 +337,7 @@ class RunHistory:
         if isinstance(event, RunStarted):
             self._run_started(event)
             return
-        with self._lock:
+        with self._state_lock:
             active = event.run_id in self._active_runs
             if isinstance(event, RunFinished | RunFailed):
                 self._active_runs.discard(event.run_id)
@@ -344,8 +377,9 @@ class RunHistory:
             conn.execute(sql, storable)
 
     def _run_started(self, event: RunStarted) -> None:
-        with self._lock:
-            continued_from = self._pending_continuations.pop(event.run_id, None)
+        # Taken from the pending ones only once stored: a write that failed may be retried.
+        with self._state_lock:
+            continued_from = self._pending_continuations.get(event.run_id)
         self._execute(
             "INSERT INTO runs (run_id, prompt, plan_id, sandbox_root, automation_profile, "
             "max_iterations, status, started_at, continued_from, owner_host, owner_pid, "
@@ -364,7 +398,8 @@ class RunHistory:
                 _PROCESS_TOKEN,
             ),
         )
-        with self._lock:
+        with self._state_lock:
+            self._pending_continuations.pop(event.run_id, None)
             self._active_runs.add(event.run_id)
 
     def _tool_call_finished(self, event: ToolCallFinished) -> None:
@@ -420,12 +455,17 @@ class RunHistory:
         """
         if run_id == continued_from:
             raise ValueError(f"run {run_id!r} cannot continue itself")
-        with self._transaction(immediate=True) as conn:
+        # A read first: the usual case (the run is not stored yet) never waits for the write
+        # lock, which another process may hold.
+        with self._transaction(immediate=False) as conn:
             if not _run_exists(conn, continued_from):
                 raise KeyError(continued_from)
-            if not _run_exists(conn, run_id):
+            stored = _run_exists(conn, run_id)
+        if not stored:
+            with self._state_lock:
                 self._pending_continuations[run_id] = continued_from
-                return
+            return
+        with self._transaction(immediate=True) as conn:
             if run_id in _chain(conn, continued_from):
                 raise ValueError(f"run {run_id!r} is already an ancestor of {continued_from!r}")
             conn.execute(
@@ -454,6 +494,11 @@ class RunHistory:
         return dead
 
     # -- reading ---------------------------------------------------------------------------
+    def has_run(self, run_id: str) -> bool:
+        """Whether the history holds this run (cheap: nothing of it is loaded)."""
+        with self._transaction(immediate=False) as conn:
+            return _run_exists(conn, run_id)
+
     def list_runs(self, limit: int = 50, offset: int = 0) -> list[RunSummary]:
         """Runs, newest first."""
         if limit < 0 or offset < 0:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import unquote, urlparse
 
 from ..assembly import build_runtime
@@ -40,6 +40,7 @@ from .errors import (
     invalid_params,
 )
 from .history import RunHistory, RunSummary, StoredRun
+from .history_queue import QueuedHistory
 from .settings import RunDefaults, check_max_iterations
 from .threads import DaemonThreadPool
 
@@ -47,6 +48,7 @@ log = logging.getLogger(__name__)
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
+T = TypeVar("T")
 LLMFactory = Callable[..., LLMCaller]
 ProgressToken = int | str
 
@@ -132,6 +134,8 @@ class RunManager:
         self.registry = registry
         self.defaults = defaults
         self.history = history
+        # What the event loop uses: writes on a writer thread, reads on reader threads.
+        self.stored = QueuedHistory(history) if history is not None else None
         self.llm_factory = llm_factory
         # One pool for every run's sync tools: never the event loop's default executor.
         self.executor = DaemonThreadPool(max_tool_workers, "cleveragents-tool")
@@ -179,14 +183,8 @@ class RunManager:
         if problems:
             raise invalid_params(problems)
         run_id = params.run_id or new_run_id()
-        if run_id in self._active or (
-            self.history is not None and self.history.get_run(run_id) is not None
-        ):
-            raise ServiceError(
-                RUN_ID_IN_USE, f"run id {run_id!r} is already taken", {"runId": run_id}
-            )
-        if params.continue_from is not None:
-            self._check_continuable(params.continue_from)
+        if run_id in self._active:
+            raise _run_id_taken(run_id)
         overrides = {
             "base_url": params.base_url,
             "script": params.replay_script,
@@ -210,6 +208,18 @@ class RunManager:
             provider_options=options,
             progress_token=params.progress_token,
         )
+
+    async def _check_stored(self, plan: RunPlan) -> None:
+        """What only the history can tell: the run id is new, the run to continue can be."""
+        if self.stored is None:
+            if plan.continue_from is not None:
+                self._check_continuable(plan.continue_from)
+            return
+        if await self.stored.has_run(plan.run_id):
+            raise _run_id_taken(plan.run_id)
+        if plan.continue_from is not None:
+            continue_from = plan.continue_from
+            await self.stored.read(lambda _: self._check_continuable(continue_from))
 
     def _check_continuable(self, run_id: str) -> None:
         if run_id in self._active:
@@ -235,13 +245,14 @@ class RunManager:
         the sink sees it finish) and re-raises CancelledError.
         """
         plan = self.plan(params)
+        await self._check_stored(plan)
         llm = self.llm_caller(plan.provider, plan.model, plan.provider_options)
         conversation: list[Message] = []
         if plan.continue_from is not None:
-            assert self.history is not None  # _check_continuable found the run there
+            assert self.stored is not None  # _check_continuable found the run there
             try:
-                conversation = self.history.conversation(plan.continue_from)
-                self.history.mark_continuation(plan.run_id, plan.continue_from)
+                conversation = await self.stored.conversation(plan.continue_from)
+                await self.stored.mark_continuation(plan.run_id, plan.continue_from)
             except KeyError:
                 raise ServiceError(
                     RUN_NOT_FOUND,
@@ -252,9 +263,10 @@ class RunManager:
             sandbox_root=plan.sandbox_root, automation_profile=plan.automation_profile
         )
         observers: list[RunObserver] = [sink.run_observer(plan)]
-        if self.history is not None:
-            # The history first: a record the client has seen is already stored.
-            observers.insert(0, self.history)
+        if self.stored is not None:
+            # The history first: a record the client has seen is queued, and a read waits
+            # for what is queued.
+            observers.insert(0, self.stored)
         approver = make_approver(sink, self.defaults.approval_timeout_s) if sink.approvals else None
         active = ActiveRun(plan.run_id, CancelToken(), plan.progress_token)
         self._active[plan.run_id] = active
@@ -308,6 +320,10 @@ class RunManager:
                 f"provider {provider!r} is unavailable: {exc}",
                 {"provider": provider},
             ) from exc
+
+    async def in_thread(self, work: Callable[[], T]) -> T:
+        """Work too long for the event loop (encoding a large result), on the tool threads."""
+        return await asyncio.wrap_future(self.executor.submit(work))
 
     def runner_for(self, registry: ToolRegistry) -> ToolRunner:
         """A runner for `registry` whose sync tools use the shared tool threads."""
@@ -376,9 +392,11 @@ class RunManager:
         return True
 
     async def aclose(self) -> None:
-        """Stop the MCP servers, then the tool threads."""
+        """Stop the MCP servers, then the tool threads; write what the history has queued."""
         await self.mcp.close()
         self.executor.shutdown(wait=False, cancel_futures=True)
+        if self.stored is not None:
+            await self.stored.aclose()
 
     # -- reading -----------------------------------------------------------------------------
     async def tools(self, sandbox_root: str | None = None) -> list[ToolSpec]:
@@ -395,7 +413,8 @@ class RunManager:
                 raise ServiceError(TOOLS_UNAVAILABLE, str(exc), {"sandboxRoot": root}) from exc
         return list(registry.specs())
 
-    def list_runs(self, limit: int, offset: int) -> list[RunSummary]:
+    @staticmethod
+    def check_list_params(limit: int, offset: int) -> None:
         problems = []
         if not 1 <= limit <= 1000:
             problems.append(f"params.limit: must be between 1 and 1000, got {limit}")
@@ -403,17 +422,24 @@ class RunManager:
             problems.append(f"params.offset: must not be negative, got {offset}")
         if problems:
             raise invalid_params(problems)
-        if self.history is None:
-            return []
-        return list(self.history.list_runs(limit, offset))
 
-    def get_run(self, run_id: str) -> StoredRun:
-        stored = self.history.get_run(run_id) if self.history is not None else None
+    async def list_runs(self, limit: int, offset: int) -> list[RunSummary]:
+        self.check_list_params(limit, offset)
+        if self.stored is None:
+            return []
+        return await self.stored.list_runs(limit, offset)
+
+    async def get_run(self, run_id: str) -> StoredRun:
+        stored = await self.stored.get_run(run_id) if self.stored is not None else None
         if stored is None:
             raise ServiceError(
                 RUN_NOT_FOUND, f"no run {run_id!r} in the history", {"runId": run_id}
             )
         return stored
+
+
+def _run_id_taken(run_id: str) -> ServiceError:
+    return ServiceError(RUN_ID_IN_USE, f"run id {run_id!r} is already taken", {"runId": run_id})
 
 
 def make_approver(sink: RunSink, timeout_s: float) -> Approver:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -200,10 +201,14 @@ def open_history(path_argument: str | None) -> RunHistory | None:
     path = history_path(path_argument)
     try:
         history = RunHistory(path)
-        interrupted = history.mark_interrupted()
     except Exception as exc:  # an unwritable or corrupt file must not stop the server
         log.error("run history %s unavailable, runs will not be stored: %s", path, exc)
         return None
+    try:
+        interrupted = history.mark_interrupted()
+    except sqlite3.Error as exc:  # locked by another process: the next start marks them
+        log.warning("run history %s: interrupted runs not marked now: %s", path, exc)
+        return history
     if interrupted:
         log.info("marked %d runs interrupted", len(interrupted))
     return history
