@@ -358,7 +358,7 @@ def test_mcp_servers_of_the_sandbox_are_listed_and_used(workspace: Path, tmp_pat
     (workspace / ".mcp.json").write_text(
         json.dumps({"mcpServers": {"demo": {"command": sys.executable, "args": [server]}}})
     )
-    listed = cli("tools", "--sandbox", str(workspace), "--json")
+    listed = cli("tools", "--sandbox", str(workspace), "--json", "--trust-workspace")
     assert listed.returncode == 0, listed.stderr
     rows = {r["name"]: r for r in json.loads(listed.stdout)}
     assert rows["demo__add"]["source"] == "mcp:demo"
@@ -376,12 +376,13 @@ def test_mcp_servers_of_the_sandbox_are_listed_and_used(workspace: Path, tmp_pat
         "full-auto",
         "--json",
         "--no-history",
+        env={"CLEVERAGENTS_TRUST_WORKSPACE": "1"},
     )
     assert done.returncode == 0, done.stderr
     (record,) = json.loads(done.stdout)["tool_call_history"]
     assert record["success"] and "42" in json.dumps(record["output"])
     (workspace / ".mcp.json").write_text('{"mcpServers": {"broken": {"command": "/nonexistent"}}}')
-    failed = cli("run", "x", "--sandbox", str(workspace), "--no-history")
+    failed = cli("run", "x", "--sandbox", str(workspace), "--no-history", "--trust-workspace")
     assert failed.returncode == 1 and "broken" in failed.stderr
 
 

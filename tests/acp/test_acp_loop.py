@@ -535,7 +535,9 @@ async def test_mcp_servers_from_the_client_and_the_sandbox_serve_the_session(
         {"text": "Done."},
     )
     client = RecordingClient()
-    env = replay_env(tmp_path, script, CLEVERAGENTS_PROFILE="full-auto")
+    env = replay_env(
+        tmp_path, script, CLEVERAGENTS_PROFILE="full-auto", CLEVERAGENTS_TRUST_WORKSPACE="1"
+    )
     async with start_agent(env, client=client) as agent:
         await agent.conn.initialize(protocol_version=PROTOCOL_VERSION)
         editor = McpServerStdio(

@@ -22,6 +22,7 @@ class RecordingClient:
 
     def __init__(self, approvals: bool = False, answer: Any = None) -> None:
         self.approvals = approvals
+        self.trust = False
         self.answer = answer
         self.sent: list[tuple[str, Any]] = []
         self.asked: list[tuple[str, Any]] = []

@@ -7,9 +7,10 @@ session's `cwd` as the sandbox root and the session's conversation so far as its
 - The automation profile is the session's mode (`read-only`, `ask`, `auto-edit`,
   `full-auto`): `$CLEVERAGENTS_PROFILE` (default `ask`), `_meta.cleveragents.automationProfile`
   in `session/new`, or `session/set_mode` later.
-- MCP servers: the sandbox's `.mcp.json` ones, as for every run, plus the stdio servers the
-  client lists in `session/new`, which run while the session lives. HTTP and SSE servers are
-  not advertised (`mcpCapabilities`) and are skipped.
+- MCP servers: the sandbox's `.mcp.json` ones, as for every run (once the user trusts that
+  file: asked with `session/request_permission`; never under `read-only`), plus the stdio
+  servers the client lists in `session/new`, which run while the session lives. HTTP and SSE
+  servers are not advertised (`mcpCapabilities`) and are skipped.
 - Errors: a prompt whose provider cannot be set up, whose tools cannot start, or whose run
   fails (the provider gave up) is answered with a JSON-RPC error, with the daemon's codes.
 """
@@ -59,6 +60,7 @@ from ..service.errors import (
 )
 from ..service.runs import RunManager
 from ..service.settings import RunDefaults
+from ..service.trust import with_untrusted_note
 from ..tool.context import ToolActorContext
 from ..tool.events import RunObserver
 from ..tool.llm import LLMCaller
@@ -231,7 +233,9 @@ class CleverAgentsAgent:
                 except Exception as exc:  # the earlier run was not stored: keep going
                     log.warning("run %s not linked to %s: %s", run_id, session.last_run_id, exc)
         try:
-            async with manager.mcp.lease(session.sandbox_root) as sandbox_mcp:
+            async with manager.sandbox_mcp(
+                session.sandbox_root, turn.automation_profile, turn.ask_trust
+            ) as sandbox_mcp:
                 registry = registry_with_mcp_tools(manager.registry, sandbox_mcp)
                 if session.client_mcp is not None:
                     add_mcp_tools(registry, session.client_mcp)
@@ -240,7 +244,7 @@ class CleverAgentsAgent:
                     llm,
                     registry,
                     max_iterations=defaults.max_iterations,
-                    system_prompt=defaults.system_prompt,
+                    system_prompt=with_untrusted_note(defaults.system_prompt, sandbox_mcp.config),
                     runner=manager.runner_for(registry),
                 )
                 result = await runtime.arun_tool_loop(

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from ..service.errors import ParamsError
 from ..service.runs import RunManager, RunPlan
+from ..service.trust import TrustRequest
 from ..tool.events import (
     IterationStarted,
     RunEvent,
@@ -41,6 +42,7 @@ from .translate import (
 log = logging.getLogger(__name__)
 
 APPROVE_METHOD = "cleveragents/approveToolCall"
+TRUST_METHOD = "cleveragents/trustWorkspace"
 
 
 class RunClient(Protocol):
@@ -49,6 +51,11 @@ class RunClient(Protocol):
     @property
     def approvals(self) -> bool:
         """Whether the client answers `cleveragents/approveToolCall`."""
+        ...
+
+    @property
+    def trust(self) -> bool:
+        """Whether the client answers `cleveragents/trustWorkspace`."""
         ...
 
     def notify(self, method: str, params: Any) -> None: ...
@@ -79,8 +86,10 @@ def cancel(manager: RunManager, params: wire.CancelParams) -> wire.CancelResult:
     return wire.CancelResult(cancelled=manager.cancel(params.run_id))
 
 
-async def tools(manager: RunManager, params: wire.ToolsParams) -> wire.ToolsResult:
-    specs = await manager.tools(params.sandbox_root)
+async def tools(
+    manager: RunManager, params: wire.ToolsParams, client: RunClient
+) -> wire.ToolsResult:
+    specs = await manager.tools(params.sandbox_root, ClientSink(client).ask_trust)
     return wire.ToolsResult(tools=[tool_info(spec) for spec in specs])
 
 
@@ -136,6 +145,33 @@ class ClientSink:
             log.warning("malformed approval answer (%s): denied", exc)
             return "deny"
         return decision.decision
+
+    async def ask_trust(self, request: TrustRequest) -> bool | None:
+        """Ask a client that declared `trust`; None for one that did not. A malformed answer
+        is not trusted (and not remembered)."""
+        if not self.client.trust:
+            return None
+        params = wire.TrustWorkspaceParams(
+            sandbox_root=request.sandbox_root,
+            config_path=request.config_path,
+            config_hash=request.config_hash,
+            servers=[
+                wire.TrustedServer(
+                    name=server.name,
+                    command=server.command,
+                    args=list(server.args),
+                    env_names=list(server.env_names),
+                )
+                for server in request.servers
+            ],
+        )
+        answer = await self.client.request(TRUST_METHOD, unstructure(params))
+        try:
+            result = structure(answer, wire.TrustWorkspaceResult, where="result")
+        except ParamsError as exc:
+            log.warning("malformed trustWorkspace answer (%s): not trusted", exc)
+            return None
+        return result.trusted
 
 
 class RunStream:

@@ -53,7 +53,7 @@ from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.registry import ToolRegistry
 from ..toolsets import ToolLoadError, build_registry
 from . import runs, wire
-from .config import client_declares_approvals, initialization_settings
+from .config import initialization_settings
 from .connection import Connection
 from .converter import structure, structure_partial, unstructure, without_problems_at
 from .encoded import EncodedResult, response_frame
@@ -374,7 +374,7 @@ class Daemon:
 
         @server.feature("cleveragents/tools")
         async def tools(ls: LanguageServer, params: wire.ToolsParams) -> Any:
-            return await self._call(lambda m: runs.tools(m, params))
+            return await self._call(lambda m: runs.tools(m, params, self.connection))
 
         @server.feature("cleveragents/runs")
         async def list_runs(ls: LanguageServer, params: wire.RunsParams) -> Any:
@@ -400,7 +400,7 @@ class Daemon:
             settings = initialization_settings(
                 params.initialization_options,
                 self.env,
-                client_approvals=client_declares_approvals(params.capabilities.experimental),
+                capabilities_experimental=params.capabilities.experimental,
             )
             registry = self._registry(settings)
         except ParamsError as exc:
@@ -413,6 +413,7 @@ class Daemon:
             raise
         self.manager = RunManager(registry, settings.defaults, self.history)
         self.connection.approvals = settings.approvals
+        self.connection.trust = settings.trust_prompts
         self.protocol.capability = unstructure(
             wire.ServerCapability(
                 protocol_version=wire.PROTOCOL_VERSION,
@@ -420,6 +421,7 @@ class Daemon:
                 providers=list(PROVIDERS),
                 automation_profiles=list(AUTOMATION_PROFILES),
                 approvals=settings.approvals,
+                trust=settings.trust_prompts,
             )
         )
         self.state = "initialized"

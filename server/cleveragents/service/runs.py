@@ -43,6 +43,7 @@ from .history import RunHistory, RunSummary, StoredRun
 from .history_queue import QueuedHistory
 from .settings import RunDefaults, check_max_iterations
 from .threads import DaemonThreadPool
+from .trust import TrustAsker, TrustRequest, TrustStore, WorkspaceTrust, with_untrusted_note
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,11 @@ class RunSink(Protocol):
         """
         ...
 
+    async def ask_trust(self, request: TrustRequest) -> bool | None:
+        """Whether the user trusts the workspace's `.mcp.json` (see `service/trust.py`);
+        None when this client cannot be asked. Cancelling withdraws the question."""
+        ...
+
 
 @dataclass(slots=True)
 class ActiveRun:
@@ -130,6 +136,7 @@ class RunManager:
         *,
         llm_factory: LLMFactory = create_llm_caller,
         max_tool_workers: int = 32,
+        trust_store: TrustStore | None = None,
     ) -> None:
         self.registry = registry
         self.defaults = defaults
@@ -142,6 +149,8 @@ class RunManager:
         self._runner = ToolRunner(registry, executor=self.executor)
         # MCP servers per sandbox root, shared by that root's runs, stopped by `aclose`.
         self.mcp = McpToolsetPool()
+        # Remembered workspace-trust answers (the user data folder's, unless given).
+        self.trust_store = trust_store if trust_store is not None else TrustStore()
         self._active: dict[str, ActiveRun] = {}
         self._idle = asyncio.Event()
         self._idle.set()
@@ -272,13 +281,16 @@ class RunManager:
         self._active[plan.run_id] = active
         self._idle.clear()
         try:
-            async with self._mcp_for(plan) as mcp_tools:
+            async with self.sandbox_mcp(
+                plan.sandbox_root, plan.automation_profile, sink.ask_trust
+            ) as mcp_tools:
                 registry, runner = self._tools_for(plan.tools, mcp_tools)
                 runtime = build_runtime(
                     llm,
                     registry,
                     max_iterations=plan.max_iterations,
-                    system_prompt=plan.system_prompt,
+                    # The model is told which workspace servers were not trusted.
+                    system_prompt=with_untrusted_note(plan.system_prompt, mcp_tools.config),
                     runner=runner,
                 )
                 return await runtime.arun_tool_loop(
@@ -331,12 +343,21 @@ class RunManager:
             return self._runner
         return ToolRunner(registry, executor=self.executor)
 
-    def _mcp_for(self, plan: RunPlan) -> AbstractAsyncContextManager[McpToolset]:
-        # Starting a `.mcp.json` server runs a program the workspace names: never under
-        # read-only, which promises nothing runs that could change anything.
-        if plan.automation_profile == "read-only":
-            return nullcontext(McpToolset(plan.sandbox_root))
-        return self.mcp.lease(plan.sandbox_root)
+    def sandbox_mcp(
+        self, sandbox_root: str, automation_profile: str, ask: TrustAsker | None
+    ) -> AbstractAsyncContextManager[McpToolset]:
+        """The sandbox's `.mcp.json` servers for a run: started only once trusted (`ask` asks
+        the user, see `service/trust.py`), and never under read-only, which promises nothing
+        runs that could change anything."""
+        if automation_profile == "read-only":
+            return nullcontext(McpToolset(sandbox_root))
+        trust = WorkspaceTrust(
+            self.trust_store,
+            pre_trusted=self.defaults.trust_workspace,
+            timeout_s=self.defaults.approval_timeout_s,
+            ask=ask,
+        )
+        return self.mcp.lease(sandbox_root, admit=lambda c: trust.admit(sandbox_root, c))
 
     def _tools_for(
         self, names: Sequence[str] | None, mcp_tools: McpToolset
@@ -399,15 +420,19 @@ class RunManager:
             await self.stored.aclose()
 
     # -- reading -----------------------------------------------------------------------------
-    async def tools(self, sandbox_root: str | None = None) -> list[ToolSpec]:
-        """Every tool a run may use; with a sandbox root, its `.mcp.json` tools too."""
+    async def tools(
+        self, sandbox_root: str | None = None, ask: TrustAsker | None = None
+    ) -> list[ToolSpec]:
+        """Every tool a run may use; with a sandbox root, its `.mcp.json` tools too (once
+        trusted: `ask` asks the user)."""
         registry = self.registry
         if sandbox_root is not None:
             root, problem = check_sandbox_root(sandbox_root)
             if problem:
                 raise invalid_params([f"params.sandboxRoot: {problem}"])
             try:
-                async with self.mcp.lease(root) as mcp_tools:
+                profile = self.defaults.automation_profile
+                async with self.sandbox_mcp(root, profile, ask) as mcp_tools:
                     registry = registry_with_mcp_tools(self.registry, mcp_tools)
             except McpError as exc:
                 raise ServiceError(TOOLS_UNAVAILABLE, str(exc), {"sandboxRoot": root}) from exc

@@ -36,6 +36,9 @@ ENV_MAX_ITERATIONS = "CLEVERAGENTS_MAX_ITERATIONS"
 ENV_BASE_URL = "CLEVERAGENTS_BASE_URL"
 ENV_REPLAY_SCRIPT = "CLEVERAGENTS_REPLAY_SCRIPT"
 ENV_HISTORY = "CLEVERAGENTS_HISTORY"
+ENV_TRUST_WORKSPACE = "CLEVERAGENTS_TRUST_WORKSPACE"
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +54,8 @@ class RunDefaults:
     replay_script: str | None = None
     max_tokens: int | None = None
     approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
+    # Start every workspace's `.mcp.json` servers without asking (automation; see trust.py).
+    trust_workspace: bool = False
 
     def provider_options(self) -> dict[str, Any]:
         """What the provider is created with, beside its name and model (unset ones left out)."""
@@ -78,6 +83,8 @@ class SessionSettings:
     defaults: RunDefaults = field(default_factory=RunDefaults)
     tools: ToolSettings = field(default_factory=ToolSettings)
     approvals: bool = False
+    # The client answers workspace-trust questions (the daemon's `cleveragents/trustWorkspace`).
+    trust_prompts: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +104,7 @@ class ClientOptions:
     plugin_tools: bool | None = None
     approvals: bool | None = None
     approval_timeout_seconds: float | None = None
+    trust_workspace: bool | None = None
 
 
 def session_settings(
@@ -104,6 +112,7 @@ def session_settings(
     env: Mapping[str, str] | None = None,
     *,
     client_approvals: bool = False,
+    client_trust_prompts: bool = False,
     options_name: str = "initializationOptions",
 ) -> SessionSettings:
     """Combine options, environment and defaults; ParamsError names every bad value.
@@ -151,6 +160,11 @@ def session_settings(
         )
     if options.max_tokens is not None and options.max_tokens < 1:
         problems.append(f"{options_name}.maxTokens: must be at least 1")
+    trust_workspace = options.trust_workspace
+    if trust_workspace is None:
+        trust_workspace, problem = env_flag(env, ENV_TRUST_WORKSPACE)
+        if problem:
+            problems.append(problem)
     if problems:
         raise ParamsError(problems)
     defaults = RunDefaults(
@@ -163,6 +177,7 @@ def session_settings(
         replay_script=pick("replay_script", options.replay_script, ENV_REPLAY_SCRIPT)[0],
         max_tokens=options.max_tokens,
         approval_timeout_s=timeout if timeout is not None else DEFAULT_APPROVAL_TIMEOUT_S,
+        trust_workspace=trust_workspace,
     )
     tools = ToolSettings(
         modules=tuple(options.tool_modules or ()),
@@ -173,7 +188,18 @@ def session_settings(
         defaults=defaults,
         tools=tools,
         approvals=options.approvals is True or client_approvals,
+        trust_prompts=client_trust_prompts,
     )
+
+
+def env_flag(env: Mapping[str, str], name: str) -> tuple[bool, str | None]:
+    """A yes/no variable: 1/true/yes/on or 0/false/no/off (unset: no); a problem otherwise."""
+    value = env.get(name, "").strip().lower()
+    if value in _TRUE:
+        return True, None
+    if value in _FALSE:
+        return False, None
+    return False, f"${name}: expected 1 or 0, got {env[name]!r}"
 
 
 def check_max_iterations(value: int) -> str | None:
