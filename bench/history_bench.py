@@ -113,6 +113,7 @@ class Results:
     get_run_ms: list[float] = field(default_factory=list)
     get_run_bytes: int = 0
     pings_during_get_run: int = 0
+    median_ping_during_get_run_ms: float = 0.0
     longest_ping_during_get_run_ms: float = 0.0
     pings_behind_get_run: int = 0
     longest_ping_behind_get_run_ms: float = 0.0
@@ -122,6 +123,9 @@ class Results:
     pings_during_lock: int = 0
     longest_ping_during_lock_ms: float = 0.0
     records_after_release: int = 0
+    # Other work on the machine moves every figure here: the 1-minute load average, before
+    # and after.
+    load_average: list[float] = field(default_factory=list)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -249,6 +253,7 @@ async def pings_while(
 async def measure_get_run(client: RawClient, plan: Plan, results: Results) -> None:
     lone = [await ping(client) for _ in range(plan.lone_pings)]
     results.ping_alone_ms = {"median": statistics.median(lone), "max": max(lone)}
+    served: list[float] = []
     for _ in range(plan.get_runs):
         start = time.perf_counter()
         get_run = client.request_future("cleveragents/getRun", {"runId": BIG_RUN_ID})
@@ -258,14 +263,14 @@ async def measure_get_run(client: RawClient, plan: Plan, results: Results) -> No
         if len(detail["toolCallHistory"]) != plan.records:
             raise RuntimeError(f"getRun returned {len(detail['toolCallHistory'])} records")
         results.get_run_bytes = len(json.dumps(detail, separators=(",", ":")))
-        results.pings_during_get_run += len(during)
+        served.extend(during)
         results.pings_behind_get_run += len(behind)
-        results.longest_ping_during_get_run_ms = max(
-            [results.longest_ping_during_get_run_ms, *during]
-        )
         results.longest_ping_behind_get_run_ms = max(
             [results.longest_ping_behind_get_run_ms, *behind]
         )
+    results.pings_during_get_run = len(served)
+    results.median_ping_during_get_run_ms = statistics.median(served) if served else 0.0
+    results.longest_ping_during_get_run_ms = max(served, default=0.0)
 
 
 async def timed_run(client: RawClient, ws: Workspace, name: str, calls: int) -> tuple[str, float]:
@@ -356,8 +361,9 @@ def report(results: Results) -> str:
             f"max {results.ping_alone_ms['max']:8.1f} ms",
         ),
         row(
-            "longest ping answered while getRun was served",
-            f"{results.longest_ping_during_get_run_ms:8.1f} ms   "
+            "pings answered while getRun was served",
+            f"median {results.median_ping_during_get_run_ms:8.1f} ms   "
+            f"max {results.longest_ping_during_get_run_ms:8.1f} ms   "
             f"({results.pings_during_get_run} pings)",
         ),
         row(
@@ -375,6 +381,10 @@ def report(results: Results) -> str:
             f"{results.longest_ping_during_lock_ms:8.1f} ms   ({results.pings_during_lock} pings)",
         ),
         row("records of the locked run, after the release", str(results.records_after_release)),
+        row(
+            "load average (1 min), before and after",
+            " / ".join(f"{load:.1f}" for load in results.load_average),
+        ),
         "",
     ]
     for verdict in results.verdicts:
@@ -385,6 +395,7 @@ def report(results: Results) -> str:
 
 async def measure(plan: Plan) -> Results:
     results = Results(records=plan.records)
+    results.load_average.append(os.getloadavg()[0])
     with workspace() as ws:
         write_big_run(ws.history, plan.records)
         client = await started(ws)
@@ -393,6 +404,7 @@ async def measure(plan: Plan) -> Results:
             await measure_lock(client, ws, plan, results)
         finally:
             await client.stop()
+    results.load_average.append(os.getloadavg()[0])
     results.verdicts = verdicts(results)
     return results
 

@@ -34,7 +34,7 @@ def test_the_table_has_every_figure_and_three_verdicts() -> None:
     for row in (
         "getRun of a 200-record run",
         "ping alone",
-        "longest ping answered while getRun was served",
+        "pings answered while getRun was served",
         "run, no lock held",
         "run, another process holding the lock 0.5 s",
         "longest ping while the lock is held",

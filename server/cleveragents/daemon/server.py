@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import inspect
 import json
 import logging
@@ -425,6 +426,9 @@ class Daemon:
             )
         )
         self.state = "initialized"
+        # What start-up built lives as long as the daemon: out of the collector's way, a full
+        # collection (while a large run is read back, say) does not walk it every time.
+        gc.freeze()
 
     @staticmethod
     def _registry(settings: SessionSettings) -> ToolRegistry:
