@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import ROOT
+from tests.mcp_fixtures.marked import SECRET_VALUE, starts, write_demo_config
 
 CLI = [sys.executable, "-m", "cleveragents"]
 
@@ -443,21 +444,6 @@ def test_ctrl_d_at_the_approval_prompt_denies(workspace: Path, tmp_path: Path) -
 # -- workspace trust ---------------------------------------------------------------------------
 
 
-def write_demo_config(workspace: Path, marker: Path, *extra: str) -> None:
-    """The demo MCP server in `.mcp.json`; it appends its pid to `marker` as it starts."""
-    server = str(ROOT / "tests" / "mcp_fixtures" / "demo_server.py")
-    entry = {
-        "command": sys.executable,
-        "args": [server, "--marker", str(marker), *extra],
-        "env": {"DEMO_TOKEN": "s3cret-value"},
-    }
-    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"demo": entry}}))
-
-
-def starts(marker: Path) -> int:
-    return len(marker.read_text().splitlines()) if marker.exists() else 0
-
-
 def echo_script(tmp_path: Path) -> str:
     return replay_script(
         tmp_path,
@@ -484,7 +470,7 @@ def test_the_terminal_asks_before_starting_mcp_servers_and_remembers(
     assert process.returncode == 0, text
     assert prompts == 1 and starts(marker) == 0
     assert "demo:" in text and "--marker" in text and "DEMO_TOKEN" in text
-    assert "s3cret-value" not in text
+    assert SECRET_VALUE not in text
     assert "not started: not trusted: you declined" in text
     assert "unknown_tool" in text
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.mcp_fixtures.marked import DEMO_SERVER, SECRET_VALUE, starts, write_demo_config
 
 from cleveragents.mcp import McpToolsetPool, read_mcp_config
 from cleveragents.service.runs import RunManager, RunPlan, RunRequest
@@ -32,31 +33,12 @@ from cleveragents.tool.events import RunObserver
 from cleveragents.tool.llm import FunctionLLMCaller
 from cleveragents.tool.policy import ApprovalDecision, ApprovalRequest
 
-DEMO_SERVER = str(Path(__file__).parent / "mcp_fixtures" / "demo_server.py")
-
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     root.mkdir()
     return root
-
-
-def write_demo_config(sandbox: Path, marker: Path, *extra: str) -> bytes:
-    """A `.mcp.json` starting the demo server (which marks its start); the file's bytes."""
-    entry = {
-        "command": sys.executable,
-        "args": [DEMO_SERVER, "--marker", str(marker), *extra],
-        "env": {"DEMO_TOKEN": "s3cret-value"},
-    }
-    data = json.dumps({"mcpServers": {"demo": entry}}, indent=1).encode()
-    (sandbox / ".mcp.json").write_bytes(data)
-    return data
-
-
-def starts(marker: Path) -> int:
-    """How many times a server started (lines the demo server wrote)."""
-    return len(marker.read_text().splitlines()) if marker.exists() else 0
 
 
 class Asker:
@@ -124,7 +106,7 @@ async def test_asked_with_the_written_commands_and_variable_names_only(
     assert (server.name, server.command) == ("demo", sys.executable)
     assert server.args == (DEMO_SERVER, "--marker", str(tmp_path / "marker"))
     assert server.env_names == ("DEMO_TOKEN",)
-    assert "s3cret-value" not in repr(request) and "s3cret-value" not in "".join(request.describe())
+    assert SECRET_VALUE not in repr(request) and SECRET_VALUE not in "".join(request.describe())
     assert admitted.servers == () and admitted.untrusted == ("demo",)
     assert admitted.skipped["demo"].startswith("not trusted: you declined")
 

@@ -13,21 +13,7 @@ from pathlib import Path
 from acp import PROTOCOL_VERSION, text_block
 from acp.schema import PermissionOption, ToolCallUpdate
 from acp_support import RecordingClient, StartAgent, call, replay_env, write_script
-
-DEMO_SERVER = str(Path(__file__).resolve().parents[1] / "mcp_fixtures" / "demo_server.py")
-
-
-def write_demo_config(sandbox: Path, marker: Path, *extra: str) -> None:
-    entry = {
-        "command": sys.executable,
-        "args": [DEMO_SERVER, "--marker", str(marker), *extra],
-        "env": {"DEMO_TOKEN": "s3cret-value"},
-    }
-    (sandbox / ".mcp.json").write_text(json.dumps({"mcpServers": {"demo": entry}}))
-
-
-def starts(marker: Path) -> int:
-    return len(marker.read_text().splitlines()) if marker.exists() else 0
+from tests.mcp_fixtures.marked import DEMO_SERVER, SECRET_VALUE, starts, write_demo_config
 
 
 async def test_the_editor_is_asked_and_nothing_starts_until_it_trusts_the_file(
@@ -78,7 +64,7 @@ async def test_the_editor_is_asked_and_nothing_starts_until_it_trusts_the_file(
             ("tool_call_update", "failed"),
         ]
         assert "--marker" in shown[0].content[0].content.text
-        assert "s3cret-value" not in json.dumps([u.model_dump() for u in shown], default=str)
+        assert SECRET_VALUE not in json.dumps([u.model_dump() for u in shown], default=str)
         echo = client.tool_updates(sid, "c_echo")
         assert echo[-1].status == "failed" and "unknown_tool" in json.dumps(echo[-1].field_meta)
 

@@ -13,26 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from daemon_support import RawDaemon, call, check_against_schema, replay_options, write_script
+from tests.mcp_fixtures.marked import DEMO_SERVER, SECRET_VALUE, starts, write_demo_config
 
-DEMO_SERVER = str(Path(__file__).parent.parent / "mcp_fixtures" / "demo_server.py")
 TRUST = "cleveragents/trustWorkspace"
 DECLARES_TRUST = {"experimental": {"cleveragents": {"trust": True}}}
-
-
-def write_demo_config(sandbox: Path, marker: Path, *extra: str) -> str:
-    """The demo server (marking its start) in `.mcp.json`; the SHA-256 of the file."""
-    entry = {
-        "command": sys.executable,
-        "args": [DEMO_SERVER, "--marker", str(marker), *extra],
-        "env": {"DEMO_TOKEN": "s3cret-value"},
-    }
-    data = json.dumps({"mcpServers": {"demo": entry}}).encode()
-    (sandbox / ".mcp.json").write_bytes(data)
-    return hashlib.sha256(data).hexdigest()
-
-
-def starts(marker: Path) -> int:
-    return len(marker.read_text().splitlines()) if marker.exists() else 0
 
 
 def echo_script(tmp_path: Path, name: str) -> str:
@@ -69,7 +53,7 @@ async def test_a_client_that_declares_trust_is_asked_and_nothing_starts_until_it
     raw: RawDaemon, tmp_path: Path, sandbox: Path
 ) -> None:
     marker = tmp_path / "marker"
-    digest = write_demo_config(sandbox, marker)
+    digest = hashlib.sha256(write_demo_config(sandbox, marker)).hexdigest()
     init = await raw.initialize(replay_options(echo_script(tmp_path, "s.json")), DECLARES_TRUST)
     assert init["result"]["capabilities"]["experimental"]["cleveragents"]["trust"] is True
 
@@ -89,7 +73,7 @@ async def test_a_client_that_declares_trust_is_asked_and_nothing_starts_until_it
             }
         ],
     }
-    assert "s3cret-value" not in json.dumps(question)
+    assert SECRET_VALUE not in json.dumps(question)
     (record,) = declined["result"]["toolCallHistory"]
     assert record["errorKind"] == "unknown_tool"
     assert declined["result"]["content"] == "Done."
