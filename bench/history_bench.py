@@ -21,8 +21,9 @@ client of `daemon_client.py`:
     python bench/history_bench.py --json     # machine-readable results
     python bench/history_bench.py --quick    # tiny sizes (smoke test)
 
-Targets: the longest ping during a getRun, and during the lock, at most 50 ms; the run under
-the lock at most 1 s slower than without it (it must not wait for the lock).
+Targets: the longest ping answered while a getRun is served, and while the lock is held, at
+most 50 ms (a daemon that answers none while serving the getRun misses); the run under the
+lock at most 1 s slower than without it (it must not wait for the lock).
 A bench reports; it never fails the build: the exit status is 0 unless something crashes.
 """
 
@@ -322,12 +323,21 @@ async def measure_lock(client: RawClient, ws: Workspace, plan: Plan, results: Re
 
 def verdicts(results: Results) -> list[dict[str, Any]]:
     lock_extra = results.run_locked_ms - results.run_unlocked_ms
+    answered = results.pings_during_get_run > 0
+    # A daemon whose loop is busy with the getRun answers no ping while serving it: every
+    # ping then waits behind the result, which is a miss, not an empty maximum.
+    get_run_figure = (
+        f"{results.longest_ping_during_get_run_ms:.1f} ms"
+        if answered
+        else f"none answered; all waited behind it, up to "
+        f"{results.longest_ping_behind_get_run_ms:.0f} ms"
+    )
     return [
         {
-            "name": f"longest ping during a {results.records:,}-record getRun",
-            "figure": f"{results.longest_ping_during_get_run_ms:.1f} ms",
+            "name": f"longest ping answered while a {results.records:,}-record getRun was served",
+            "figure": get_run_figure,
             "target": f"<= {PING_TARGET_MS:g} ms",
-            "met": results.longest_ping_during_get_run_ms <= PING_TARGET_MS,
+            "met": answered and results.longest_ping_during_get_run_ms <= PING_TARGET_MS,
         },
         {
             "name": f"longest ping while another process holds the lock {results.lock_hold_s:g} s",
