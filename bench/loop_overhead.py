@@ -6,8 +6,9 @@ The same work is timed three ways in one process, round-robin so load drift hits
 
 - the runtime: `await ToolCallingRuntime(..., max_iterations=N).arun_tool_loop(prompt)`;
 - a minimal hand-written loop ("floor") that per iteration asks the same fake LLM, validates
-  the arguments with the validator class the runner uses (compiled once), calls the tool,
-  times it with perf_counter, builds a ToolCallRecord, appends it and feeds the result back;
+  the arguments with the fastest validator available (fastjsonschema, compiled once; jsonschema
+  if it is missing), calls the tool, times it with perf_counter, builds a ToolCallRecord,
+  appends it and feeds the result back;
 - the fake LLM alone, so a reader can see how much of every row is the model stand-in.
 
 Per-iteration time is the wall time of one whole run divided by N (run set-up included).
@@ -58,8 +59,9 @@ from cleveragents.tool import (
 )
 
 PROMPT = "count with the tool"
-RATIO_TARGET = 4.0
-GROWTH_TARGET = 1.3
+RATIO_TARGET = 5.0  # the runtime with an async tool, against the floor
+HOP_TARGET = 1.5  # the runtime with a sync tool, against the floor's bare thread hop
+GROWTH_TARGET = 1.1
 
 ToolKind = Literal["sync", "async"]
 FloorMode = Literal["direct", "thread_hop", "async"]
@@ -123,12 +125,51 @@ async def run_runtime(runtime: ToolCallingRuntime, n: int) -> None:
         )
 
 
+def _validator_name() -> str:
+    try:
+        import fastjsonschema
+    except ImportError:
+        return "jsonschema"
+    return f"fastjsonschema {fastjsonschema.VERSION}"
+
+
+VALIDATOR_NAME = _validator_name()
+
+
+def fastest_validator(schema: dict[str, Any]) -> Callable[[Any], str | None]:
+    """A function that returns None for valid arguments, else an error message.
+
+    fastjsonschema compiles the schema to Python (about 1 us a call here); jsonschema, the
+    fallback, interprets it (tens of us). The floor takes the fastest so the ratio is honest.
+    """
+    try:
+        import fastjsonschema
+    except ImportError:
+        from jsonschema import validators
+
+        reference = validators.validator_for(schema)(schema)
+
+        def interpreted(arguments: Any) -> str | None:
+            error = next(reference.iter_errors(arguments), None)
+            return None if error is None else str(error.message)
+
+        return interpreted
+    compiled = fastjsonschema.compile(schema, use_default=False)
+
+    def check(arguments: Any) -> str | None:
+        try:
+            compiled(arguments)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            return str(exc.message)
+        return None
+
+    return check
+
+
 class HandWrittenLoop:
     """The floor: the least a correct loop does per iteration, written out by hand."""
 
     def __init__(self, mode: FloorMode, n: int, executor: ThreadPoolExecutor) -> None:
-        from jsonschema import validators
-
         self.mode = mode
         self.n = n
         self.executor = executor
@@ -138,8 +179,7 @@ class HandWrittenLoop:
         spec = registry.add(self.tool)
         self.tool_name = spec.name
         self.tools = [spec.to_schema()]
-        # The same validator class the runner picks, compiled once as the runner caches it.
-        self.validator: Any = validators.validator_for(spec.input_schema)(spec.input_schema)
+        self.validate = fastest_validator(spec.input_schema)
         self.llm = OneToolCallLLM(spec.name, n)
 
     async def run(self) -> None:
@@ -156,10 +196,10 @@ class HandWrittenLoop:
             for call in response.tool_calls:
                 started = time.perf_counter()
                 arguments = call.arguments
-                error = next(self.validator.iter_errors(arguments), None)
+                error = self.validate(arguments)
                 output: dict[str, Any]
                 if error is not None:
-                    output = {"error": error.message}
+                    output = {"error": error}
                 elif self.mode == "direct":
                     output = self.tool(**arguments)
                 elif self.mode == "thread_hop":
@@ -174,7 +214,7 @@ class HandWrittenLoop:
                     output=output,
                     duration_ms=(time.perf_counter() - started) * 1000.0,
                     success=error is None,
-                    error=None if error is None else error.message,
+                    error=error,
                     iteration=iteration,
                     call_id=call.call_id,
                 )
@@ -239,11 +279,13 @@ FLOOR_ASYNC = "floor, async tool"
 LLM_ALONE = "fake LLM alone"
 VARIANTS = (LLM_ALONE, FLOOR_DIRECT, FLOOR_HOP, FLOOR_ASYNC, RUNTIME_SYNC, RUNTIME_ASYNC)
 
-# (measured, floor, is a target): the thread-hop comparison only shows where the cost goes.
-COMPARISONS = (
-    (RUNTIME_ASYNC, FLOOR_ASYNC, True),
-    (RUNTIME_SYNC, FLOOR_DIRECT, True),
-    (RUNTIME_SYNC, FLOOR_HOP, False),
+# (measured, floor, limit or None when it only informs). A sync tool runs in a worker thread
+# by design (it must not block the loop), so its target is the bare hop; against the direct
+# call the ratio only shows what the hop costs.
+COMPARISONS: tuple[tuple[str, str, float | None], ...] = (
+    (RUNTIME_ASYNC, FLOOR_ASYNC, RATIO_TARGET),
+    (RUNTIME_SYNC, FLOOR_HOP, HOP_TARGET),
+    (RUNTIME_SYNC, FLOOR_DIRECT, None),
 )
 
 
@@ -343,7 +385,9 @@ class Verdict:
         return self.value <= self.limit
 
     def line(self) -> str:
-        tag = ("PASS" if self.met else "MISS") if self.target else "INFO"
+        if not self.target:
+            return f"INFO  {self.label}: {self.value:.2f}x"
+        tag = "PASS" if self.met else "MISS"
         return f"{tag}  {self.label}: {self.value:.2f}x (target <= {self.limit:g}x)"
 
 
@@ -366,9 +410,10 @@ def verdicts(results: dict[int, dict[str, Row]], plan: Plan) -> list[Verdict]:
     found: list[Verdict] = []
     for n in (plan.small_n, plan.large_n):
         rows = results[n]
-        for measured, floor, is_target in COMPARISONS:
+        for measured, floor, limit in COMPARISONS:
             ratio = paired_ratio(rows[measured], rows[floor])
-            found.append(Verdict(is_target, f"N={n} {measured} vs {floor}", ratio, RATIO_TARGET))
+            label = f"N={n} {measured} vs {floor}"
+            found.append(Verdict(limit is not None, label, ratio, limit or RATIO_TARGET))
     for variant in (RUNTIME_SYNC, RUNTIME_ASYNC):
         growth = paired_ratio(results[plan.large_n][variant], results[plan.small_n][variant])
         label = f"growth {variant}, per-iteration N={plan.large_n} / N={plan.small_n}"
@@ -384,6 +429,7 @@ def environment() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "floor_validator": VALIDATOR_NAME,
     }
 
 
@@ -398,15 +444,17 @@ def render_table(results: dict[int, dict[str, Row]], plan: Plan) -> str:
         'Fake LLM: one trivial tool call per iteration ({"n": i}), text at iteration N,',
         "so N-1 tool calls per run. One runtime per (tool, N), reused across repetitions.",
         f"Per-iteration = whole run / N; {plan.warmup} warm-up round(s), variants interleaved.",
-        "Floor for the sync tool: a direct call; the thread-hop floor makes the same call",
-        "through loop.run_in_executor, to show where the cost goes. Ratios and growth are",
+        "Floors validate with the fastest validator here"
+        f" ({VALIDATOR_NAME}). The sync tool's target floor makes",
+        "the call through loop.run_in_executor (the hop the runtime makes by design); the",
+        "direct-call floor shows what the hop costs. Ratios and growth are",
         "medians of per-round ratios (runs of the same round are milliseconds apart).",
         "",
         f"{'variant':<31} {'N':>4} {'reps':>4} {'median':>9} {'p10-p90':>17} {'min':>8}"
         f" {'x floor':>8}",
         f"{'':<31} {'':>4} {'':>4} {'us/iter':>9} {'us/iter':>17} {'us/iter':>8}",
     ]
-    floors = {measured: floor for measured, floor, is_target in COMPARISONS if is_target}
+    floors = {measured: floor for measured, floor, limit in COMPARISONS if limit is not None}
     for n, rows in results.items():
         for name in VARIANTS:
             row = rows[name]

@@ -2,7 +2,7 @@
 # Every test: set up, then lint, type-check and run the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup-tests.sh
 .venv/bin/ruff format --check server tests bench
 .venv/bin/ruff check server tests bench
 .venv/bin/mypy

@@ -4,6 +4,25 @@ It speaks the wire format the real SDK expects (SSE streams, error JSON, retry h
 records every request, serves a scripted queue of replies, and enforces the request rules
 the real API enforces that our translation could break (non-empty content, tool_use and
 tool_result pairing, thinking blocks echoed unchanged), answering 400 the way the API does.
+
+Like the real service it counts each request's tokens (the fixed estimate in
+`fake_tokens.py`), refuses one over `context_window` (400 invalid_request_error "prompt is
+too long: N tokens > M maximum", or "input length and `max_tokens` exceed context limit"
+when the answer's room does not fit) or over `max_request_bytes` (413 request_too_large),
+and runs a prompt cache by Anthropic's documented rules:
+
+- a block marked `cache_control` (at most 4 in a request, else 400; a top-level
+  `cache_control` marks the last block) is a breakpoint; the prefix is tools, then system,
+  then messages, up to and including the marked block;
+- a breakpoint reads the longest cached prefix that ends at it or at one of the 20 block
+  boundaries before it (the lookback); the request reads the longest such prefix;
+- a breakpoint whose prefix is at least the model's minimum cacheable length (1,024 tokens;
+  2,048 for Haiku 3 and 3.5; 4,096 for Opus 4.5 and 4.6 and Haiku 4.5) and longer than what
+  was read is written; entries live `cache_ttl_s` (5 minutes), refreshed on each hit;
+- usage: `cache_read_input_tokens` the prefix read, `cache_creation_input_tokens` the tokens
+  from there to the furthest breakpoint written, `input_tokens` the rest.
+
+A scripted `StreamReply` with `input_tokens` set reports its scripted numbers instead.
 """
 
 from __future__ import annotations
@@ -17,7 +36,23 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from fake_tokens import Block, CacheUse, PrefixCache, message_blocks, prefixes
+
 API_KEY = "sk-ant-fake-test-key"
+MAX_CACHE_BREAKPOINTS = 4
+CACHE_LOOKBACK_BLOCKS = 20
+DEFAULT_CACHE_TTL_S = 300.0
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
+
+
+def min_cacheable_tokens(model: str) -> int:
+    """The shortest prefix Anthropic caches for `model` (its prompt caching docs)."""
+    name = model.lower()
+    if any(k in name for k in ("opus-4-5", "opus-4-6", "haiku-4-5")):
+        return 4096
+    if any(k in name for k in ("3-haiku", "3-5-haiku", "haiku-3")):
+        return 2048
+    return 1024
 
 
 @dataclass
@@ -43,7 +78,7 @@ class RedactedThinking:
     data: str
 
 
-Block = Text | ToolUse | Thinking | RedactedThinking
+ReplyBlock = Text | ToolUse | Thinking | RedactedThinking
 
 
 @dataclass
@@ -51,11 +86,13 @@ class StreamReply:
     """A 200 SSE stream. `error_after` sends an `error` event after that many blocks;
     `cut_after` closes the connection after that many blocks, without message_stop."""
 
-    blocks: list[Block]
+    blocks: list[ReplyBlock]
     stop_reason: str = "end_turn"
-    input_tokens: int = 10
+    # None: the fake's own count and cache accounting; a number: reported as scripted.
+    input_tokens: int | None = None
     output_tokens: int = 5
     cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
     error_after: int | None = None
     cut_after: int | None = None
     # A pause to make the client time out: before the response starts, or after that
@@ -80,6 +117,8 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    # The fake's count of the request's input tokens (None when refused before counting).
+    usage: CacheUse | None = None
 
 
 class ApiRuleError(Exception):
@@ -87,8 +126,20 @@ class ApiRuleError(Exception):
 
 
 class FakeAnthropic:
-    def __init__(self, api_key: str = API_KEY) -> None:
+    def __init__(
+        self,
+        api_key: str = API_KEY,
+        *,
+        context_window: int | None = None,
+        min_cacheable: int | None = None,
+        cache_ttl_s: float = DEFAULT_CACHE_TTL_S,
+        max_request_bytes: int = MAX_REQUEST_BYTES,
+    ) -> None:
         self.api_key = api_key
+        self.context_window = context_window
+        self.min_cacheable = min_cacheable
+        self.max_request_bytes = max_request_bytes
+        self.cache = PrefixCache(cache_ttl_s)
         self.requests: list[RecordedRequest] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -133,18 +184,23 @@ class FakeAnthropic:
                 length = int(self.headers.get("content-length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 headers = {k.lower(): v for k, v in self.headers.items()}
+                recorded = RecordedRequest(self.path, headers, body)
                 with fake._lock:
-                    fake.requests.append(RecordedRequest(self.path, headers, body))
-                fake._answer(self, headers, body)
+                    fake.requests.append(recorded)
+                if length > fake.max_request_bytes:
+                    too_large = "Request exceeds the maximum allowed number of bytes."
+                    return _send_error(
+                        self, ErrorReply(413, "request_too_large", too_large, retry_after_ms=None)
+                    )
+                fake._answer(self, recorded)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         return Handler
 
-    def _answer(
-        self, http: BaseHTTPRequestHandler, headers: dict[str, str], body: dict[str, Any]
-    ) -> None:
+    def _answer(self, http: BaseHTTPRequestHandler, recorded: RecordedRequest) -> None:
+        headers, body = recorded.headers, recorded.body
         if http.path != "/v1/messages":
             return _send_error(http, ErrorReply(404, "not_found_error", f"Not found: {http.path}"))
         # SDK 2.x sends the key as a bearer token; older clients send x-api-key.
@@ -152,6 +208,7 @@ class FakeAnthropic:
             return _send_error(http, ErrorReply(401, "authentication_error", "invalid x-api-key"))
         try:
             self._check_rules(body)
+            recorded.usage = self._count(body)
         except ApiRuleError as exc:
             return _send_error(http, ErrorReply(400, "invalid_request_error", str(exc)))
         with self._lock:
@@ -169,7 +226,7 @@ class FakeAnthropic:
         if reply.delay_after is None:
             time.sleep(reply.delay_s)
         try:
-            _send_stream(http, reply, str(body.get("model")))
+            _send_stream(http, reply, str(body.get("model")), recorded.usage)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test); nothing left to tell it
 
@@ -183,6 +240,40 @@ class FakeAnthropic:
                 self._thinking_turns[ids] = [
                     b for b in blocks if b["type"] != "text" or b["text"].strip()
                 ]
+
+    def _count(self, body: dict[str, Any]) -> CacheUse:
+        """Count the request, refuse it when too long, and read and write the cache."""
+        model = str(body["model"])
+        found = prefixes(model, _cache_blocks(body))
+        if len(found.marked) > MAX_CACHE_BREAKPOINTS:
+            raise ApiRuleError(
+                f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be "
+                f"provided. Found {len(found.marked)}."
+            )
+        total, window = found.total, self.context_window
+        if window is not None and total > window:
+            raise ApiRuleError(f"prompt is too long: {total} tokens > {window} maximum")
+        if window is not None and total + body["max_tokens"] > window:
+            raise ApiRuleError(
+                f"input length and `max_tokens` exceed context limit: {total} + "
+                f"{body['max_tokens']} > {window}, decrease input length or `max_tokens` "
+                "and try again"
+            )
+        read = 0
+        for mark in found.marked:
+            for index in range(mark, max(-1, mark - CACHE_LOOKBACK_BLOCKS - 1), -1):
+                tokens = self.cache.hit(found.hashes[index])
+                if tokens is not None:
+                    read = max(read, tokens)
+                    break
+        minimum = self.min_cacheable or min_cacheable_tokens(model)
+        written = read
+        for mark in found.marked:
+            tokens = found.tokens[mark]
+            if tokens >= minimum and tokens > read:
+                self.cache.store(found.hashes[mark], tokens)
+                written = max(written, tokens)
+        return CacheUse(total, read, written - read)
 
     def _check_rules(self, body: dict[str, Any]) -> None:
         if not isinstance(body.get("model"), str) or not body["model"]:
@@ -269,6 +360,21 @@ def _bearer(headers: dict[str, str]) -> str | None:
     return token if scheme.lower() == "bearer" else None
 
 
+def _cache_blocks(body: dict[str, Any]) -> list[Block]:
+    """The request as the cache sees it: tools, system, then each message's blocks."""
+    blocks = [Block(tool, None, "cache_control" in tool) for tool in body.get("tools", [])]
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        blocks.append(Block({"type": "text", "text": system}))
+    elif isinstance(system, list):
+        blocks.extend(Block(b, None, "cache_control" in b) for b in system)
+    for message in body.get("messages", []):
+        blocks.extend(message_blocks(str(message.get("role")), message.get("content")))
+    if body.get("cache_control") and blocks:  # automatic caching: the last block
+        blocks[-1] = Block(blocks[-1].value, blocks[-1].role, True)
+    return blocks
+
+
 def _merge_turns(messages: Any) -> list[dict[str, Any]]:
     """Consecutive same-role messages as one turn, content as blocks, as the API reads them."""
     if not isinstance(messages, list) or not messages:
@@ -294,7 +400,7 @@ def _merge_turns(messages: Any) -> list[dict[str, Any]]:
     return turns
 
 
-def _final_block(block: Block) -> dict[str, Any]:
+def _final_block(block: ReplyBlock) -> dict[str, Any]:
     """The content block as the API would return it whole (what must be echoed back)."""
     if isinstance(block, Text):
         return {"type": "text", "text": "".join(block.chunks)}
@@ -311,7 +417,7 @@ def _final_block(block: Block) -> dict[str, Any]:
     return {"type": "redacted_thinking", "data": block.data}
 
 
-def _block_events(index: int, block: Block) -> list[tuple[str, dict[str, Any]]]:
+def _block_events(index: int, block: ReplyBlock) -> list[tuple[str, dict[str, Any]]]:
     def delta(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         return "content_block_delta", {
             "type": "content_block_delta",
@@ -341,7 +447,23 @@ def _block_events(index: int, block: Block) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def _send_stream(http: BaseHTTPRequestHandler, reply: StreamReply, model: str) -> None:
+def _reported_usage(reply: StreamReply, counted: CacheUse | None) -> dict[str, Any]:
+    if reply.input_tokens is not None or counted is None:
+        return {
+            "input_tokens": reply.input_tokens or 0,
+            "cache_creation_input_tokens": reply.cache_creation_input_tokens,
+            "cache_read_input_tokens": reply.cache_read_input_tokens,
+        }
+    return {
+        "input_tokens": counted.uncached,
+        "cache_creation_input_tokens": counted.write,
+        "cache_read_input_tokens": counted.read,
+    }
+
+
+def _send_stream(
+    http: BaseHTTPRequestHandler, reply: StreamReply, model: str, counted: CacheUse | None
+) -> None:
     http.send_response(200)
     http.send_header("content-type", "text/event-stream; charset=utf-8")
     http.send_header("cache-control", "no-cache")
@@ -352,12 +474,7 @@ def _send_stream(http: BaseHTTPRequestHandler, reply: StreamReply, model: str) -
         http.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
         http.wfile.flush()
 
-    usage: dict[str, Any] = {
-        "input_tokens": reply.input_tokens,
-        "output_tokens": 1,
-        "cache_creation_input_tokens": None,
-        "cache_read_input_tokens": reply.cache_read_input_tokens,
-    }
+    usage: dict[str, Any] = {**_reported_usage(reply, counted), "output_tokens": 1}
     send(
         "message_start",
         {
@@ -393,7 +510,8 @@ def _send_stream(http: BaseHTTPRequestHandler, reply: StreamReply, model: str) -
         {
             "type": "message_delta",
             "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
-            "usage": {"output_tokens": reply.output_tokens},
+            # Cumulative, as the API sends it: input counts again, output now final.
+            "usage": {**usage, "output_tokens": reply.output_tokens},
         },
     )
     send("message_stop", {"type": "message_stop"})

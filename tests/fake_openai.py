@@ -4,6 +4,16 @@ It speaks the real wire format: `POST /v1/chat/completions` answered with a
 `text/event-stream` of `data: {chat.completion.chunk}` events ending in `data: [DONE]`
 (HTTP/1.1 chunked, as OpenAI sends it), or an error status with OpenAI's error JSON.
 Replies come from a scripted queue; every request's headers and JSON body are recorded.
+
+Like the real service it counts each chat request's tokens (the fixed estimate in
+`fake_tokens.py`: each tool definition and each message is a block), refuses one over
+`context_window` with 400 and code `context_length_exceeded` (OpenAI's message and body),
+and caches prompts as OpenAI documents it: a request whose prefix (tools, then messages) is
+identical to that of an earlier request, for 1,024 tokens or more, reports the matched part
+in `usage.prompt_tokens_details.cached_tokens`, in 128-token increments above 1,024 (matched
+here at message boundaries). Every prefix of a served request is cached for `cache_ttl_s`.
+A usage chunk scripted with `prompt_tokens=None` (the default of `text_reply` and
+`tool_call_reply`) gets the fake's count; a number is reported as scripted.
 """
 
 from __future__ import annotations
@@ -15,7 +25,12 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from fake_tokens import Block, CacheUse, PrefixCache, prefixes
+
 CHAT_PATH = "/v1/chat/completions"
+MIN_CACHED_TOKENS = 1024
+CACHE_INCREMENT_TOKENS = 128
+DEFAULT_CACHE_TTL_S = 300.0
 
 
 @dataclass
@@ -24,6 +39,8 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: Any
+    # The fake's count of a chat request's input tokens (None when not counted).
+    usage: CacheUse | None = None
 
 
 @dataclass
@@ -62,10 +79,11 @@ def openai_error(
     *,
     error_type: str = "invalid_request_error",
     code: str | None = None,
+    param: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> ErrorReply:
     """An error in OpenAI's shape: `{"error": {"message", "type", "param", "code"}}`."""
-    body = {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+    body = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
     return ErrorReply(status, body, dict(headers or {}))
 
 
@@ -122,29 +140,48 @@ class ChunkScript:
         self._chunk(choices=[self._choice({}, finish_reason=reason)])
         return self
 
-    def usage(self, prompt_tokens: int, completion_tokens: int) -> ChunkScript:
-        """The extra last chunk `stream_options.include_usage` asks for: no choices."""
-        self._chunk(
-            choices=[],
-            usage={
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
-        )
+    def usage(
+        self, prompt_tokens: int | None, completion_tokens: int, cached_tokens: int | None = None
+    ) -> ChunkScript:
+        """The extra last chunk `stream_options.include_usage` asks for: no choices.
+        `prompt_tokens=None`: the server's own count, with its cached tokens."""
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": None if prompt_tokens is None else prompt_tokens + completion_tokens,
+        }
+        if cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+        self._chunk(choices=[], usage=usage)
         return self
 
     def reply(self, **kwargs: Any) -> StreamReply:
         return StreamReply(list(self.chunks), **kwargs)
 
 
-def text_reply(text: str, *, prompt_tokens: int = 10, completion_tokens: int = 5) -> StreamReply:
+def text_reply(
+    text: str, *, prompt_tokens: int | None = None, completion_tokens: int = 5
+) -> StreamReply:
     return ChunkScript().text(text).finish("stop").usage(prompt_tokens, completion_tokens).reply()
 
 
 def tool_call_reply(call_id: str, name: str, arguments: str) -> StreamReply:
     script = ChunkScript().tool_call_start(0, call_id, name).tool_arguments(0, arguments)
-    return script.finish("tool_calls").usage(10, 5).reply()
+    return script.finish("tool_calls").usage(None, 5).reply()
+
+
+def _filled_usage(chunk: dict[str, Any], counted: CacheUse | None) -> dict[str, Any]:
+    usage = chunk.get("usage")
+    if not isinstance(usage, dict) or usage.get("prompt_tokens") is not None:
+        return chunk
+    prompt = counted.total if counted is not None else 0
+    filled = {
+        **usage,
+        "prompt_tokens": prompt,
+        "total_tokens": prompt + int(usage.get("completion_tokens") or 0),
+        "prompt_tokens_details": {"cached_tokens": counted.read if counted else 0},
+    }
+    return {**chunk, "usage": filled}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -161,11 +198,10 @@ class _Handler(BaseHTTPRequestHandler):
             body: Any = json.loads(raw)
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        reply = self.server.fake.record_and_next(
-            RecordedRequest(
-                "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body
-            )
+        request = RecordedRequest(
+            "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body
         )
+        reply = self.server.fake.record_and_next(request)
         if self.path != CHAT_PATH:
             reply = openai_error(404, f"Invalid URL (POST {self.path})")
         if isinstance(reply, DropConnection):
@@ -178,7 +214,7 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(reply, ErrorReply):
             self._send_error(reply)
             return
-        self._send_stream(reply)
+        self._send_stream(reply, request.usage)
 
     def _send_error(self, reply: ErrorReply) -> None:
         data = (reply.body if isinstance(reply.body, str) else json.dumps(reply.body)).encode()
@@ -191,7 +227,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_stream(self, reply: StreamReply) -> None:
+    def _send_stream(self, reply: StreamReply, counted: CacheUse | None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Transfer-Encoding", "chunked")
@@ -199,7 +235,7 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in reply.headers.items():
             self.send_header(name, value)
         self.end_headers()
-        events = [f"data: {json.dumps(chunk)}\n\n" for chunk in reply.chunks]
+        events = [f"data: {json.dumps(_filled_usage(c, counted))}\n\n" for c in reply.chunks]
         if reply.done:
             events.append("data: [DONE]\n\n")
         for number, event in enumerate(events):
@@ -226,7 +262,11 @@ class _Server(ThreadingHTTPServer):
 class FakeOpenAIServer:
     """Start with `with FakeOpenAIServer() as server:`; point the SDK at `server.base_url`."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, *, context_window: int | None = None, cache_ttl_s: float = DEFAULT_CACHE_TTL_S
+    ) -> None:
+        self.context_window = context_window
+        self.cache = PrefixCache(cache_ttl_s)
         self._lock = threading.Lock()
         self._replies: deque[Reply] = deque()
         self.requests: list[RecordedRequest] = []
@@ -274,6 +314,11 @@ class FakeOpenAIServer:
     def record_and_next(self, request: RecordedRequest) -> Reply:
         with self._lock:
             self.requests.append(request)
+        if request.path == CHAT_PATH and isinstance(request.body, dict):
+            refusal = self._count(request)
+            if refusal is not None:  # refused before the model ran: the script waits
+                return refusal
+        with self._lock:
             if self._replies:
                 return self._replies.popleft()
         return openai_error(
@@ -282,6 +327,45 @@ class FakeOpenAIServer:
             error_type="server_error",
             headers={"x-should-retry": "false"},
         )
+
+    def _count(self, request: RecordedRequest) -> ErrorReply | None:
+        """Count the request's tokens; refuse it when too long, else read and fill the cache."""
+        body = request.body
+        blocks = [Block(tool) for tool in body.get("tools") or []]
+        blocks.extend(
+            Block(message, str(message.get("role"))) for message in body.get("messages") or []
+        )
+        found = prefixes(str(body.get("model")), blocks)
+        total, window = found.total, self.context_window
+        answer = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+        if window is not None and total + answer > window:
+            asked = (
+                f"your messages resulted in {total} tokens"
+                if not answer
+                else f"you requested {total + answer} tokens ({total} in the messages, "
+                f"{answer} in the completion)"
+            )
+            return openai_error(
+                400,
+                f"This model's maximum context length is {window} tokens. However, {asked}. "
+                "Please reduce the length of the messages" + (" or completion." if answer else "."),
+                code="context_length_exceeded",
+                param="messages",
+            )
+        matched = 0
+        for index in range(len(found.hashes) - 1, -1, -1):
+            tokens = self.cache.hit(found.hashes[index])
+            if tokens is not None:
+                matched = tokens
+                break
+        for digest, tokens in zip(found.hashes, found.tokens, strict=True):
+            self.cache.store(digest, tokens)
+        cached = 0
+        if matched >= MIN_CACHED_TOKENS:
+            steps = (matched - MIN_CACHED_TOKENS) // CACHE_INCREMENT_TOKENS
+            cached = MIN_CACHED_TOKENS + steps * CACHE_INCREMENT_TOKENS
+        request.usage = CacheUse(total, cached)
+        return None
 
     @property
     def bodies(self) -> list[Any]:

@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,19 +19,12 @@ from cleveragents.service.checkpoints import (
     CheckpointsUnavailable,
 )
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("git") is None, reason="needs git"),
+    pytest.mark.usefixtures("fixed_umask"),  # modes are compared exactly
+]
 
 Entry = tuple[str, bytes, int]
-
-
-@pytest.fixture(autouse=True)
-def fixed_umask() -> Iterator[None]:
-    # Modes are compared exactly; git creates files with 0666/0777 minus the umask.
-    previous = os.umask(0o022)
-    try:
-        yield
-    finally:
-        os.umask(previous)
 
 
 @pytest.fixture

@@ -19,6 +19,12 @@ from tests.mcp_fixtures.marked import SECRET_VALUE, starts, write_demo_config
 CLI = [sys.executable, "-m", "cleveragents"]
 
 
+@pytest.fixture(autouse=True)
+def private_data_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Runs without --history store the run and its checkpoints in the user data folder.
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     target = tmp_path / "workspace"

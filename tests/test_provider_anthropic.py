@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -76,7 +80,8 @@ async def test_request_carries_model_system_tools_and_the_whole_conversation(
     fake: FakeAnthropic, make_caller: MakeCaller
 ) -> None:
     fake.push(StreamReply([Text(["done"])]))
-    caller = make_caller(model="claude-test-model", max_tokens=321)
+    # Without cache breakpoints, so the body is the plain translation (tests below add them).
+    caller = make_caller(model="claude-test-model", max_tokens=321, cache=False)
     history: list[Message] = [
         UserMessage("Read a.txt and b.txt"),
         AssistantMessage(
@@ -394,7 +399,9 @@ def test_a_missing_api_key_fails_at_construction(
 
 
 # -- the whole loop ----------------------------------------------------------------------
-def build_runtime(caller: AnthropicCaller, words: list[str]) -> ToolCallingRuntime:
+def build_runtime(
+    caller: AnthropicCaller, words: list[str], *, cache: bool = True
+) -> ToolCallingRuntime:
     registry = ToolRegistry()
 
     @registry.tool
@@ -408,7 +415,9 @@ def build_runtime(caller: AnthropicCaller, words: list[str]) -> ToolCallingRunti
         """Fetch a URL."""
         raise ToolError(f"network is disabled: {url}")
 
-    return ToolCallingRuntime(registry, ToolRunner(registry), caller, system_prompt="Be exact.")
+    return ToolCallingRuntime(
+        registry, ToolRunner(registry), caller, system_prompt="Be exact.", cache=cache
+    )
 
 
 async def test_the_runtime_loop_runs_tools_and_sends_their_results_back(
@@ -429,7 +438,8 @@ async def test_the_runtime_loop_runs_tools_and_sends_their_results_back(
     )
     words: list[str] = []
     deltas: list[str] = []
-    runtime = build_runtime(make_caller(), words)
+    # The runtime's setting turns the breakpoints off, so the body is the plain translation.
+    runtime = build_runtime(make_caller(), words, cache=False)
 
     result = await runtime.arun_tool_loop(
         "How many words?",
@@ -567,3 +577,308 @@ async def test_the_fake_refuses_a_tool_turn_whose_thinking_was_dropped(
         await make_caller().complete(LLMRequest(history, [READ_FILE]))
     assert caught.value.status_code == 400
     assert "Expected `thinking`" in str(caught.value)
+
+
+# -- prompt caching ------------------------------------------------------------------------
+PAGE = "def handler(event):\n    return {'status': 200, 'body': event}\n" * 100  # ~6 KB
+
+
+def paging_runtime(caller: AnthropicCaller, *, cache: bool = True) -> ToolCallingRuntime:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def read_page(n: int) -> dict[str, str]:
+        """Read one page of a long file."""
+        return {"page": f"page {n}\n{PAGE}"}
+
+    return ToolCallingRuntime(
+        registry, ToolRunner(registry), caller, system_prompt="Be exact.", cache=cache
+    )
+
+
+def page_replies(pages: int) -> list[StreamReply]:
+    calls = [
+        StreamReply(
+            [ToolUse(f"toolu_{n}", "read_page", [json.dumps({"n": n})])], stop_reason="tool_use"
+        )
+        for n in range(1, pages + 1)
+    ]
+    return [*calls, StreamReply([Text(["Read them all."])])]
+
+
+def marks(body: dict[str, Any]) -> int:
+    return json.dumps(body).count('"cache_control"')
+
+
+async def test_breakpoints_mark_the_last_tool_the_system_and_the_newest_messages(
+    fake: FakeAnthropic, make_caller: MakeCaller
+) -> None:
+    fake.push(*page_replies(3))
+    result = await paging_runtime(make_caller()).arun_tool_loop("Read pages 1 to 3.")
+    assert result.stop_reason == "final_answer"
+
+    first, *_, last = (r.body for r in fake.requests)
+    ephemeral = {"type": "ephemeral"}
+    assert first["tools"][-1]["cache_control"] == ephemeral
+    assert first["system"] == [{"type": "text", "text": "Be exact.", "cache_control": ephemeral}]
+    assert first["messages"] == [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Read pages 1 to 3.", "cache_control": ephemeral}],
+        }
+    ]
+    # The newest message, and the newest of the request before (which that request wrote).
+    messages = last["messages"]
+    assert messages[-1]["content"][-1]["cache_control"] == ephemeral
+    assert messages[-3]["content"][-1]["cache_control"] == ephemeral
+    assert marks({"m": messages[:-3]}) == 0 and marks({"m": messages[-2]}) == 0
+    assert all(marks(r.body) <= 4 for r in fake.requests)
+    assert [marks(r.body) for r in fake.requests] == [3, 4, 4, 4]
+
+
+async def test_iteration_two_on_reads_the_previous_request_from_the_cache(
+    fake: FakeAnthropic, make_caller: MakeCaller
+) -> None:
+    fake.push(*page_replies(4))
+    caller = make_caller(model="claude-sonnet-4-5")
+    # A prompt long enough to be cached on its own (Sonnet caches 1,024 tokens or more).
+    result = await paging_runtime(caller).arun_tool_loop("Read pages 1 to 4.\n" + PAGE)
+
+    counted = [r.usage for r in fake.requests]
+    assert all(c is not None for c in counted)
+    totals = [c.total for c in counted if c is not None]
+    usage = result.iteration_usage
+    assert [u.input_tokens for u in usage] == totals
+    # The first request writes its whole prefix; each later one reads the one before and
+    # writes only what it added.
+    assert (usage[0].cache_read_tokens, usage[0].cache_write_tokens) == (0, totals[0])
+    for n in range(1, len(usage)):
+        assert usage[n].cache_read_tokens == totals[n - 1]
+        assert usage[n].cache_write_tokens == totals[n] - totals[n - 1]
+        assert usage[n].uncached_input_tokens == 0
+    assert result.usage.cache_read_tokens == sum(totals[:-1])
+    assert result.cost_usd is not None
+
+    uncached = FakeAnthropic().start()
+    try:
+        uncached.push(*page_replies(4))
+        off = make_caller(model="claude-sonnet-4-5", base_url=uncached.base_url, cache=False)
+        plain = await paging_runtime(off).arun_tool_loop("Read pages 1 to 4.\n" + PAGE)
+    finally:
+        uncached.close()
+    assert plain.usage.input_tokens == result.usage.input_tokens
+    assert plain.usage.cache_read_tokens == plain.usage.cache_write_tokens == 0
+    assert plain.cost_usd is not None and result.cost_usd < 0.6 * plain.cost_usd
+
+
+@pytest.mark.parametrize("off", ["caller", "runtime", "environment"])
+async def test_caching_off_sends_no_breakpoint(
+    fake: FakeAnthropic,
+    make_caller: MakeCaller,
+    monkeypatch: pytest.MonkeyPatch,
+    off: str,
+) -> None:
+    if off == "environment":
+        monkeypatch.setenv("CLEVERAGENTS_PROMPT_CACHING", "0")
+    caller = make_caller(cache=False) if off == "caller" else make_caller()
+    fake.push(*page_replies(2))
+    result = await paging_runtime(caller, cache=off != "runtime").arun_tool_loop(
+        "Read pages 1 and 2.\n" + PAGE
+    )
+    assert all(marks(r.body) == 0 for r in fake.requests)
+    assert fake.requests[0].body["system"] == "Be exact."
+    assert result.usage.cache_read_tokens == result.usage.cache_write_tokens == 0
+
+
+async def test_the_sent_prefix_is_byte_identical_from_one_request_to_the_next(
+    fake: FakeAnthropic, make_caller: MakeCaller
+) -> None:
+    fake.push(*page_replies(3))
+    await paging_runtime(make_caller(cache=False)).arun_tool_loop("Read pages 1 to 3.")
+    bodies = [r.body for r in fake.requests]
+    for before, after in itertools.pairwise(bodies):
+        assert after["tools"] == before["tools"] and after["system"] == before["system"]
+        sent = before["messages"]
+        assert json.dumps(after["messages"][: len(sent)]) == json.dumps(sent)
+
+
+def sdk_request(model: str, *blocks: dict[str, Any], **params: Any) -> dict[str, Any]:
+    return {
+        "model": model,
+        "max_tokens": 100,
+        "messages": [{"role": "user", "content": list(blocks)}],
+        **params,
+    }
+
+
+def text_block(text: str, mark: bool = False) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "text", "text": text}
+    if mark:
+        block["cache_control"] = {"type": "ephemeral"}
+    return block
+
+
+async def send(caller: AnthropicCaller, body: dict[str, Any]) -> Any:
+    stream = await caller.client.messages.create(**body, stream=True)
+    usage = None
+    async with stream:
+        async for event in stream:
+            if event.type == "message_start":
+                usage = event.message.usage
+    return usage
+
+
+async def test_the_fake_refuses_a_fifth_breakpoint_as_the_api_does(
+    fake: FakeAnthropic, make_caller: MakeCaller
+) -> None:
+    from anthropic import BadRequestError
+
+    caller = make_caller()
+    body = sdk_request("claude-sonnet-4-5", *(text_block(f"part {n}", True) for n in range(5)))
+    with pytest.raises(BadRequestError, match="A maximum of 4 blocks with cache_control"):
+        await send(caller, body)
+
+
+@pytest.mark.parametrize(("between", "read"), [(20, True), (21, False)])
+async def test_the_fake_looks_back_twenty_blocks_from_a_breakpoint(
+    fake: FakeAnthropic, make_caller: MakeCaller, between: int, read: bool
+) -> None:
+    fake.push(StreamReply([Text(["ok"])]), StreamReply([Text(["ok"])]))
+    caller = make_caller()
+    first = await send(caller, sdk_request("claude-sonnet-4-5", text_block(PAGE, True)))
+    assert first.cache_creation_input_tokens > 1024 and first.cache_read_input_tokens == 0
+    later = [text_block(f"note {n}") for n in range(between)]
+    later[-1]["cache_control"] = {"type": "ephemeral"}
+    second = await send(caller, sdk_request("claude-sonnet-4-5", text_block(PAGE), *later))
+    expected = first.cache_creation_input_tokens if read else 0
+    assert second.cache_read_input_tokens == expected
+
+
+@pytest.mark.parametrize(
+    ("model", "cached"), [("claude-sonnet-4-5", True), ("claude-haiku-4-5", False)]
+)
+async def test_the_fake_caches_only_from_the_models_minimum_length(
+    fake: FakeAnthropic, make_caller: MakeCaller, model: str, cached: bool
+) -> None:
+    fake.push(StreamReply([Text(["ok"])]), StreamReply([Text(["ok"])]))
+    caller = make_caller()
+    body = sdk_request(model, text_block(PAGE, True))  # ~1,600 tokens: under Haiku 4.5's 4,096
+    first, second = await send(caller, body), await send(caller, body)
+    assert (first.cache_creation_input_tokens > 0) is cached
+    assert (second.cache_read_input_tokens > 0) is cached
+    assert second.input_tokens + second.cache_read_input_tokens == fake.requests[1].usage.total
+
+
+async def test_usage_parts_are_summed_into_input_and_kept_apart(
+    fake: FakeAnthropic, make_caller: MakeCaller
+) -> None:
+    fake.push(
+        StreamReply(
+            [Text(["hi"])],
+            input_tokens=42,
+            cache_creation_input_tokens=50,
+            cache_read_input_tokens=100,
+            output_tokens=7,
+        )
+    )
+    response = await make_caller().complete(ask())
+    usage = response.usage
+    assert (usage.input_tokens, usage.output_tokens) == (192, 7)
+    assert (usage.cache_read_tokens, usage.cache_write_tokens) == (100, 50)
+    assert usage.uncached_input_tokens == 42
+
+
+# -- too long ------------------------------------------------------------------------------
+async def test_a_prompt_over_the_window_is_a_context_length_error(
+    make_caller: MakeCaller,
+) -> None:
+    from cleveragents.providers.errors import ProviderContextLengthError
+    from cleveragents.tool.errors import ContextLengthExceeded
+
+    with FakeAnthropic(context_window=1000) as small:
+        small.push(StreamReply([Text(["unused"])]))
+        caller = make_caller(base_url=small.base_url, max_tokens=100)
+        with pytest.raises(ProviderContextLengthError) as caught:
+            await caller.complete(ask(PAGE))
+        assert isinstance(caught.value, ContextLengthExceeded)
+        assert caught.value.status_code == 400
+        assert caught.value.error_type == "invalid_request_error"
+        assert "prompt is too long:" in str(caught.value) and "> 1000 maximum" in str(caught.value)
+        # Input that fits, but not with the answer's room: refused the same way.
+        with pytest.raises(ProviderContextLengthError, match="exceed context limit"):
+            await make_caller(base_url=small.base_url, max_tokens=900).complete(ask(PAGE[:1600]))
+        assert len(small.requests) == 2 and small.requests[0].usage is None
+
+
+async def test_a_request_over_the_size_limit_is_a_context_length_error(
+    make_caller: MakeCaller,
+) -> None:
+    from cleveragents.providers.errors import ProviderContextLengthError
+
+    with FakeAnthropic(max_request_bytes=4000) as small:
+        with pytest.raises(ProviderContextLengthError) as caught:
+            await make_caller(base_url=small.base_url).complete(ask(PAGE))
+        assert caught.value.status_code == 413
+        assert "request_too_large" in str(caught.value)
+
+
+async def test_other_bad_requests_are_not_context_length_errors(
+    fake: FakeAnthropic, make_caller: MakeCaller
+) -> None:
+    from cleveragents.providers.errors import ProviderContextLengthError
+
+    fake.push(ErrorReply(400, "invalid_request_error", "tools.0.name: String should match"))
+    with pytest.raises(ProviderError) as caught:
+        await make_caller().complete(ask())
+    assert not isinstance(caught.value, ProviderContextLengthError)
+
+
+async def test_the_runtime_shrinks_and_retries_when_the_service_refuses_a_long_request(
+    make_caller: MakeCaller,
+) -> None:
+    # The runtime believes the window is large; the service knows better and says so.
+    with FakeAnthropic(context_window=6000) as small:
+        small.push(*page_replies(4))
+        caller = make_caller(base_url=small.base_url, max_tokens=500, context_window=100_000)
+        result = await paging_runtime(caller).arun_tool_loop("Read pages 1 to 4.")
+    assert result.stop_reason == "final_answer"
+    refused = [r for r in small.requests if r.usage is None]
+    assert len(refused) == 1
+    retried = small.requests[small.requests.index(refused[0]) + 1]
+    assert retried.usage is not None and retried.usage.total <= 6000 - 500
+    assert "elided to fit the context" in json.dumps(retried.body["messages"])
+
+
+def test_the_caller_says_its_model_output_room_and_window() -> None:
+    caller = AnthropicCaller("claude-x", api_key="k", max_tokens=1234, context_window=50_000)
+    assert (caller.model, caller.max_tokens, caller.context_window) == ("claude-x", 1234, 50_000)
+    assert AnthropicCaller(api_key="k").context_window is None
+    with pytest.raises(ValueError, match="context_window"):
+        AnthropicCaller(api_key="k", context_window=0)
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_the_cli_flag_turns_the_breakpoints_off(
+    fake: FakeAnthropic, tmp_path: Path, flag: bool
+) -> None:
+    fake.push(StreamReply([Text(["Nothing to do."])]))
+    env = {
+        **os.environ,
+        "ANTHROPIC_API_KEY": API_KEY,
+        "ANTHROPIC_BASE_URL": fake.base_url,
+        "CLEVERAGENTS_PROVIDER": "",
+    }
+    env.pop("CLEVERAGENTS_PROMPT_CACHING", None)
+    command = [sys.executable, "-m", "cleveragents", "run", "hi", "--sandbox", str(tmp_path)]
+    command += ["--provider", "anthropic", "--no-history", "--json"]
+    completed = subprocess.run(
+        [*command, *(["--no-prompt-cache"] if flag else [])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    (sent,) = fake.requests
+    assert (marks(sent.body) == 0) is flag

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 import sys
@@ -601,3 +602,165 @@ async def test_full_loop_provider_failure_propagates(
 
     with pytest.raises(ProviderError, match="Incorrect API key provided"):
         await runtime.arun_tool_loop("Weather in Lisbon?")
+
+
+# -- prompt caching and the window ---------------------------------------------------------
+PAGE = "def handler(event):\n    return {'status': 200, 'body': event}\n" * 100  # ~6 KB
+
+
+def paging_registry() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    def read_page(n: int) -> dict[str, str]:
+        """Read one page of a long file."""
+        return {"page": f"page {n}\n{PAGE}"}
+
+    registry.register("read_page", read_page)
+    return registry
+
+
+def page_replies(pages: int) -> list[Any]:
+    calls = [
+        tool_call_reply(f"call_{n}", "read_page", json.dumps({"n": n})) for n in range(1, pages + 1)
+    ]
+    return [*calls, text_reply("Read them all.")]
+
+
+async def test_each_request_starts_with_the_previous_one_byte_for_byte(
+    server: FakeOpenAIServer, caller: OpenAICaller
+) -> None:
+    registry = paging_registry()
+    runtime = ToolCallingRuntime(registry, ToolRunner(registry), caller, system_prompt="Be exact.")
+    server.enqueue(*page_replies(3))
+    await runtime.arun_tool_loop("Read pages 1 to 3.")
+    bodies = server.bodies
+    assert len(bodies) == 4
+    for before, after in itertools.pairwise(bodies):
+        assert json.dumps(after["tools"]) == json.dumps(before["tools"])
+        sent = before["messages"]
+        assert json.dumps(after["messages"][: len(sent)]) == json.dumps(sent)
+    assert bodies[0]["messages"][0] == {"role": "system", "content": "Be exact."}
+
+
+async def test_cached_tokens_are_reported_from_the_second_request_on(
+    server: FakeOpenAIServer, caller: OpenAICaller
+) -> None:
+    registry = paging_registry()
+    runtime = ToolCallingRuntime(registry, ToolRunner(registry), caller, system_prompt="Be exact.")
+    server.enqueue(*page_replies(3))
+    result = await runtime.arun_tool_loop("Read pages 1 to 3.\n" + PAGE)
+
+    counted = [r.usage for r in server.requests]
+    usage = result.iteration_usage
+    assert [u.input_tokens for u in usage] == [c.total for c in counted if c is not None]
+    assert usage[0].cache_read_tokens == 0
+    for n in range(1, len(usage)):
+        previous = usage[n - 1].input_tokens
+        # OpenAI caches from 1,024 tokens on, in steps of 128.
+        assert previous - 128 < usage[n].cache_read_tokens <= previous
+        assert (usage[n].cache_read_tokens - 1024) % 128 == 0
+    assert result.usage.cache_write_tokens == 0
+
+
+async def test_cached_and_cache_write_tokens_are_parsed_from_the_usage_chunk(
+    server: FakeOpenAIServer, caller: OpenAICaller
+) -> None:
+    server.enqueue(
+        ChunkScript().text("hi").finish("stop").usage(2000, 9, cached_tokens=1536).reply()
+    )
+    usage = (await caller.complete(ask("hello"))).usage
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens) == (2000, 9, 1536)
+    assert usage.uncached_input_tokens == 464
+
+
+async def test_a_request_over_the_window_is_a_context_length_error(caller: OpenAICaller) -> None:
+    from cleveragents.providers.errors import ProviderContextLengthError
+    from cleveragents.tool.errors import ContextLengthExceeded
+
+    with FakeOpenAIServer(context_window=1000) as small:
+        small.enqueue(text_reply("unused"))
+        llm = OpenAICaller("fake-model", base_url=small.base_url, max_retries=0)
+        try:
+            with pytest.raises(ProviderContextLengthError) as caught:
+                await llm.complete(ask(PAGE))
+        finally:
+            await llm.aclose()
+        assert small.pending == 1  # refused before a reply was served
+    assert isinstance(caught.value, ContextLengthExceeded)
+    assert caught.value.status_code == 400
+    assert "maximum context length is 1000 tokens" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        # vLLM
+        ErrorReply(
+            400,
+            {
+                "object": "error",
+                "message": "This model's maximum context length is 4096 tokens. However, you "
+                "requested 5000 tokens (4000 in the messages, 1000 in the completion).",
+                "type": "BadRequestError",
+                "param": None,
+                "code": 400,
+            },
+        ),
+        # llama.cpp's server
+        ErrorReply(
+            400,
+            {
+                "error": {
+                    "code": 400,
+                    "message": "the request exceeds the available context size, try increasing it",
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": 5000,
+                    "n_ctx": 4096,
+                }
+            },
+        ),
+        # vLLM v1
+        openai_error(
+            400, "The decoder prompt (length 5000) is longer than the maximum model length of 4096."
+        ),
+        # Ollama
+        openai_error(400, "the input length exceeds the context length"),
+        # a LiteLLM gateway
+        openai_error(400, "litellm.ContextWindowExceededError: prompt has 300000 tokens"),
+    ],
+)
+async def test_local_servers_too_long_answers_are_context_length_errors(
+    server: FakeOpenAIServer, caller: OpenAICaller, refusal: ErrorReply
+) -> None:
+    from cleveragents.providers.errors import ProviderContextLengthError
+
+    server.enqueue(refusal)
+    with pytest.raises(ProviderContextLengthError):
+        await caller.complete(ask("hello"))
+
+
+async def test_max_tokens_is_sent_under_the_servers_name(server: FakeOpenAIServer) -> None:
+    server.enqueue(text_reply("a"))
+    llm = OpenAICaller("fake-model", base_url=server.base_url, max_tokens=256, context_window=8192)
+    try:
+        await llm.complete(ask("hello"))
+    finally:
+        await llm.aclose()
+    assert server.bodies[0]["max_tokens"] == 256
+    assert (llm.max_tokens, llm.context_window) == (256, 8192)
+    official = OpenAICaller("gpt-4o", api_key="sk-test")
+    assert "max_completion_tokens" not in official.request_params(ask("x"))
+    official.max_tokens = 100
+    assert official.request_params(ask("x"))["max_completion_tokens"] == 100
+
+
+async def test_other_bad_requests_are_not_context_length_errors(
+    server: FakeOpenAIServer, caller: OpenAICaller
+) -> None:
+    from cleveragents.providers.errors import ProviderContextLengthError
+
+    server.enqueue(openai_error(400, "'messages' must contain the word 'json'"))
+    with pytest.raises(ProviderError) as caught:
+        await caller.complete(ask("hello"))
+    assert not isinstance(caught.value, ProviderContextLengthError)
+    assert caught.value.status_code == 400

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import enum
+import json
 import threading
 import time
 from typing import Any
 
 from cleveragents.tool import ToolCallRequest, ToolError, ToolRegistry, ToolRunner
 from cleveragents.tool.router import ToolCallRouter
+from cleveragents.tool.runner import ThreadBudget, ToolFailure, normalise_output
 
 
 def registry_with_echo() -> ToolRegistry:
@@ -98,6 +101,30 @@ async def test_sync_handler_that_hangs_past_its_timeout() -> None:
     record = await run(registry, "block", {})
     release.set()
     assert record.error_kind == "timeout"
+
+
+async def test_a_sync_call_that_waits_for_a_thread_past_its_timeout_times_out() -> None:
+    registry = ToolRegistry()
+    release = threading.Event()
+
+    @registry.tool(timeout_s=0.1)
+    def block() -> None:
+        """Blocks its worker thread until released."""
+        release.wait(30)
+
+    runner = ToolRunner(registry)
+    budget = ThreadBudget(1)
+    try:
+        first = await runner.run(ToolCallRequest("c1", "block", {}), budget=budget)
+        # The run's only thread is still held by the abandoned first call.
+        second = await runner.run(ToolCallRequest("c2", "block", {}), budget=budget)
+    finally:
+        release.set()
+        runner.shutdown()
+    assert [first.error_kind, second.error_kind] == ["timeout", "timeout"]
+    assert first.error == (
+        "block did not finish within 0.1 s (it may still be running in its worker thread)"
+    )
 
 
 async def test_tool_error_kinds_pass_through() -> None:
@@ -195,3 +222,57 @@ async def test_nan_and_infinity_arguments_are_not_json() -> None:
         )
         record = await ToolRunner(registry_with_echo()).run(request)
         assert record.error_kind == "invalid_arguments", raw
+
+
+class Level(enum.IntEnum):
+    HIGH = 2
+
+
+def nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def circular() -> list[Any]:
+    loop: list[Any] = []
+    loop.append(loop)
+    return loop
+
+
+OUTPUTS: list[Any] = [
+    {"n": 1, "s": "x", "f": 1.5, "b": True, "z": None, "l": [1, (2, 3)], "d": {"k": []}},
+    {"big": 10**700},
+    {"huge": 10**5000},
+    {"nan": [1.0, float("nan")]},
+    {"inf": {"x": float("-inf")}},
+    {1: "int key", None: "null key", 2.5: "float key"},
+    {(1, 2): "tuple key"},
+    {"level": Level.HIGH, "text": type("Text", (str,), {})("sub")},
+    {"set": {1, 2}},
+    {"bytes": b"x"},
+    {"many": list(range(1000))},
+    {"deep": nested(300)},
+    {"loop": circular()},
+]
+
+
+def test_tool_output_is_accepted_exactly_when_json_can_hold_it() -> None:
+    for value in OUTPUTS:
+        try:
+            json.dumps(value, allow_nan=False)
+            expected: str | None = None
+        except (TypeError, ValueError) as exc:
+            expected = str(exc)
+        try:
+            assert normalise_output("t", value) is value
+            got: str | None = None
+        except ToolFailure as failure:
+            assert failure.kind == "invalid_output"
+            got = failure.message
+        assert got == (
+            None
+            if expected is None
+            else f"t returned a value that is not JSON-serialisable: {expected}"
+        ), value

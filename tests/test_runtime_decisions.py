@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import enum
+import json
 import threading
 from typing import Any
 
@@ -28,6 +30,7 @@ from cleveragents.tool import (
     ToolRunner,
 )
 from cleveragents.tool.messages import AssistantMessage, UserMessage
+from cleveragents.tool.repeats import same_call
 from cleveragents.tool.runtime import close_dangling_calls
 
 
@@ -404,6 +407,59 @@ def test_varying_reserved_keys_does_not_get_round_the_repeat_guard() -> None:
     result = runtime_for(registry, llm).run_tool_loop("go")
     assert runs == ["a", "a", "a"]
     assert [r.error_kind for r in result.tool_call_history][3:] == ["repeated_call"] * 2
+
+
+class Level(enum.IntEnum):
+    ONE = 1
+
+
+ARGUMENTS: list[Any] = [
+    {"n": 1},
+    {"n": 1.0},
+    {"n": True},
+    {"n": Level.ONE},
+    {"n": 0.0},
+    {"n": -0.0},
+    {"n": float("nan")},
+    {"n": [1, 2]},
+    {"n": (1, 2)},
+    {"n": [1, (2,)]},
+    {"n": {"a": 1, "b": [None, "x"]}},
+    {"n": {"b": [None, "x"], "a": 1}},
+    {"n": {"a": 1}},
+    {1: "one"},
+    {"1": "one"},
+    {"n": 1, "sandbox_root": "/x"},
+    {"n": 1, "resource_bindings": {"r": "y"}},
+    {"n": 1, "m": 2},
+    {"m": 2, "n": 1},
+    {"n": {1: "x", "1": "y"}},
+    {"n": {"1": "y", 1: "x"}},
+    {"n": {1}},
+    {},
+    "n",
+    None,
+    ["n"],
+]
+
+
+def test_the_repeat_guard_compares_arguments_as_json() -> None:
+    def as_json(arguments: Any) -> str:
+        if isinstance(arguments, dict):
+            arguments = {
+                k: v for k, v in arguments.items() if k not in ("sandbox_root", "resource_bindings")
+            }
+        try:
+            return json.dumps(arguments, sort_keys=True, default=repr)
+        except (TypeError, ValueError):
+            return repr(arguments)
+
+    for first in ARGUMENTS:
+        for second in ARGUMENTS:
+            expected = as_json(first) == as_json(second)
+            got = same_call(ToolCallRequest("a", "t", first), ToolCallRequest("b", "t", second))
+            assert got == expected, (first, second)
+    assert not same_call(ToolCallRequest("a", "t", {}), ToolCallRequest("b", "u", {}))
 
 
 def test_the_runner_must_serve_the_runtimes_registry() -> None:

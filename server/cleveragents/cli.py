@@ -55,6 +55,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--base-url", help="provider base URL (OpenAI-compatible servers, proxies)")
     run.add_argument("--script", metavar="FILE", help="replay provider: the JSON script to play")
     run.add_argument(
+        "--no-prompt-cache",
+        action="store_true",
+        help="send no prompt-cache breakpoints (also: CLEVERAGENTS_PROMPT_CACHING=0)",
+    )
+    run.add_argument(
         "--max-iterations",
         type=int,
         default=25,
@@ -92,12 +97,43 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--trust-workspace", action="store_true", help=TRUST_HELP)
 
-    runs = commands.add_parser("runs", help="list past runs, or show one with its tool calls")
-    runs.add_argument("action", nargs="?", choices=("list", "show"), default="list")
-    runs.add_argument("run_id", nargs="?", help="the run to show")
+    runs = commands.add_parser(
+        "runs",
+        help="list past runs, show one, undo one (restore), or look after the checkpoints",
+        description="list: past runs and restores, newest first. show ID: a run with its tool "
+        "calls, checkpoints and changed files. restore ID: put the run's folder back as it was "
+        "before the run (or before --iteration N); a restore's own ID undoes it. disk: the disk "
+        "the checkpoints take. prune-checkpoints: drop checkpoints of runs the history no longer "
+        "has (and, with --older-than, older ones), then pack what is left.",
+    )
+    runs.add_argument(
+        "action",
+        nargs="?",
+        choices=("list", "show", "restore", "disk", "prune-checkpoints"),
+        default="list",
+    )
+    runs.add_argument("run_id", nargs="?", help="the run to show or restore")
     runs.add_argument("--history", metavar="PATH", help="run history database")
     runs.add_argument("--limit", type=int, default=20, help="how many runs to list (default 20)")
     runs.add_argument("--json", action="store_true", help="print as JSON")
+    runs.add_argument(
+        "--iteration",
+        type=int,
+        metavar="N",
+        help="restore: go back to before iteration N of the run (default: undo the whole run)",
+    )
+    runs.add_argument(
+        "--dry-run", action="store_true", help="restore: list what would change, change nothing"
+    )
+    runs.add_argument(
+        "--yes", "-y", action="store_true", help="restore: do not ask for confirmation"
+    )
+    runs.add_argument(
+        "--older-than",
+        type=float,
+        metavar="DAYS",
+        help="prune-checkpoints: also drop checkpoints of runs older than DAYS days",
+    )
 
     # Listed for --help only: the launcher hands `serve ...` to the daemon or ACP mode.
     commands.add_parser(
@@ -302,6 +338,8 @@ def _runs(args: argparse.Namespace) -> int:
     except Exception as exc:
         return _fail(f"cannot open the run history: {exc}")
     with history:
+        if args.action in ("restore", "disk", "prune-checkpoints"):
+            return _checkpoints_command(args, history)
         if args.action == "show":
             if not args.run_id:
                 return _fail("runs show needs a RUN_ID", EXIT_USAGE)
@@ -325,6 +363,7 @@ def _runs(args: argparse.Namespace) -> int:
                 run.iterations,
                 len(run.records),
             )
+            display.show_checkpoints(run)
             return EXIT_OK
         rows = history.list_runs(limit=args.limit)
     if args.json:
@@ -338,6 +377,126 @@ def _runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _checkpoints_command(args: argparse.Namespace, history: Any) -> int:
+    """`runs restore`, `runs disk` and `runs prune-checkpoints`."""
+    from .service.errors import INVALID_PARAMS, ServiceError
+    from .service.undo import Undo
+
+    undo = Undo(history)
+    try:
+        if args.action == "restore":
+            return _restore(args, undo)
+        if args.action == "disk":
+            return _disk(args, undo)
+        return _prune_checkpoints(args, undo)
+    except ServiceError as exc:
+        return _fail(exc.message, EXIT_USAGE if exc.code == INVALID_PARAMS else EXIT_ERROR)
+    finally:
+        undo.close()
+
+
+def _restore(args: argparse.Namespace, undo: Any) -> int:
+    from rich.console import Console
+
+    from .display import show_file_changes
+
+    if not args.run_id:
+        return _fail("runs restore needs a RUN_ID", EXIT_USAGE)
+    console = Console(stderr=args.json)
+    preview = undo.restore(args.run_id, args.iteration, dry_run=True)
+    what = (
+        f"before iteration {args.iteration} of {args.run_id}"
+        if args.iteration is not None
+        else f"before {args.run_id}"
+    )
+    if not preview.changed_files:
+        if args.json:
+            print(json.dumps(preview.to_dict(), indent=2, ensure_ascii=False))
+        console.print(f"{preview.sandbox_root} is already as it was {what}: nothing to restore")
+        return EXIT_OK
+    console.print(f"Restoring {preview.sandbox_root} to how it was {what} changes:")
+    show_file_changes(console, preview.changed_files)
+    if args.dry_run:
+        if args.json:
+            print(json.dumps(preview.to_dict(), indent=2, ensure_ascii=False))
+        console.print("[dim]dry run: nothing was changed[/]")
+        return EXIT_OK
+    if not args.yes:
+        if not sys.stdin.isatty():
+            return _fail(
+                "runs restore changes files: pass --yes to confirm (there is no terminal to "
+                "ask at); nothing was changed",
+                EXIT_USAGE,
+            )
+        try:
+            answer = input(f"Restore these {len(preview.changed_files)} file(s)? [y/N] ")
+        except EOFError:
+            answer = ""
+        if answer.strip().lower() not in ("y", "yes"):
+            return _fail("not restored: nothing was changed")
+    outcome = undo.restore(args.run_id, args.iteration)
+    if args.json:
+        print(json.dumps(outcome.to_dict(), indent=2, ensure_ascii=False))
+        return EXIT_OK
+    console.print(f"Restored {len(outcome.changed_files)} file(s) in {outcome.sandbox_root}.")
+    for kept in outcome.kept:
+        console.print(f"[yellow]kept {kept.path}[/]: an ignored or too-large file is in the way")
+    if outcome.restore_id is not None:
+        console.print(
+            f"Undo this restore with: cleveragents runs restore {outcome.restore_id}",
+            highlight=False,
+        )
+    return EXIT_OK
+
+
+def _disk(args: argparse.Namespace, undo: Any) -> int:
+    usage = undo.disk_usage()
+    if args.json:
+        print(json.dumps({"total_bytes": usage.total_bytes, "by_sandbox": usage.by_sandbox}))
+        return EXIT_OK
+    print(f"checkpoints take {_size(usage.total_bytes)} in {undo.data_dir / 'checkpoints'}")
+    for folder, size in sorted(usage.by_sandbox.items(), key=lambda item: -item[1]):
+        print(f"  {_size(size):>10}  {folder}")
+    return EXIT_OK
+
+
+def _prune_checkpoints(args: argparse.Namespace, undo: Any) -> int:
+    import time
+
+    if args.older_than is not None and args.older_than < 0:
+        return _fail("--older-than must not be negative", EXIT_USAGE)
+    cutoff = time.time() - args.older_than * 86400 if args.older_than is not None else None
+    result = undo.prune(cutoff)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "removed_checkpoints": result.removed_checkpoints,
+                    "removed_repositories": result.removed_repositories,
+                    "bytes_before": result.bytes_before,
+                    "bytes_after": result.bytes_after,
+                }
+            )
+        )
+        return EXIT_OK
+    print(
+        f"removed {result.removed_checkpoints} checkpoint(s); checkpoints take "
+        f"{_size(result.bytes_after)} (were {_size(result.bytes_before)})"
+    )
+    return EXIT_OK
+
+
+def _size(count: int) -> str:
+    if count < 1024:
+        return f"{count} B"
+    size = count / 1024
+    for unit in ("KiB", "MiB"):
+        if size < 1024:
+            return f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -347,6 +506,7 @@ def _run(args: argparse.Namespace) -> int:
     from .providers import ProviderConfigError, create_llm_caller, resolve_provider_name
     from .service.history_queue import QueuedHistory
     from .service.trust import with_untrusted_note
+    from .service.undo import Undo
     from .tool import ToolActorContext
     from .tool.runtime import CancelToken, new_run_id
     from .toolsets import ToolLoadError, build_registry
@@ -362,7 +522,13 @@ def _run(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     try:
         provider = resolve_provider_name(args.provider)
-        llm = create_llm_caller(provider, args.model, base_url=args.base_url, script=args.script)
+        llm = create_llm_caller(
+            provider,
+            args.model,
+            base_url=args.base_url,
+            script=args.script,
+            cache=False if args.no_prompt_cache else None,
+        )
         registry = build_registry(args.tools, builtins=not args.no_builtins)
     except (ProviderConfigError, ToolLoadError, ValueError, RuntimeError) as exc:
         return _fail(str(exc))
@@ -405,6 +571,10 @@ def _run(args: argparse.Namespace) -> int:
     )
     context = ToolActorContext(sandbox_root=sandbox, automation_profile=args.profile)
     cancel = CancelToken()
+    # Checkpoints live next to the history: a run that is not stored cannot be undone.
+    undo = Undo(history, queue=stored) if history is not None else None
+    run_id = new_run_id()
+    checkpoints = undo.track(run_id, sandbox) if undo is not None else None
 
     async def go() -> Any:
         loop = asyncio.get_running_loop()
@@ -423,12 +593,22 @@ def _run(args: argparse.Namespace) -> int:
                 add_mcp_tools(registry, mcp_tools)
                 _say_not_started(console, mcp_tools)
                 runtime.system_prompt = with_untrusted_note(runtime.system_prompt, mcp_tools.config)
-                run_id = new_run_id()
                 if history is not None and args.continue_from:
                     history.mark_continuation(run_id, args.continue_from)
-                return await runtime.arun_tool_loop(
-                    args.prompt, context, cancel=cancel, history=history_messages, run_id=run_id
-                )
+                try:
+                    return await runtime.arun_tool_loop(
+                        args.prompt,
+                        context,
+                        cancel=cancel,
+                        history=history_messages,
+                        run_id=run_id,
+                        before_mutation=(
+                            checkpoints.before_mutation if checkpoints is not None else None
+                        ),
+                    )
+                finally:
+                    if checkpoints is not None:
+                        await checkpoints.finish()
         finally:
             loop.remove_signal_handler(signal.SIGINT)
 
@@ -443,12 +623,19 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         display.stop()
         runtime.runner.shutdown()
+        if undo is not None:
+            undo.close()
         if stored is not None:
             stored.close()
         if history is not None:
             history.close()
+    changed = checkpoints.changed_files if checkpoints is not None else []
+    warning = checkpoints.warning if checkpoints is not None else None
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str))
+        data = result.to_dict()
+        data["changed_files"] = [c.to_dict() for c in changed]
+        data["checkpoint_warning"] = warning
+        print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
     else:
         display.show_result(
             result.content,
@@ -458,6 +645,7 @@ def _run(args: argparse.Namespace) -> int:
             result.usage,
             result.cost_usd,
         )
+        display.show_changes(run_id, changed, warning)
     if result.stop_reason == "cancelled":
         return EXIT_CANCELLED
     return EXIT_LIMIT if result.terminated_by_limit else EXIT_OK

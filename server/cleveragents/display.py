@@ -10,6 +10,8 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.status import Status
 
+from .service.changes import ChangedFile
+from .service.history import StoredRun
 from .service.trust import TrustRequest
 from .tool.events import (
     IterationStarted,
@@ -23,6 +25,8 @@ from .tool.events import (
 )
 from .tool.policy import ApprovalDecision, ApprovalRequest
 from .tool.records import Usage
+
+_CHANGE_MARKS = {"added": "[green]+[/]", "modified": "[yellow]~[/]", "deleted": "[red]-[/]"}
 
 
 def _model_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -110,6 +114,55 @@ class RunDisplay:
         if usage is not None:
             summary += usage_summary(usage, cost_usd)
         self.console.print(f"[dim]{escape(summary)}[/]")
+
+    def show_changes(self, run_id: str, changed: list[ChangedFile], warning: str | None) -> None:
+        """The files the run changed, and how to undo it."""
+        if warning:
+            self.console.print(f"[yellow]{escape(warning)}[/]")
+        if not changed:
+            return
+        self.console.print(f"changed {len(changed)} file(s):")
+        show_file_changes(self.console, changed)
+        self.console.print(
+            f"[dim]undo with: cleveragents runs restore {escape(run_id)}[/]", highlight=False
+        )
+
+    def show_checkpoints(self, run: StoredRun) -> None:
+        """A stored run's checkpoints and the files it changed."""
+        from datetime import datetime
+
+        console = self.console
+        steps = [c for c in run.checkpoints if c.kind != "end"]
+        if steps:
+            console.print("checkpoints:")
+        for checkpoint in steps:
+            when = datetime.fromtimestamp(checkpoint.created_at).strftime("%Y-%m-%d %H:%M:%S")
+            what = (
+                f"before iteration {checkpoint.iteration}"
+                if checkpoint.iteration is not None
+                else "before the restore"
+            )
+            note = f"  [dim]{escape(checkpoint.note)}[/]" if checkpoint.note else ""
+            console.print(f"  {what}  [dim]{when}[/]{note}")
+        if run.checkpoint_warning:
+            console.print(f"[yellow]{escape(run.checkpoint_warning)}[/]")
+        if run.changed_files:
+            console.print(f"changed {len(run.changed_files)} file(s):")
+            show_file_changes(console, run.changed_files)
+            hint = f"cleveragents runs restore {run.run_id}"
+            if run.kind == "run" and len(steps) > 1:
+                hint += " [--iteration N]"
+            console.print(f"[dim]undo with: {escape(hint)}[/]", highlight=False)
+        elif run.changed_files == [] and run.status != "running":
+            console.print("[dim]changed no file[/]")
+
+
+def show_file_changes(console: Console, changed: list[ChangedFile]) -> None:
+    for change in changed:
+        console.print(
+            f"  {_CHANGE_MARKS[change.change]} {escape(change.path)}  [dim]{change.change}[/]",
+            highlight=False,
+        )
 
 
 def usage_summary(usage: Usage, cost_usd: float | None) -> str:

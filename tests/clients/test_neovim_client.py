@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -395,3 +396,117 @@ def test_a_daemon_that_cannot_start_or_dies_fails_the_run_in_its_buffer(
     dying = facts["dying"]
     assert dying["lines"][-1] == "✗ the daemon exited (code 3, signal 0)"
     assert dying["lines"][:2] == ["cleveragents ▸ hello", f"sandbox {workspace}"]
+
+
+def tool_line(tool: dict[str, Any]) -> list[str]:
+    """A tool's lines in the tools buffer: `name(required, optional?) · effect · source`, then
+    the first line of its description."""
+    schema = tool["inputSchema"]
+    required = schema.get("required", [])
+    names = sorted(schema.get("properties", {}), key=lambda n: (n not in required, n))
+    args = ", ".join(n if n in required else f"{n}?" for n in names)
+    effect = "runs programs" if tool["executesCode"] else "writes" if tool["mutating"] else "reads"
+    lines = [f"{tool['name']}({args}) · {effect} · {tool['source']}"]
+    first = tool["description"].split("\n")[0]
+    if first:
+        lines.append("    " + (first if len(first) <= 100 else first[:99] + "…"))
+    return lines
+
+
+def test_tools_runs_and_a_stored_run_have_their_commands(
+    nvim: str, tmp_path: Path, workspace: Path
+) -> None:
+    script = write_script(
+        tmp_path / "script.json",
+        {"text": "Reading.", "tool_calls": [call("r1", "read_file", path="notes.txt")]},
+        {"text": "", "tool_calls": [call("r2", "write_file", path="out.txt", content="x")]},
+        {"text": "The notes say hello."},
+    )
+    facts = run_nvim(
+        nvim,
+        tmp_path,
+        workspace,
+        """
+        setup({ approval = 'deny' })
+        local function buffer_named(name)
+          local buf = vim.fn.bufnr('cleveragents://' .. name)
+          assert(buf ~= -1, 'no buffer ' .. name)
+          return buf
+        end
+        local function settled(name)
+          local buf
+          wait_for(name, function()
+            buf = vim.fn.bufnr('cleveragents://' .. name)
+            if buf == -1 then return false end
+            local first = vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1]
+            return not first:find('…$')
+          end)
+          return vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+        end
+
+        vim.cmd('CleverAgentsRun Read the notes')
+        local run = cleveragents.current_run()
+        wait_for('the run to end', function() return run.done end)
+        facts.run = describe(run)
+
+        vim.cmd('CleverAgentsTools')
+        facts.tools_lines = settled('tools')
+        local tools = cleveragents.tools()
+        wait_for('the tools', function() return tools.done end)
+        facts.tools = tools.result
+
+        vim.cmd('CleverAgentsRuns')
+        facts.runs_lines = settled('runs')
+        local listed = cleveragents.runs()
+        wait_for('the runs', function() return listed.done end)
+        facts.runs = listed.result
+        vim.api.nvim_win_set_cursor(0, { 2, 0 })
+        vim.api.nvim_feedkeys(vim.keycode('<CR>'), 'x', false)
+        facts.stored_lines = settled('history/' .. run.id)
+        facts.stored_shown = vim.api.nvim_get_current_buf() == buffer_named('history/' .. run.id)
+        local shown = cleveragents.show_run(run.id)
+        wait_for('the stored run', function() return shown.done end)
+        facts.detail = shown.result
+
+        vim.cmd('CleverAgentsShowRun no-such-run')
+        facts.unknown_lines = settled('history/no-such-run')
+        stop_daemon()
+        """,
+        script,
+    )
+    tools = facts["tools"]["tools"]
+    assert facts["tools_lines"] == [
+        f"cleveragents tools · {len(tools)} offered",
+        *(line for tool in tools for line in tool_line(tool)),
+    ]
+    assert "read_file(path, limit?, offset?) · reads · builtin" in facts["tools_lines"]
+    assert "write_file(content, path, create_dirs?) · writes · builtin" in facts["tools_lines"]
+    assert (
+        "run_command(command, cwd?, timeout_s?) · runs programs · builtin" in (facts["tools_lines"])
+    )
+
+    run = facts["run"]
+    (summary,) = facts["runs"]["runs"]
+    assert summary["runId"] == run["id"]
+    started = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary["startedAt"]))
+    assert facts["runs_lines"] == [
+        "cleveragents runs · 1 newest first · <CR> shows one",
+        f"{started} · finished · 3 iterations · 2 tool calls · Read the notes",
+    ]
+
+    # <CR> on the run's line shows it as its live buffer did, but for the header's provider.
+    stored, live = facts["stored_lines"], run["lines"]
+    assert facts["stored_shown"] is True
+    detail = facts["detail"]
+    assert stored[1] == f"sandbox {workspace} · profile ask · run {run['id']} · {started}"
+    assert [stored[0], *stored[2:]] == [live[0], *live[2:]]
+    assert stored[-2:] == [
+        "── final_answer · 3 iterations · 2 tool calls ──",
+        "The notes say hello.",
+    ]
+    assert [r["success"] for r in detail["toolCallHistory"]] == [True, False]
+    assert stored[3] == record_line(detail["toolCallHistory"][0], 'path="notes.txt"')
+    assert stored[4] == record_line(detail["toolCallHistory"][1], 'content="x" path="out.txt"')
+
+    (unknown,) = facts["unknown_lines"]
+    assert unknown.startswith("✗ ") and "(-32011)" in unknown

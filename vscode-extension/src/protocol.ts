@@ -41,6 +41,24 @@ export interface CancelResult {
   cancelled: boolean;
 }
 
+/** A file a run (or a restore) added, modified or deleted in its folder. */
+export interface ChangedFile {
+  /** Relative to the sandbox root, `/`-separated. */
+  path: string;
+  /** added, modified or deleted. */
+  change: "added" | "modified" | "deleted";
+}
+
+/** A snapshot of a run's folder, taken just before an iteration first changed it. */
+export interface Checkpoint {
+  /** The iteration it was taken before: `cleveragents/restore` with this `iteration` brings the folder back to it. null on a restore's own checkpoint (the folder just before the restore; restoring without an iteration undoes the restore). */
+  iteration: number | null;
+  /** When it was taken (Unix epoch seconds). */
+  createdAt: number;
+  /** Files it does not hold (too large, unreadable), which a restore leaves. */
+  note: string | null;
+}
+
 /** `capabilities.experimental.cleveragents` of `initialize` (all optional). */
 export interface ClientCapability {
   /** The client answers `cleveragents/approveToolCall`. */
@@ -116,6 +134,29 @@ export interface RequestedToolCall {
   parseError: string | null;
 }
 
+/** Put a run's folder back as it was before one of its iterations, or before the run. Refused (-32002) while any run is active in that folder (or a folder inside it or around it). The folder as it was is snapshotted first, so the restore is itself undoable. */
+export interface RestoreParams {
+  /** The run, or a restore (restoring a restore undoes it). */
+  runId: string;
+  /** Go back to the state before this iteration of the run (its later changes are undone, earlier ones kept). null: undo the whole run. */
+  iteration?: number | null;
+  /** Only report what would change; nothing is written or recorded. */
+  dryRun?: boolean;
+}
+
+export interface RestoreResult {
+  /** The restore's entry in the history (`kind: restore`); pass it as `runId` to undo the restore. null for a dry run, or when nothing needed restoring. */
+  restoreId: string | null;
+  /** The folder restored. */
+  sandboxRoot: string;
+  /** The files the restore changed (or would change, with `dryRun`). */
+  changedFiles: ChangedFile[];
+  /** Files the checkpoint holds that were left as they are, because an ignored or too-large file stands where they would go. */
+  kept: string[];
+  /** Whether this was a dry run. */
+  dryRun: boolean;
+}
+
 /** A run read back from the history: its summary fields plus answer, records, messages. */
 export interface RunDetail {
   /** The run's id. */
@@ -134,10 +175,16 @@ export interface RunDetail {
   toolCallCount: number;
   /** Its sandbox root. */
   sandboxRoot: string | null;
-  /** Its automation profile. */
+  /** Its automation profile (empty for a restore). */
   automationProfile: string;
   /** The run it continued, if any. */
   continuedFrom: string | null;
+  /** `run`, or `restore`: a `cleveragents/restore` of a folder, whose `prompt` says what it restored; restoring it undoes it. */
+  kind: "run" | "restore";
+  /** For a restore: the run (or restore) it went back on. */
+  restoredRunId: string | null;
+  /** For a restore: the iteration it went back to before; null for a whole run. */
+  restoredIteration: number | null;
   /** Its LLM-call limit. */
   maxIterations: number;
   /** Its final answer, once finished. */
@@ -154,6 +201,12 @@ export interface RunDetail {
   toolCallHistory: ToolCallRecord[];
   /** This run's own conversation, from its prompt on. */
   messages: ConversationMessage[];
+  /** Its checkpoints, oldest first: one per iteration that changed the folder (for a restore, the one that undoes it). Empty once pruned. */
+  checkpoints: Checkpoint[];
+  /** The files it changed; empty while it runs, when it changed nothing, or when it took no checkpoints. */
+  changedFiles: ChangedFile[];
+  /** Why it cannot be wholly undone, if it cannot. */
+  checkpointWarning: string | null;
 }
 
 /** The run ended. Always the last notification of a run. */
@@ -163,7 +216,7 @@ export interface RunFinishedParams {
   /** Per-run sequence number. */
   seq: number;
   /** Why it ended; `error` when the provider or runtime failed. */
-  stopReason: "final_answer" | "max_iterations" | "cancelled" | "error";
+  stopReason: "final_answer" | "max_iterations" | "cancelled" | "context_exhausted" | "error";
   /** The final (or partial) answer. */
   content: string;
   /** LLM calls made. */
@@ -219,7 +272,7 @@ export interface RunResult {
   /** The final answer; for a cancelled or limited run, the text so far. */
   content: string;
   /** Why the run ended. */
-  stopReason: "final_answer" | "max_iterations" | "cancelled";
+  stopReason: "final_answer" | "max_iterations" | "cancelled" | "context_exhausted";
   /** LLM calls made. */
   iterations: number;
   /** True when `maxIterations` ended the run. */
@@ -230,6 +283,10 @@ export interface RunResult {
   toolCallHistory: ToolCallRecord[];
   /** The run this one continued, if any. */
   continuedFrom: string | null;
+  /** The files this run changed, from its checkpoints (whoever changed them while it ran: its tools, its commands). Empty when it changed nothing, or when checkpoints were off (then `checkpointWarning` says so). */
+  changedFiles: ChangedFile[];
+  /** Why this run cannot be wholly undone (git missing, a snapshot failed); null when every checkpoint was taken. */
+  checkpointWarning: string | null;
 }
 
 /** The run began. Always the first notification of a run (`seq` 1). */
@@ -272,10 +329,16 @@ export interface RunSummary {
   toolCallCount: number;
   /** Its sandbox root. */
   sandboxRoot: string | null;
-  /** Its automation profile. */
+  /** Its automation profile (empty for a restore). */
   automationProfile: string;
   /** The run it continued, if any. */
   continuedFrom: string | null;
+  /** `run`, or `restore`: a `cleveragents/restore` of a folder, whose `prompt` says what it restored; restoring it undoes it. */
+  kind: "run" | "restore";
+  /** For a restore: the run (or restore) it went back on. */
+  restoredRunId: string | null;
+  /** For a restore: the iteration it went back to before; null for a whole run. */
+  restoredIteration: number | null;
 }
 
 /** List past and running runs from the history, newest first. */
@@ -419,6 +482,7 @@ export interface ClientRequests {
   "cleveragents/tools": { params: ToolsParams; result: ToolsResult };
   "cleveragents/runs": { params: RunsParams; result: RunsResult };
   "cleveragents/getRun": { params: GetRunParams; result: RunDetail };
+  "cleveragents/restore": { params: RestoreParams; result: RestoreResult };
 }
 
 /** Requests the daemon sends to the client. */
@@ -451,4 +515,8 @@ export const ErrorCodes = {
   RunStillRunning: -32013,
   ProviderUnavailable: -32014,
   ToolsUnavailable: -32015,
+  RunActive: -32002,
+  CheckpointsUnavailable: -32016,
+  NoCheckpoint: -32017,
+  RestoreFailed: -32018,
 } as const;

@@ -67,6 +67,7 @@ from ..tool.llm import LLMCaller
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.records import ToolCallRunResult
 from ..tool.runtime import new_run_id
+from .commands import advertise_commands, run_slash_command, slash_command
 from .prompts import ContentBlock, UnsupportedPrompt, prompt_text
 from .session import AcpSession, PromptTurn
 from .updates import META_KEY, stop_reason
@@ -168,6 +169,7 @@ class CleverAgentsAgent:
             client_mcp=client_mcp,
         )
         log.info("session %s in %s, profile %s", session_id, sandbox_root, profile)
+        advertise_commands(self.client, session_id)  # `/undo`, `/restore N`: sent after this
         return NewSessionResponse(session_id=session_id, modes=_modes(profile))
 
     async def set_session_mode(
@@ -198,6 +200,9 @@ class CleverAgentsAgent:
                 "(send session/cancel first)",
                 sessionId=session_id,
             )
+        command = slash_command(text)
+        if command is not None:
+            return await run_slash_command(self.manager, self.client, session, command)
         llm = self._llm_caller()
         turn = PromptTurn(self.client, session, self.manager.defaults.approval_timeout_s)
         session.turn = turn
@@ -211,6 +216,7 @@ class CleverAgentsAgent:
             session.turn = None
         session.conversation = list(result.messages)
         session.last_run_id = run_id
+        session.last_restore_id = None
         # A run that ended on its own just as the client cancelled still answers `cancelled`:
         # ACP clients rely on it to confirm the cancellation.
         reason = "cancelled" if turn.cancel.cancelled else stop_reason(result)
@@ -232,6 +238,7 @@ class CleverAgentsAgent:
                     await history.mark_continuation(run_id, session.last_run_id)
                 except Exception as exc:  # the earlier run was not stored: keep going
                     log.warning("run %s not linked to %s: %s", run_id, session.last_run_id, exc)
+        checkpoints = manager.undo.track(run_id, session.sandbox_root)
         try:
             async with manager.sandbox_mcp(
                 session.sandbox_root, turn.automation_profile, turn.ask_trust
@@ -258,6 +265,7 @@ class CleverAgentsAgent:
                     approver=turn.approve,
                     cancel=turn.cancel,
                     run_id=run_id,
+                    before_mutation=checkpoints.before_mutation,
                 )
         except McpError as exc:
             await turn.finish()
@@ -273,6 +281,8 @@ class CleverAgentsAgent:
                 runId=run_id,
                 errorType=type(exc).__name__,
             ) from exc
+        finally:
+            await checkpoints.finish()  # the state the run left, whatever ended it
         await turn.finish()
         return result
 

@@ -50,6 +50,8 @@ class AcpSession:
     client_mcp: McpToolset | None = None
     conversation: list[Message] = field(default_factory=list)
     last_run_id: str | None = None
+    # The session's last `/undo` or `/restore`, until its next prompt: `/undo` then undoes it.
+    last_restore_id: str | None = None
     # Tools the user chose "always allow" for: later prompts of the session do not ask again.
     always_allowed: set[str] = field(default_factory=set)
     turn: PromptTurn | None = None

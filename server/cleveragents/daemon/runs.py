@@ -30,6 +30,7 @@ from .converter import structure, unstructure
 from .encoded import EncodedResult
 from .translate import (
     profile,
+    restore_result,
     run_detail,
     run_request,
     run_result,
@@ -108,6 +109,11 @@ async def get_run(manager: RunManager, params: wire.GetRunParams) -> EncodedResu
     thousands of records; the event loop keeps answering meanwhile)."""
     stored = await manager.get_run(params.run_id)
     return await manager.in_thread(lambda: EncodedResult.of(unstructure(run_detail(stored))))
+
+
+async def restore(manager: RunManager, params: wire.RestoreParams) -> wire.RestoreResult:
+    outcome = await manager.restore(params.run_id, params.iteration, dry_run=params.dry_run)
+    return restore_result(outcome)
 
 
 # -- one run's sink --------------------------------------------------------------------------

@@ -385,6 +385,10 @@ class Daemon:
         async def get_run(ls: LanguageServer, params: wire.GetRunParams) -> Any:
             return await self._call(lambda m: runs.get_run(m, params))
 
+        @server.feature("cleveragents/restore")
+        async def restore(ls: LanguageServer, params: wire.RestoreParams) -> Any:
+            return await self._call(lambda m: runs.restore(m, params))
+
     async def _call(self, work: Callable[[RunManager], Any]) -> Any:
         """A handler's work (a value or an awaitable) as wire data; ServiceError as its error."""
         assert self.manager is not None  # requests before initialize never get here

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from ..service.history import RunSummary, StoredRun
-from ..service.runs import RunRequest
+from ..service.changes import ChangedFile
+from ..service.history import RunSummary, StoredCheckpoint, StoredRun
+from ..service.runs import RunOutcome, RunRequest
+from ..service.undo import RestoreOutcome
 from ..tool.messages import AssistantMessage, Message, UserMessage
-from ..tool.records import ToolCallRecord, ToolCallRunResult, Usage
+from ..tool.records import ToolCallRecord, Usage
 from ..tool.registry import ToolSpec
 from . import wire
 
@@ -49,7 +51,8 @@ def wire_usage(usage: Usage) -> wire.Usage:
     return wire.Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
 
 
-def run_result(result: ToolCallRunResult, continued_from: str | None) -> wire.RunResult:
+def run_result(outcome: RunOutcome, continued_from: str | None) -> wire.RunResult:
+    result = outcome.result
     return wire.RunResult(
         run_id=result.run_id,
         content=result.content,
@@ -59,6 +62,31 @@ def run_result(result: ToolCallRunResult, continued_from: str | None) -> wire.Ru
         usage=wire_usage(result.usage),
         tool_call_history=[wire_record(r) for r in result.tool_call_history],
         continued_from=continued_from,
+        changed_files=wire_changes(outcome.changed_files),
+        checkpoint_warning=outcome.checkpoint_warning,
+    )
+
+
+def wire_changes(changed_files: list[ChangedFile] | None) -> list[wire.ChangedFile]:
+    return [wire.ChangedFile(path=c.path, change=c.change) for c in changed_files or []]
+
+
+def wire_checkpoints(checkpoints: list[StoredCheckpoint]) -> list[wire.Checkpoint]:
+    """The checkpoints a client may restore to: a run's iterations, a restore's own one."""
+    return [
+        wire.Checkpoint(iteration=c.iteration, created_at=c.created_at, note=c.note)
+        for c in checkpoints
+        if c.kind != "end"
+    ]
+
+
+def restore_result(outcome: RestoreOutcome) -> wire.RestoreResult:
+    return wire.RestoreResult(
+        restore_id=outcome.restore_id,
+        sandbox_root=outcome.sandbox_root,
+        changed_files=wire_changes(outcome.changed_files),
+        kept=[k.path for k in outcome.kept],
+        dry_run=outcome.dry_run,
     )
 
 
@@ -85,6 +113,9 @@ def _summary_fields(summary: RunSummary) -> dict[str, Any]:
         "sandbox_root": summary.sandbox_root,
         "automation_profile": summary.automation_profile,
         "continued_from": summary.continued_from,
+        "kind": summary.kind,
+        "restored_run_id": summary.restored_run_id,
+        "restored_iteration": summary.restored_iteration,
     }
 
 
@@ -103,6 +134,9 @@ def run_detail(stored: StoredRun) -> wire.RunDetail:
         usage=wire_usage(stored.usage),
         tool_call_history=[wire_record(r) for r in stored.records],
         messages=[wire_message(m) for m in stored.messages],
+        checkpoints=wire_checkpoints(stored.checkpoints),
+        changed_files=wire_changes(stored.changed_files),
+        checkpoint_warning=stored.checkpoint_warning,
     )
 
 

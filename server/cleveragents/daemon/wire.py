@@ -15,7 +15,8 @@ import attrs
 from ..service import errors
 
 # The runtime's own literals: the wire says exactly what the runtime and history produce.
-from ..service.history import RunStatus
+from ..service.changes import ChangeKind
+from ..service.history import RunKind, RunStatus
 from ..tool.policy import ApprovalDecision
 from ..tool.records import ErrorKind, StopReason
 
@@ -65,6 +66,31 @@ class ToolCallRecord:
         metadata=doc("Why it failed, machine-readable; null on success.")
     )
     iteration: int = attrs.field(metadata=doc("The loop iteration (LLM call) that asked for it."))
+
+
+@attrs.frozen(kw_only=True)
+class ChangedFile:
+    """A file a run (or a restore) added, modified or deleted in its folder."""
+
+    path: str = attrs.field(metadata=doc("Relative to the sandbox root, `/`-separated."))
+    change: ChangeKind = attrs.field(metadata=doc("added, modified or deleted."))
+
+
+@attrs.frozen(kw_only=True)
+class Checkpoint:
+    """A snapshot of a run's folder, taken just before an iteration first changed it."""
+
+    iteration: int | None = attrs.field(
+        metadata=doc(
+            "The iteration it was taken before: `cleveragents/restore` with this `iteration` "
+            "brings the folder back to it. null on a restore's own checkpoint (the folder "
+            "just before the restore; restoring without an iteration undoes the restore)."
+        )
+    )
+    created_at: float = attrs.field(metadata=doc("When it was taken (Unix epoch seconds)."))
+    note: str | None = attrs.field(
+        metadata=doc("Files it does not hold (too large, unreadable), which a restore leaves.")
+    )
 
 
 # -- initialize -------------------------------------------------------------------------------
@@ -252,6 +278,19 @@ class RunResult:
         metadata=doc("Every tool call of this run, in the order the model asked for them.")
     )
     continued_from: str | None = attrs.field(metadata=doc("The run this one continued, if any."))
+    changed_files: list[ChangedFile] = attrs.field(
+        metadata=doc(
+            "The files this run changed, from its checkpoints (whoever changed them while it "
+            "ran: its tools, its commands). Empty when it changed nothing, or when checkpoints "
+            "were off (then `checkpointWarning` says so)."
+        )
+    )
+    checkpoint_warning: str | None = attrs.field(
+        metadata=doc(
+            "Why this run cannot be wholly undone (git missing, a snapshot failed); null when "
+            "every checkpoint was taken."
+        )
+    )
 
 
 # -- notifications (server to client), each with runId and a per-run seq ----------------------
@@ -404,8 +443,22 @@ class RunSummary:
     iterations: int = attrs.field(metadata=doc("LLM calls made (so far)."))
     tool_call_count: int = attrs.field(metadata=doc("Tool calls recorded (so far)."))
     sandbox_root: str | None = attrs.field(metadata=doc("Its sandbox root."))
-    automation_profile: str = attrs.field(metadata=doc("Its automation profile."))
+    automation_profile: str = attrs.field(
+        metadata=doc("Its automation profile (empty for a restore).")
+    )
     continued_from: str | None = attrs.field(metadata=doc("The run it continued, if any."))
+    kind: RunKind = attrs.field(
+        metadata=doc(
+            "`run`, or `restore`: a `cleveragents/restore` of a folder, whose `prompt` says "
+            "what it restored; restoring it undoes it."
+        )
+    )
+    restored_run_id: str | None = attrs.field(
+        metadata=doc("For a restore: the run (or restore) it went back on.")
+    )
+    restored_iteration: int | None = attrs.field(
+        metadata=doc("For a restore: the iteration it went back to before; null for a whole run.")
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -470,6 +523,66 @@ class RunDetail(RunSummary):
     messages: list[ConversationMessage] = attrs.field(
         metadata=doc("This run's own conversation, from its prompt on.")
     )
+    checkpoints: list[Checkpoint] = attrs.field(
+        metadata=doc(
+            "Its checkpoints, oldest first: one per iteration that changed the folder (for a "
+            "restore, the one that undoes it). Empty once pruned."
+        )
+    )
+    changed_files: list[ChangedFile] = attrs.field(
+        metadata=doc(
+            "The files it changed; empty while it runs, when it changed nothing, or when it "
+            "took no checkpoints."
+        )
+    )
+    checkpoint_warning: str | None = attrs.field(
+        metadata=doc("Why it cannot be wholly undone, if it cannot.")
+    )
+
+
+@attrs.frozen(kw_only=True)
+class RestoreParams:
+    """Put a run's folder back as it was before one of its iterations, or before the run.
+
+    Refused (-32002) while any run is active in that folder (or a folder inside it or around
+    it). The folder as it was is snapshotted first, so the restore is itself undoable.
+    """
+
+    run_id: str = attrs.field(
+        metadata=doc("The run, or a restore (restoring a restore undoes it).")
+    )
+    iteration: int | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "Go back to the state before this iteration of the run (its later changes are "
+            "undone, earlier ones kept). null: undo the whole run."
+        ),
+    )
+    dry_run: bool = attrs.field(
+        default=False,
+        metadata=doc("Only report what would change; nothing is written or recorded."),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class RestoreResult:
+    restore_id: str | None = attrs.field(
+        metadata=doc(
+            "The restore's entry in the history (`kind: restore`); pass it as `runId` to undo "
+            "the restore. null for a dry run, or when nothing needed restoring."
+        )
+    )
+    sandbox_root: str = attrs.field(metadata=doc("The folder restored."))
+    changed_files: list[ChangedFile] = attrs.field(
+        metadata=doc("The files the restore changed (or would change, with `dryRun`).")
+    )
+    kept: list[str] = attrs.field(
+        metadata=doc(
+            "Files the checkpoint holds that were left as they are, because an ignored or "
+            "too-large file stands where they would go."
+        )
+    )
+    dry_run: bool = attrs.field(metadata=doc("Whether this was a dry run."))
 
 
 # -- server-to-client request -----------------------------------------------------------------
@@ -594,6 +707,15 @@ METHODS: tuple[Method, ...] = (
         "One run from the history, with its records and conversation.",
     ),
     Method(
+        "cleveragents/restore",
+        "request",
+        "client_to_server",
+        RestoreParams,
+        RestoreResult,
+        False,
+        "Restore a run's folder to before an iteration, or undo the run.",
+    ),
+    Method(
         "cleveragents/runStarted",
         "notification",
         "server_to_client",
@@ -697,6 +819,10 @@ RUN_ID_IN_USE = errors.RUN_ID_IN_USE
 RUN_STILL_RUNNING = errors.RUN_STILL_RUNNING
 PROVIDER_UNAVAILABLE = errors.PROVIDER_UNAVAILABLE
 TOOLS_UNAVAILABLE = errors.TOOLS_UNAVAILABLE
+RUN_ACTIVE = errors.RUN_ACTIVE
+CHECKPOINTS_UNAVAILABLE = errors.CHECKPOINTS_UNAVAILABLE
+NO_CHECKPOINT = errors.NO_CHECKPOINT
+RESTORE_FAILED = errors.RESTORE_FAILED
 
 ERROR_CODES: tuple[ErrorCode, ...] = (
     ErrorCode(
@@ -750,5 +876,29 @@ ERROR_CODES: tuple[ErrorCode, ...] = (
         "ToolsUnavailable",
         "The sandbox's `.mcp.json` is malformed or one of its MCP servers did not start; "
         "the message names the file or server, its exit code and the end of its stderr.",
+    ),
+    ErrorCode(
+        RUN_ACTIVE,
+        "RunActive",
+        "`cleveragents/restore` while a run is active in that folder (or one inside or around "
+        "it); `data` has `sandboxRoot` and `activeRunIds`. The same number as "
+        "ServerNotInitialized, which only comes before `initialize`.",
+    ),
+    ErrorCode(
+        CHECKPOINTS_UNAVAILABLE,
+        "CheckpointsUnavailable",
+        "Checkpoints are off (git is missing, the history cannot be opened): nothing can be "
+        "restored; the message says why.",
+    ),
+    ErrorCode(
+        NO_CHECKPOINT,
+        "NoCheckpoint",
+        "The run has no checkpoint to restore: they were pruned, or it ran without them.",
+    ),
+    ErrorCode(
+        RESTORE_FAILED,
+        "RestoreFailed",
+        "git failed: nothing was restored, or (with `data.restoreId`) the restore stopped part "
+        "way; restoring `restoreId` puts the folder back as it was before it.",
     ),
 )

@@ -32,7 +32,8 @@ def create_llm_caller(
     """Build the named provider's `LLMCaller`.
 
     Options: `script` (replay: path to the JSON script), `base_url` (anthropic, openai),
-    `max_retries`, `timeout`, `max_tokens` (anthropic). API keys come from the environment.
+    `max_retries`, `timeout`, `max_tokens`, `context_window` and `cache` (prompt caching;
+    None: $CLEVERAGENTS_PROMPT_CACHING, on by default). API keys come from the environment.
     """
     name = resolve_provider_name(provider)
     if name == "offline":
@@ -52,7 +53,8 @@ def create_llm_caller(
     passthrough = {
         k: v
         for k, v in options.items()
-        if k in ("base_url", "max_retries", "timeout", "max_tokens") and v is not None
+        if k in ("base_url", "max_retries", "timeout", "max_tokens", "context_window", "cache")
+        and v is not None
     }
     if name == "anthropic":
         from .anthropic import AnthropicCaller
@@ -62,7 +64,6 @@ def create_llm_caller(
         return AnthropicCaller(**passthrough)
     from .openai import OpenAICaller
 
-    passthrough.pop("max_tokens", None)
     if not model:
         model = os.environ.get("OPENAI_MODEL")
     if not model:

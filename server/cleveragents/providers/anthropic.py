@@ -11,10 +11,19 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..tool.llm import TextSink
-from ..tool.messages import LLMRequest, LLMResponse, ToolCallRequest
+from ..tool.messages import LLMRequest, LLMResponse, Message, ToolCallRequest
 from ..tool.records import Usage
 from ..tool.router import ANTHROPIC_CONTENT, ToolCallRouter, loads_strict
-from .errors import ProviderError
+from .caching import (
+    MAX_BREAKPOINTS,
+    MESSAGE_BREAKPOINTS,
+    mark_messages,
+    marked_system,
+    marked_tools,
+    prompt_caching_enabled,
+)
+from .conversation import MessageConverter, ToolsConverter
+from .errors import ProviderContextLengthError, ProviderError
 
 if TYPE_CHECKING:
     from anthropic import APIError, AsyncAnthropic
@@ -33,7 +42,9 @@ _HINTS = {
     "permission_error": "This API key may not make this request; check its workspace and "
     "model access.",
     "not_found_error": "Check the model name ({model!r}) and the base URL ({base_url}).",
-    "request_too_large": "The conversation is too large for one request; start a new run.",
+    "request_too_large": "The request is larger than the API accepts; the conversation must "
+    "shrink.",
+    "context_length": "The conversation no longer fits the model's context window; it must shrink.",
     "rate_limit_error": "Rate limited{retries}; wait a minute and try again, or run fewer "
     "requests at once.",
     "overloaded_error": "Anthropic's API is overloaded{retries}; try again in a few minutes.",
@@ -49,8 +60,25 @@ _TYPE_BY_STATUS = {
 }
 
 
+# What the API says when a request holds more tokens than the model reads (400
+# invalid_request_error): "prompt is too long: 210000 tokens > 200000 maximum", and since
+# Claude 3.7 "input length and `max_tokens` exceed context limit: ...".
+_TOO_LONG_MARKERS = ("prompt is too long", "exceed context limit")
+
+
+def _is_too_long(status: int, error_type: str | None, detail: str) -> bool:
+    if status == 413 or error_type == "request_too_large":
+        return True
+    lowered = detail.lower()
+    return status == 400 and any(marker in lowered for marker in _TOO_LONG_MARKERS)
+
+
 class AnthropicCaller:
-    """Streams one Messages API call per `complete`; the SDK retries 408/409/429/5xx itself."""
+    """Streams one Messages API call per `complete`; the SDK retries 408/409/429/5xx itself.
+
+    `cache` (default: on unless CLEVERAGENTS_PROMPT_CACHING=0) marks prompt-cache breakpoints
+    (see `caching.py`); `context_window` overrides the runtime's model table.
+    """
 
     def __init__(
         self,
@@ -62,11 +90,19 @@ class AnthropicCaller:
         max_retries: int = 2,
         timeout: float = 120.0,
         client: AsyncAnthropic | None = None,
+        cache: bool | None = None,
+        context_window: int | None = None,
     ) -> None:
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+        if context_window is not None and context_window < 1:
+            raise ValueError(f"context_window must be at least 1, got {context_window}")
         self.model = model
         self.max_tokens = max_tokens
+        self.context_window = context_window
+        self.cache = prompt_caching_enabled(cache)
+        self._messages = MessageConverter(_anthropic_message)
+        self._tools = ToolsConverter(ToolCallRouter.to_anthropic_tools)
         self.max_retries = max_retries
         self.timeout = timeout
         if client is None:
@@ -110,6 +146,8 @@ class AnthropicCaller:
                 "The Anthropic API response stream ended before message_stop; try again."
             )
         response = turn.response()
+        if not response.tool_calls:
+            self._messages.forget(request.messages)  # the run ends with this answer
         if response.tool_calls and any(b["type"] in _THINKING_TYPES for b in turn.blocks):
             # The runtime keeps this with the assistant message (and the history stores it),
             # so the next request, even from a continued run, sends the turn back unchanged.
@@ -120,15 +158,26 @@ class AnthropicCaller:
         await self.client.close()
 
     def _params(self, request: LLMRequest) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": self.max_tokens,
-            "messages": ToolCallRouter.to_anthropic_messages(request.messages),
-        }
+        """The request body: messages converted once each (see `conversation.py`), with
+        cache breakpoints on copies when caching is on."""
+        cache = self.cache and request.cache
+        params: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
+        marks = 0
+        if request.tools:
+            tools = self._tools(request.tools)
+            if cache:
+                tools = marked_tools(tools)
+                marks += 1
+            params["tools"] = tools
         if request.system:
             params["system"] = request.system
-        if request.tools:
-            params["tools"] = ToolCallRouter.to_anthropic_tools(request.tools)
+            if cache:
+                params["system"] = marked_system(request.system)
+                marks += 1
+        messages = self._messages.convert(request.messages)
+        if cache:
+            mark_messages(messages, min(MAX_BREAKPOINTS - marks, MESSAGE_BREAKPOINTS))
+        params["messages"] = messages
         return params
 
     def _error(self, exc: APIError) -> ProviderError:
@@ -157,13 +206,14 @@ class AnthropicCaller:
         where = "during streaming" if status == 200 else str(status)
         retried = status != 200 and (status in (408, 409, 429) or status >= 500)
         retries = f" (gave up after {attempts})" if retried else ""
-        hint = _HINTS.get(error_type or "", "").format(
+        too_long = _is_too_long(status, error_type, detail)
+        hint_key = "context_length" if too_long and status != 413 else error_type or ""
+        hint = _HINTS.get(hint_key, "").format(
             model=self.model, base_url=self.client.base_url, retries=retries
         )
         message = f"Anthropic API error {where} ({error_type or 'error'}): {detail}"
-        return ProviderError(
-            f"{message}. {hint}".rstrip(), status_code=status, error_type=error_type
-        )
+        error = ProviderContextLengthError if too_long else ProviderError
+        return error(f"{message}. {hint}".rstrip(), status_code=status, error_type=error_type)
 
 
 class _TurnAssembler:
@@ -184,12 +234,10 @@ class _TurnAssembler:
     def feed(self, event: RawMessageStreamEvent) -> None:
         if event.type == "message_start":
             usage = event.message.usage
-            self.usage = Usage(
-                _total_input(
-                    usage.input_tokens,
-                    usage.cache_creation_input_tokens,
-                    usage.cache_read_input_tokens,
-                ),
+            self.usage = _usage(
+                usage.input_tokens,
+                usage.cache_creation_input_tokens,
+                usage.cache_read_input_tokens,
                 usage.output_tokens,
             )
         elif event.type == "content_block_start":
@@ -213,10 +261,15 @@ class _TurnAssembler:
             totals = event.usage
             # Counts on message_delta are cumulative; input counts come only when they changed.
             if totals.input_tokens is not None:
-                self.usage.input_tokens = _total_input(
+                self.usage = _usage(
                     totals.input_tokens,
-                    totals.cache_creation_input_tokens,
-                    totals.cache_read_input_tokens,
+                    totals.cache_creation_input_tokens
+                    if totals.cache_creation_input_tokens is not None
+                    else self.usage.cache_write_tokens,
+                    totals.cache_read_input_tokens
+                    if totals.cache_read_input_tokens is not None
+                    else self.usage.cache_read_tokens,
+                    totals.output_tokens,
                 )
             self.usage.output_tokens = totals.output_tokens
         elif event.type == "message_stop":
@@ -276,6 +329,15 @@ class _TurnAssembler:
         return echo
 
 
-def _total_input(uncached: int | None, cache_write: int | None, cache_read: int | None) -> int:
-    # What the model read this call, cached or not: the API reports the parts separately.
-    return (uncached or 0) + (cache_write or 0) + (cache_read or 0)
+def _anthropic_message(message: Message) -> list[dict[str, Any]]:
+    converted = ToolCallRouter.to_anthropic_message(message)
+    return [] if converted is None else [converted]
+
+
+def _usage(
+    uncached: int | None, cache_write: int | None, cache_read: int | None, output: int | None
+) -> Usage:
+    """The API reports uncached input, cache writes and cache reads apart; `Usage` counts
+    all input the model read in `input_tokens`."""
+    write, read = cache_write or 0, cache_read or 0
+    return Usage((uncached or 0) + write + read, output or 0, read, write)

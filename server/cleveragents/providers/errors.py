@@ -1,6 +1,8 @@
-"""The one error every provider raises when a model call fails for good."""
+"""The errors every provider raises when a model call fails for good."""
 
 from __future__ import annotations
+
+from ..tool.errors import ContextLengthExceeded
 
 
 class ProviderError(RuntimeError):
@@ -15,3 +17,10 @@ class ProviderError(RuntimeError):
         super().__init__(message)
         self.status_code = status_code
         self.error_type = error_type
+
+
+class ProviderContextLengthError(ProviderError, ContextLengthExceeded):
+    """The service refused the request as longer than the model's context window.
+
+    The runtime catches `ContextLengthExceeded`, shrinks the conversation and tries once more.
+    """

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
@@ -19,7 +20,9 @@ from ..tool.llm import TextSink
 from ..tool.messages import LLMRequest, LLMResponse, ToolCallRequest
 from ..tool.records import Usage
 from ..tool.router import ToolCallRouter
-from .errors import ProviderError
+from .caching import prompt_caching_enabled
+from .conversation import MessageConverter, ToolsConverter
+from .errors import ProviderContextLengthError, ProviderError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -31,6 +34,22 @@ LOCAL_SERVER_API_KEY = "not-needed"
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_RETRIES = 2
 _OLLAMA_PORT = 11434
+_OPENAI_HOST = "api.openai.com"
+
+# How servers say a request holds more tokens than the model reads. OpenAI: 400 with code
+# context_length_exceeded ("This model's maximum context length is ..."); vLLM: the same
+# words, or "... is longer than the maximum model length of ..."; llama.cpp: type
+# exceed_context_size_error ("the request exceeds the available context size"); Ollama, LM
+# Studio and gateways: "prompt is too long", "exceeds the context length", "greater than the
+# context length", "context window exceeded".
+_TOO_LONG_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+_TOO_LONG = re.compile(
+    r"maximum context length|context[ _]length[ _]exceeded|available context size"
+    r"|exceed_context_size|longer than the maximum model length|prompt (?:is )?too long"
+    r"|exceeds? (?:the )?(?:maximum )?context length|greater than the context length"
+    r"|context ?window ?exceeded|exceeds? the context window",
+    re.IGNORECASE,
+)
 
 
 def _import_sdk() -> Any:
@@ -74,7 +93,7 @@ class _StreamAssembler:
     def add(self, chunk: ChatCompletionChunk) -> None:
         if chunk.usage is not None:
             # Some servers report running totals on every chunk: the last one is the total.
-            self.usage = Usage(chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
+            self.usage = _usage(chunk.usage)
         for choice in chunk.choices or ():
             if choice.index not in (0, None):  # we never ask for n > 1
                 continue
@@ -125,6 +144,22 @@ class _StreamAssembler:
         )
 
 
+def _usage(usage: Any) -> Usage:
+    """prompt_tokens counts all input, cached included; the cached part is in the details
+    (OpenAI, vLLM with prefix caching; servers that cache nothing leave it out)."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    read = getattr(details, "cached_tokens", None) or 0
+    write = getattr(details, "cache_write_tokens", None) or 0
+    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, read, write)
+
+
+def _is_too_long(exc: Any, message: str) -> bool:
+    kinds = {getattr(exc, "code", None), getattr(exc, "type", None)}
+    if kinds & _TOO_LONG_CODES:
+        return True
+    return _TOO_LONG.search(message) is not None
+
+
 def _is_local(base_url: str) -> bool:
     host = urlsplit(base_url).hostname or ""
     return host in ("localhost", "127.0.0.1", "::1", "0.0.0.0") or host.endswith(".local")
@@ -162,6 +197,14 @@ class OpenAICaller:
     `base_url` defaults to `OPENAI_BASE_URL`, else OpenAI's; the key to `OPENAI_API_KEY`.
     A server at a custom base URL may need no key (Ollama, vLLM, llama.cpp, LM Studio).
     `client` takes a ready `AsyncOpenAI` instead (the other settings are then ignored).
+
+    These servers cache a prompt prefix by themselves when it is byte-identical to an
+    earlier request's (OpenAI from 1,024 tokens): each message is converted once and the
+    tools and system prompt never change within a run, so the prefix stays identical.
+    `cache` records the setting (default: on unless CLEVERAGENTS_PROMPT_CACHING=0); the API
+    has no switch to turn the server's caching off. `max_tokens` caps each answer (unset: the
+    server's default); `context_window` overrides the runtime's model table, which a local
+    model usually needs.
     """
 
     provider = "openai"
@@ -175,10 +218,21 @@ class OpenAICaller:
         max_retries: int = DEFAULT_MAX_RETRIES,
         timeout: float = DEFAULT_TIMEOUT_S,
         client: AsyncOpenAI | None = None,
+        max_tokens: int | None = None,
+        context_window: int | None = None,
+        cache: bool | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("the openai provider needs a model name, e.g. 'gpt-4o-mini'")
+        for name, value in (("max_tokens", max_tokens), ("context_window", context_window)):
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
         self.model = model
+        self.max_tokens = max_tokens
+        self.context_window = context_window
+        self.cache = prompt_caching_enabled(cache)
+        self._messages = MessageConverter(ToolCallRouter.to_openai_message)
+        self._tools = ToolsConverter(ToolCallRouter.to_openai_tools)
         if client is None:
             openai = _import_sdk()
             base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
@@ -207,14 +261,23 @@ class OpenAICaller:
         await self.client.close()
 
     def request_params(self, request: LLMRequest) -> dict[str, Any]:
-        """The Chat Completions request body for `request` (without transport options)."""
+        """The Chat Completions request body for `request` (without transport options).
+
+        Each message is converted once per conversation (see `conversation.py`)."""
+        messages = self._messages.convert(request.messages)
+        if request.system:
+            messages.insert(0, {"role": "system", "content": request.system})
         params: dict[str, Any] = {
             "model": self.model,
-            "messages": ToolCallRouter.to_openai_messages(request.messages, request.system),
+            "messages": messages,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        tools = ToolCallRouter.to_openai_tools(request.tools)
+        if self.max_tokens is not None:
+            # OpenAI's reasoning models accept only the new name; other servers the old one.
+            official = urlsplit(self.base_url).hostname == _OPENAI_HOST
+            params["max_completion_tokens" if official else "max_tokens"] = self.max_tokens
+        tools = self._tools(request.tools)
         if tools:  # some servers reject an empty list
             params["tools"] = tools
         return params
@@ -230,7 +293,16 @@ class OpenAICaller:
                 async for chunk in stream:
                     assembler.add(chunk)
         except openai.APIStatusError as exc:
-            raise ProviderError(self._describe_status_error(exc)) from exc
+            if exc.status_code in (400, 413) and _is_too_long(exc, _server_message(exc)):
+                raise ProviderContextLengthError(
+                    f"{self.base_url} refused the request as longer than model "
+                    f"{self.model!r} can read: {_server_message(exc)}",
+                    status_code=exc.status_code,
+                    error_type="context_length_exceeded",
+                ) from exc
+            raise ProviderError(
+                self._describe_status_error(exc), status_code=exc.status_code
+            ) from exc
         except openai.APIConnectionError as exc:  # includes APITimeoutError
             if streaming:
                 raise ProviderError(
@@ -249,7 +321,10 @@ class OpenAICaller:
                 f"{self.base_url} reported an error while streaming model {self.model!r}: "
                 f"{_server_message(exc)}"
             ) from exc
-        return assembler.response()
+        response = assembler.response()
+        if not response.tool_calls:
+            self._messages.forget(request.messages)  # the run ends with this answer
+        return response
 
     def _attempts(self) -> str:
         attempts = self.max_retries + 1

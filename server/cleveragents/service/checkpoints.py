@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack, cast
 
+from .changes import ChangedFile, ChangeKind
 from .history import default_history_path
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,6 @@ CATALOG_FILE_NAME = "catalog.sqlite3"
 CATALOG_VERSION = 1
 GIT_TIMEOUT_S = 600.0
 
-ChangeKind = Literal["added", "modified", "deleted"]
 CheckpointKind = Literal["iteration", "end", "restore"]
 SkipReason = Literal["too_large", "unreadable", "in_the_way"]
 
@@ -104,17 +104,6 @@ class _GitFailed(CheckpointError):
 def default_data_dir() -> Path:
     """The cleveragents user data folder (the one that holds the run history)."""
     return default_history_path().parent
-
-
-@dataclass(frozen=True, slots=True)
-class ChangedFile:
-    """One path that differs between two states of a folder (relative, `/`-separated)."""
-
-    path: str
-    change: ChangeKind
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "change": self.change}
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,9 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 SERVER_NOT_INITIALIZED = -32002
+# The same number as ServerNotInitialized (the protocol's contract): only `cleveragents/restore`
+# answers it after `initialize`, so a client tells the two apart by the request it sent.
+RUN_ACTIVE = -32002
 REQUEST_CANCELLED = -32800
 RUN_FAILED = -32010
 RUN_NOT_FOUND = -32011
@@ -21,6 +24,9 @@ RUN_ID_IN_USE = -32012
 RUN_STILL_RUNNING = -32013
 PROVIDER_UNAVAILABLE = -32014
 TOOLS_UNAVAILABLE = -32015
+CHECKPOINTS_UNAVAILABLE = -32016
+NO_CHECKPOINT = -32017
+RESTORE_FAILED = -32018
 
 
 class ParamsError(ValueError):

@@ -59,10 +59,13 @@ from ..tool.messages import (
 from ..tool.records import ERROR_KINDS, ErrorKind, ToolCallRecord, ToolCallRunResult, Usage
 from ..tool.router import result_from_record
 from ..tool.runtime import close_dangling_calls
+from .changes import CHANGE_KINDS, ChangedFile
 
 log = logging.getLogger(__name__)
 
 RunStatus = Literal["running", "finished", "cancelled", "limit", "failed", "interrupted"]
+RunKind = Literal["run", "restore"]
+StoredCheckpointKind = Literal["iteration", "end", "restore"]
 
 HISTORY_FILE_NAME = "history.sqlite3"
 # How long a write waits for another process (a second daemon) holding the write lock.
@@ -131,6 +134,26 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """,
         "CREATE INDEX tool_calls_by_run ON tool_calls (run_id, seq)",
     ),
+    (
+        # Undo: restores are listed with the runs; each run keeps its checkpoints (the
+        # snapshots themselves are in the checkpoint store) and the files it changed.
+        "ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'run'",
+        "ALTER TABLE runs ADD COLUMN changed_files TEXT",
+        "ALTER TABLE runs ADD COLUMN checkpoint_warning TEXT",
+        "ALTER TABLE runs ADD COLUMN restored_run_id TEXT",
+        "ALTER TABLE runs ADD COLUMN restored_iteration INTEGER",
+        """
+        CREATE TABLE checkpoints (
+            checkpoint_id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            iteration INTEGER,
+            created_at REAL NOT NULL,
+            note TEXT
+        )
+        """,
+        "CREATE INDEX checkpoints_by_run ON checkpoints (run_id, created_at)",
+    ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 
@@ -169,6 +192,10 @@ class RunSummary:
     plan_id: str
     automation_profile: str
     continued_from: str | None
+    # "restore" for a restore of a folder (see `record_restore`); it names what it restored.
+    kind: RunKind
+    restored_run_id: str | None
+    restored_iteration: int | None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -183,7 +210,53 @@ class RunSummary:
             "plan_id": self.plan_id,
             "automation_profile": self.automation_profile,
             "continued_from": self.continued_from,
+            "kind": self.kind,
+            "restored_run_id": self.restored_run_id,
+            "restored_iteration": self.restored_iteration,
         }
+
+
+@dataclass(slots=True, frozen=True)
+class StoredCheckpoint:
+    """A checkpoint a run took, as the history lists it (the snapshot is in the store).
+
+    `kind`: "iteration" (the folder before `iteration` changed it), "end" (the state the run
+    left) or "restore" (the folder just before a restore: restoring it undoes the restore).
+    """
+
+    checkpoint_id: str
+    kind: StoredCheckpointKind
+    iteration: int | None
+    created_at: float
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "checkpoint_id": self.checkpoint_id,
+            "kind": self.kind,
+            "iteration": self.iteration,
+            "created_at": self.created_at,
+            "note": self.note,
+        }
+
+
+@dataclass(slots=True, frozen=True)
+class RestoreRecord:
+    """A restore of a folder, stored as a history entry of kind "restore"."""
+
+    restore_id: str
+    sandbox_root: str
+    description: str
+    restored_run_id: str
+    restored_iteration: int | None
+    started_at: float
+    finished_at: float
+    status: RunStatus
+    content: str
+    changed_files: Sequence[ChangedFile]
+    error: str | None
+    # The folder as it was just before the restore (None when the restore wrote nothing).
+    checkpoint: StoredCheckpoint | None
 
 
 @dataclass(slots=True, frozen=True)
@@ -203,6 +276,11 @@ class StoredRun(RunSummary):
     usage: Usage
     records: list[ToolCallRecord] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
+    # Undo: the checkpoints, oldest first; the files it changed (None while unknown: the run
+    # is going, or ended without its end checkpoint); why it cannot be wholly undone.
+    checkpoints: list[StoredCheckpoint] = field(default_factory=list)
+    changed_files: list[ChangedFile] | None = None
+    checkpoint_warning: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = RunSummary.to_dict(self)
@@ -216,6 +294,13 @@ class StoredRun(RunSummary):
                 "usage": self.usage.to_dict(),
                 "records": [r.to_dict() for r in self.records],
                 "messages": [message_to_dict(m) for m in self.messages],
+                "checkpoints": [c.to_dict() for c in self.checkpoints],
+                "changed_files": (
+                    None
+                    if self.changed_files is None
+                    else [c.to_dict() for c in self.changed_files]
+                ),
+                "checkpoint_warning": self.checkpoint_warning,
             }
         )
         return data
@@ -493,6 +578,110 @@ class RunHistory:
             )
         return dead
 
+    # -- undo ------------------------------------------------------------------------------
+    def add_checkpoint(self, run_id: str, checkpoint: StoredCheckpoint) -> None:
+        """Record a checkpoint the run took (the run must be stored)."""
+        self._execute(
+            "INSERT OR REPLACE INTO checkpoints (checkpoint_id, run_id, kind, iteration, "
+            "created_at, note) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                checkpoint.checkpoint_id,
+                run_id,
+                checkpoint.kind,
+                checkpoint.iteration,
+                checkpoint.created_at,
+                checkpoint.note,
+            ),
+        )
+
+    def set_changes(
+        self, run_id: str, changed_files: Sequence[ChangedFile] | None, warning: str | None
+    ) -> None:
+        """Record the files a run changed (None: not known) and why it cannot be undone."""
+        self._execute(
+            "UPDATE runs SET changed_files = ?, checkpoint_warning = ? WHERE run_id = ?",
+            (_changed_files_to_json(changed_files), warning, run_id),
+        )
+
+    def record_restore(self, record: RestoreRecord) -> None:
+        """Store a restore as an entry of kind "restore", with the checkpoint that undoes it."""
+        with self._transaction(immediate=True) as conn:
+            conn.execute(
+                "INSERT INTO runs (run_id, prompt, plan_id, sandbox_root, automation_profile, "
+                "max_iterations, status, started_at, finished_at, content, error, kind, "
+                "changed_files, restored_run_id, restored_iteration, owner_host, owner_pid, "
+                "owner_token) VALUES (?, ?, '', ?, '', 0, ?, ?, ?, ?, ?, 'restore', ?, ?, ?, "
+                "?, ?, ?)",
+                (
+                    record.restore_id,
+                    _text(record.description),
+                    _text(record.sandbox_root),
+                    record.status,
+                    record.started_at,
+                    record.finished_at,
+                    _text(record.content),
+                    _text(record.error),
+                    _changed_files_to_json(record.changed_files),
+                    record.restored_run_id,
+                    record.restored_iteration,
+                    socket.gethostname(),
+                    os.getpid(),
+                    _PROCESS_TOKEN,
+                ),
+            )
+            if record.checkpoint is not None:
+                checkpoint = record.checkpoint
+                conn.execute(
+                    "INSERT INTO checkpoints (checkpoint_id, run_id, kind, iteration, "
+                    "created_at, note) VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        checkpoint.checkpoint_id,
+                        record.restore_id,
+                        checkpoint.kind,
+                        checkpoint.iteration,
+                        checkpoint.created_at,
+                        checkpoint.note,
+                    ),
+                )
+
+    def running_runs(self) -> dict[str, str]:
+        """Runs still going, in any live process: run id -> sandbox root."""
+        self.mark_interrupted()
+        with self._transaction(immediate=False) as conn:
+            rows = conn.execute(
+                "SELECT run_id, sandbox_root FROM runs WHERE status = 'running' "
+                "AND sandbox_root IS NOT NULL"
+            ).fetchall()
+        return {str(run_id): str(root) for run_id, root in rows}
+
+    def run_ids(self) -> set[str]:
+        """Every run (and restore) the history holds."""
+        with self._transaction(immediate=False) as conn:
+            return {str(run_id) for (run_id,) in conn.execute("SELECT run_id FROM runs")}
+
+    def runs_with_checkpoints_before(self, cutoff: float) -> list[str]:
+        """Runs whose newest checkpoint was taken before `cutoff` (Unix time)."""
+        with self._transaction(immediate=False) as conn:
+            rows = conn.execute(
+                "SELECT run_id FROM checkpoints GROUP BY run_id HAVING MAX(created_at) < ?",
+                (cutoff,),
+            ).fetchall()
+        return [str(run_id) for (run_id,) in rows]
+
+    def forget_checkpoints(self, run_ids: Sequence[str], reason: str) -> int:
+        """Drop the checkpoint rows of these runs (their snapshots were pruned), noting why
+        they can no longer be undone."""
+        with self._transaction(immediate=True) as conn:
+            removed = 0
+            for run_id in run_ids:
+                removed += conn.execute(
+                    "DELETE FROM checkpoints WHERE run_id = ?", (run_id,)
+                ).rowcount
+                conn.execute(
+                    "UPDATE runs SET checkpoint_warning = ? WHERE run_id = ?", (reason, run_id)
+                )
+            return removed
+
     # -- reading ---------------------------------------------------------------------------
     def has_run(self, run_id: str) -> bool:
         """Whether the history holds this run (cheap: nothing of it is loaded)."""
@@ -514,16 +703,26 @@ class RunHistory:
         with self._transaction(immediate=False) as conn:
             row = conn.execute(
                 f"SELECT {_SUMMARY_COLUMNS}, max_iterations, content, stop_reason, error, "
-                "error_type, input_tokens, output_tokens FROM runs WHERE run_id = ?",
+                "error_type, input_tokens, output_tokens, changed_files, checkpoint_warning "
+                "FROM runs WHERE run_id = ?",
                 (run_id,),
             ).fetchone()
             if row is None:
                 return None
             stored = _load_own_run(conn, run_id, row[1])
+            checkpoints = _load_checkpoints(conn, run_id)
         summary_width = len(fields(RunSummary))
-        (max_iterations, content, stop_reason, error, error_type, input_tokens, output_tokens) = (
-            row[summary_width:]
-        )
+        (
+            max_iterations,
+            content,
+            stop_reason,
+            error,
+            error_type,
+            input_tokens,
+            output_tokens,
+            changed_files,
+            checkpoint_warning,
+        ) = row[summary_width:]
         summary = RunSummary(*row[:summary_width])
         return StoredRun(
             **{f.name: getattr(summary, f.name) for f in fields(RunSummary)},
@@ -535,6 +734,9 @@ class RunHistory:
             usage=Usage(input_tokens, output_tokens),
             records=stored.records,
             messages=stored.messages,
+            checkpoints=checkpoints,
+            changed_files=_changed_files_from_json(changed_files),
+            checkpoint_warning=checkpoint_warning,
         )
 
     def conversation(self, run_id: str) -> list[Message]:
@@ -562,7 +764,8 @@ class RunHistory:
 _SUMMARY_COLUMNS = (
     "run_id, prompt, status, started_at, finished_at, iterations, "
     "(SELECT COUNT(*) FROM tool_calls WHERE tool_calls.run_id = runs.run_id), "
-    "sandbox_root, plan_id, automation_profile, continued_from"
+    "sandbox_root, plan_id, automation_profile, continued_from, kind, restored_run_id, "
+    "restored_iteration"
 )
 
 
@@ -577,6 +780,33 @@ def _text(value: str | None) -> str | None:
     if value is None:
         return None
     return value.encode("utf-8", "replace").decode("utf-8")
+
+
+def _changed_files_to_json(changed_files: Sequence[ChangedFile] | None) -> str | None:
+    if changed_files is None:
+        return None
+    return _dumps([[c.path, c.change] for c in changed_files])
+
+
+def _changed_files_from_json(text: str | None) -> list[ChangedFile] | None:
+    if text is None:
+        return None
+    return [
+        ChangedFile(path, change)
+        for path, change in json.loads(text)
+        if change in CHANGE_KINDS  # a kind a later version added: left out, not guessed
+    ]
+
+
+def _load_checkpoints(conn: sqlite3.Connection, run_id: str) -> list[StoredCheckpoint]:
+    return [
+        StoredCheckpoint(checkpoint_id, kind, iteration, created_at, note)
+        for checkpoint_id, kind, iteration, created_at, note in conn.execute(
+            "SELECT checkpoint_id, kind, iteration, created_at, note FROM checkpoints "
+            "WHERE run_id = ? ORDER BY created_at, rowid",
+            (run_id,),
+        )
+    ]
 
 
 def _run_exists(conn: sqlite3.Connection, run_id: str) -> bool:

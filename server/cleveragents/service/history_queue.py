@@ -172,6 +172,10 @@ class QueuedHistory:
 
         return await asyncio.wrap_future(self._reads.submit(after_writes))
 
+    async def settled(self) -> None:
+        """Wait (off the loop) for the writes queued so far, as a read does."""
+        await self.read(lambda history: None)
+
     async def get_run(self, run_id: str) -> StoredRun | None:
         return await self.read(lambda history: history.get_run(run_id))
 

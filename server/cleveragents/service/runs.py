@@ -28,6 +28,7 @@ from ..tool.records import ToolCallRunResult
 from ..tool.registry import ToolRegistry, ToolSpec
 from ..tool.runner import ToolRunner
 from ..tool.runtime import CancelToken, new_run_id
+from .changes import ChangedFile
 from .errors import (
     PROVIDER_UNAVAILABLE,
     RUN_FAILED,
@@ -44,6 +45,7 @@ from .history_queue import QueuedHistory
 from .settings import RunDefaults, check_max_iterations
 from .threads import DaemonThreadPool
 from .trust import TrustAsker, TrustRequest, TrustStore, WorkspaceTrust, with_untrusted_note
+from .undo import RestoreOutcome, Undo
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +105,21 @@ class RunSink(Protocol):
 @dataclass(slots=True)
 class ActiveRun:
     run_id: str
+    sandbox_root: str
     cancel: CancelToken
     progress_token: ProgressToken | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """A run's result, and what it changed in its folder (from its checkpoints).
+
+    `checkpoint_warning` says why the run cannot be (wholly) undone, when it cannot.
+    """
+
+    result: ToolCallRunResult
+    changed_files: list[ChangedFile]
+    checkpoint_warning: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,12 +152,17 @@ class RunManager:
         llm_factory: LLMFactory = create_llm_caller,
         max_tool_workers: int = 32,
         trust_store: TrustStore | None = None,
+        undo: Undo | None = None,
     ) -> None:
         self.registry = registry
         self.defaults = defaults
         self.history = history
         # What the event loop uses: writes on a writer thread, reads on reader threads.
         self.stored = QueuedHistory(history) if history is not None else None
+        # Checkpoints of every run, kept next to the history; restores. Once a day, checkpoints
+        # of runs the history dropped are pruned and the rest packed, on a checkpoint thread.
+        self.undo = undo if undo is not None else Undo(history, queue=self.stored)
+        self.undo.schedule_housekeeping()
         self.llm_factory = llm_factory
         # One pool for every run's sync tools: never the event loop's default executor.
         self.executor = DaemonThreadPool(max_tool_workers, "cleveragents-tool")
@@ -246,12 +266,17 @@ class RunManager:
                 f"run {run_id!r} is still running (in another daemon)",
                 {"runId": run_id},
             )
+        if stored.kind == "restore":
+            raise invalid_params(
+                [f"params.continueFrom: {run_id!r} is a restore, not a run with a conversation"]
+            )
 
-    async def run(self, params: RunRequest, sink: RunSink) -> ToolCallRunResult:
-        """Run to the end, streaming events to `sink`; the result, or ServiceError.
+    async def run(self, params: RunRequest, sink: RunSink) -> RunOutcome:
+        """Run to the end, streaming events to `sink`; the outcome, or ServiceError.
 
-        Cancelling the awaiting task cancels the run (its calls are recorded as cancelled,
-        the sink sees it finish) and re-raises CancelledError.
+        The folder is snapshotted before each iteration that may change it and when the run
+        ends, whatever ends it. Cancelling the awaiting task cancels the run (its calls are
+        recorded as cancelled, the sink sees it finish) and re-raises CancelledError.
         """
         plan = self.plan(params)
         await self._check_stored(plan)
@@ -277,9 +302,10 @@ class RunManager:
             # for what is queued.
             observers.insert(0, self.stored)
         approver = make_approver(sink, self.defaults.approval_timeout_s) if sink.approvals else None
-        active = ActiveRun(plan.run_id, CancelToken(), plan.progress_token)
+        active = ActiveRun(plan.run_id, plan.sandbox_root, CancelToken(), plan.progress_token)
         self._active[plan.run_id] = active
         self._idle.clear()
+        checkpoints = self.undo.track(plan.run_id, plan.sandbox_root)
         try:
             async with self.sandbox_mcp(
                 plan.sandbox_root, plan.automation_profile, sink.ask_trust
@@ -293,7 +319,7 @@ class RunManager:
                     system_prompt=with_untrusted_note(plan.system_prompt, mcp_tools.config),
                     runner=runner,
                 )
-                return await runtime.arun_tool_loop(
+                result = await runtime.arun_tool_loop(
                     plan.prompt,
                     context,
                     history=conversation,
@@ -301,6 +327,7 @@ class RunManager:
                     approver=approver,
                     cancel=active.cancel,
                     run_id=plan.run_id,
+                    before_mutation=checkpoints.before_mutation,
                 )
         except asyncio.CancelledError:
             raise
@@ -318,9 +345,14 @@ class RunManager:
                 {"runId": plan.run_id, "errorType": type(exc).__name__},
             ) from exc
         finally:
-            del self._active[plan.run_id]
-            if not self._active:
-                self._idle.set()
+            try:
+                # Still active until the state it left is recorded: no restore comes between.
+                await checkpoints.finish()
+            finally:
+                del self._active[plan.run_id]
+                if not self._active:
+                    self._idle.set()
+        return RunOutcome(result, checkpoints.changed_files, checkpoints.warning)
 
     def llm_caller(self, provider: str, model: str | None, options: dict[str, Any]) -> LLMCaller:
         """The provider's caller; ServiceError (provider unavailable) when it cannot be made."""
@@ -416,8 +448,25 @@ class RunManager:
         """Stop the MCP servers, then the tool threads; write what the history has queued."""
         await self.mcp.close()
         self.executor.shutdown(wait=False, cancel_futures=True)
+        self.undo.close()
         if self.stored is not None:
             await self.stored.aclose()
+
+    # -- undo --------------------------------------------------------------------------------
+    async def restore(
+        self, run_id: str, iteration: int | None = None, *, dry_run: bool = False
+    ) -> RestoreOutcome:
+        """Restore a run's folder to before `iteration` (None: undo the run); see `Undo.restore`.
+
+        Refused (RunActive) while a run of this process, or of another one the history
+        knows, is active in that folder.
+        """
+        active = {run.run_id: run.sandbox_root for run in self._active.values()}
+        if self.stored is not None:
+            await self.stored.settled()  # the checkpoints of a run that just ended are stored
+        return await self.undo.in_thread(
+            lambda: self.undo.restore(run_id, iteration, dry_run=dry_run, active=active)
+        )
 
     # -- reading -----------------------------------------------------------------------------
     async def tools(

@@ -11,6 +11,7 @@ from typing import Any, TypeVar, overload
 
 from .messages import ToolSchema
 from .schema import RESERVED_PARAMS, schema_from_function
+from .validation import ArgumentValidator
 
 DEFAULT_TOOL_TIMEOUT_S = 60.0
 
@@ -37,6 +38,12 @@ class ToolSpec:
     context_params: frozenset[str] = frozenset()
     source: str = "python"
     is_async: bool = field(default=False)
+    # Checks arguments against input_schema; compiled at the first call and kept here, so
+    # every runner and run that offers this spec shares it.
+    validator: ArgumentValidator = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "validator", ArgumentValidator(self.input_schema))
 
     def to_schema(self) -> ToolSchema:
         return ToolSchema(

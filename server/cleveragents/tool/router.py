@@ -16,7 +16,6 @@ from .messages import (
     Message,
     ToolCallRequest,
     ToolResult,
-    ToolResultsMessage,
     ToolSchema,
     UserMessage,
 )
@@ -124,42 +123,40 @@ class ToolCallRouter:
         return block
 
     @classmethod
-    def to_anthropic_messages(cls, messages: Sequence[Message]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for message in messages:
-            if isinstance(message, UserMessage):
-                out.append({"role": "user", "content": message.text})
-            elif isinstance(message, AssistantMessage):
-                received = (message.provider_data or {}).get(ANTHROPIC_CONTENT)
-                if isinstance(received, list) and received:
-                    # Signed thinking blocks must go back exactly as they came.
-                    out.append({"role": "assistant", "content": list(received)})
-                    continue
-                blocks: list[dict[str, Any]] = []
-                # The API rejects whitespace-only text blocks and empty messages anywhere but
-                # last; a dropped assistant turn just merges the user turns around it.
-                if message.text.strip():
-                    blocks.append({"type": "text", "text": message.text})
-                for call in message.tool_calls:
-                    arguments = call.arguments if isinstance(call.arguments, dict) else {}
-                    blocks.append(
-                        {
-                            "type": "tool_use",
-                            "id": call.call_id,
-                            "name": call.tool_name,
-                            "input": arguments,
-                        }
-                    )
-                if blocks:
-                    out.append({"role": "assistant", "content": blocks})
-            else:
-                out.append(
+    def to_anthropic_message(cls, message: Message) -> dict[str, Any] | None:
+        """One message in the Messages API's format; None for a blank assistant turn, which
+        the API would refuse (its neighbouring user turns then merge)."""
+        if isinstance(message, UserMessage):
+            return {"role": "user", "content": message.text}
+        if isinstance(message, AssistantMessage):
+            received = (message.provider_data or {}).get(ANTHROPIC_CONTENT)
+            if isinstance(received, list) and received:
+                # Signed thinking blocks must go back exactly as they came.
+                return {"role": "assistant", "content": list(received)}
+            blocks: list[dict[str, Any]] = []
+            # The API rejects whitespace-only text blocks and empty messages anywhere but last.
+            if message.text.strip():
+                blocks.append({"type": "text", "text": message.text})
+            for call in message.tool_calls:
+                arguments = call.arguments if isinstance(call.arguments, dict) else {}
+                blocks.append(
                     {
-                        "role": "user",
-                        "content": [cls.to_anthropic_tool_result(r) for r in message.results],
+                        "type": "tool_use",
+                        "id": call.call_id,
+                        "name": call.tool_name,
+                        "input": arguments,
                     }
                 )
-        return out
+            return {"role": "assistant", "content": blocks} if blocks else None
+        return {
+            "role": "user",
+            "content": [cls.to_anthropic_tool_result(r) for r in message.results],
+        }
+
+    @classmethod
+    def to_anthropic_messages(cls, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        converted = (cls.to_anthropic_message(m) for m in messages)
+        return [m for m in converted if m is not None]
 
     # -- OpenAI Chat Completions ----------------------------------------------------------
     @staticmethod
@@ -203,37 +200,39 @@ class ToolCallRouter:
         return {"role": "tool", "tool_call_id": result.call_id, "content": _result_text(result)}
 
     @classmethod
+    def to_openai_message(cls, message: Message) -> list[dict[str, Any]]:
+        """One message as Chat Completions messages: a results message is one per result."""
+        if isinstance(message, UserMessage):
+            return [{"role": "user", "content": message.text}]
+        if isinstance(message, AssistantMessage):
+            # null content only beside tool calls: Ollama rejects it otherwise.
+            content = message.text or (None if message.tool_calls else "")
+            entry: dict[str, Any] = {"role": "assistant", "content": content}
+            if message.tool_calls:
+                # Arguments that were not a JSON object go back as "{}": Ollama rejects the
+                # whole request otherwise ("invalid tool call arguments"), and the tool
+                # result already tells the model what was wrong with them.
+                entry["tool_calls"] = [
+                    {
+                        "id": c.call_id,
+                        "type": "function",
+                        "function": {
+                            "name": c.tool_name,
+                            "arguments": json.dumps(
+                                c.arguments if isinstance(c.arguments, dict) else {}
+                            ),
+                        },
+                    }
+                    for c in message.tool_calls
+                ]
+            return [entry]
+        return [cls.to_openai_tool_message(r) for r in message.results]
+
+    @classmethod
     def to_openai_messages(
         cls, messages: Sequence[Message], system: str | None = None
     ) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        if system:
-            out.append({"role": "system", "content": system})
+        out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         for message in messages:
-            if isinstance(message, UserMessage):
-                out.append({"role": "user", "content": message.text})
-            elif isinstance(message, AssistantMessage):
-                # null content only beside tool calls: Ollama rejects it otherwise.
-                content = message.text or (None if message.tool_calls else "")
-                entry: dict[str, Any] = {"role": "assistant", "content": content}
-                if message.tool_calls:
-                    # Arguments that were not a JSON object go back as "{}": Ollama rejects
-                    # the whole request otherwise ("invalid tool call arguments"), and the
-                    # tool result already tells the model what was wrong with them.
-                    entry["tool_calls"] = [
-                        {
-                            "id": c.call_id,
-                            "type": "function",
-                            "function": {
-                                "name": c.tool_name,
-                                "arguments": json.dumps(
-                                    c.arguments if isinstance(c.arguments, dict) else {}
-                                ),
-                            },
-                        }
-                        for c in message.tool_calls
-                    ]
-                out.append(entry)
-            elif isinstance(message, ToolResultsMessage):
-                out.extend(cls.to_openai_tool_message(r) for r in message.results)
+            out.extend(cls.to_openai_message(message))
         return out

@@ -9,8 +9,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import math
 import time
-from concurrent.futures import Executor, ThreadPoolExecutor
+import types
+from collections.abc import Generator
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from .context import ToolActorContext
@@ -18,6 +21,8 @@ from .errors import ToolError
 from .messages import ToolCallRequest
 from .records import ErrorKind, ToolCallRecord
 from .registry import ToolRegistry, ToolSpec
+from .schema import RESERVED_PARAMS
+from .validation import format_validation_error as format_validation_error  # its old home
 
 if TYPE_CHECKING:
     from .policy import Authorizer
@@ -32,24 +37,8 @@ class ToolFailure(Exception):
         self.message = message
 
 
-def _describe_path(path: Any) -> str:
-    parts = [str(p) for p in path]
-    return ".".join(parts) if parts else ""
-
-
-def format_validation_error(error: Any) -> str:
-    """One jsonschema error as a sentence that names the offending field."""
-    field = _describe_path(error.absolute_path)
-    if error.validator == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else error.message
-        where = f"{field}." if field else ""
-        return f"missing required argument '{where}{missing}'"
-    if error.validator == "additionalProperties" and not error.absolute_path:
-        extras = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-        return "unexpected argument " + ", ".join(f"'{e}'" for e in extras)
-    if field:
-        return f"argument '{field}': {error.message}"
-    return str(error.message)
+class _DeadlinePassed(Exception):
+    """Internal: a sync tool's call (its wait for a thread included) outlived its timeout_s."""
 
 
 class ThreadBudget:
@@ -66,14 +55,20 @@ class ThreadBudget:
         self.limit = limit
         self._slots = asyncio.Semaphore(limit)
 
-    async def acquire(self) -> None:
-        await self._slots.acquire()
-
-    def release_from_any_thread(self, loop: asyncio.AbstractEventLoop) -> None:
+    async def acquire(self, deadline: float | None = None) -> None:
+        """Take a slot, waiting for one at most until `deadline` (loop time), if given."""
+        if deadline is None or not self._slots.locked():
+            await self._slots.acquire()  # a free slot is taken without waiting
+            return
         try:
-            loop.call_soon_threadsafe(self._slots.release)
-        except RuntimeError:  # the loop has closed: nobody is waiting any more
-            pass
+            async with asyncio.timeout_at(deadline):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise _DeadlinePassed from None
+
+    def release(self) -> None:
+        """Give a slot back; on the loop's thread (see `_hand_back` for worker threads)."""
+        self._slots.release()
 
 
 class ToolRunner:
@@ -94,7 +89,6 @@ class ToolRunner:
         self._executor = executor or ThreadPoolExecutor(
             max_workers=max_workers, thread_name_prefix="cleveragents-tool"
         )
-        self._validators: dict[str, tuple[ToolSpec, Any]] = {}
 
     # -- stage 1 ---------------------------------------------------------------------------
     def resolve(self, request: ToolCallRequest) -> ToolSpec:
@@ -125,14 +119,12 @@ class ToolRunner:
                 f"arguments for {spec.name} must be a JSON object, got {type(arguments).__name__}",
             )
         # The model may never choose these: drop whatever it sent, then supply the context's.
-        inputs = {
-            k: v for k, v in arguments.items() if k not in ("sandbox_root", "resource_bindings")
-        }
-        errors = sorted(
-            self._validator(spec).iter_errors(inputs), key=lambda e: list(map(str, e.path))
-        )
-        if errors:
-            detail = "; ".join(format_validation_error(e) for e in errors[:5])
+        inputs = dict(arguments)
+        if not RESERVED_PARAMS.isdisjoint(inputs):
+            for key in RESERVED_PARAMS:
+                inputs.pop(key, None)
+        detail = spec.validator.problems(inputs)
+        if detail is not None:
             raise ToolFailure("validation_error", f"invalid arguments for {spec.name}: {detail}")
         if context is not None:
             if "sandbox_root" in spec.context_params and context.sandbox_root is not None:
@@ -141,40 +133,42 @@ class ToolRunner:
                 inputs["resource_bindings"] = dict(context.resource_bindings)
         return inputs
 
-    def _validator(self, spec: ToolSpec) -> Any:
-        cached = self._validators.get(spec.name)
-        if cached is not None and cached[0] is spec:
-            return cached[1]
-        # Imported here: jsonschema costs tens of milliseconds and `import
-        # cleveragents.tool` must stay fast.
-        from jsonschema import validators
-
-        cls = validators.validator_for(spec.input_schema)
-        validator = cls(spec.input_schema)
-        self._validators[spec.name] = (spec, validator)
-        return validator
-
     # -- stage 3 ---------------------------------------------------------------------------
     async def execute(
         self, spec: ToolSpec, inputs: dict[str, Any], budget: ThreadBudget | None = None
     ) -> dict[str, Any]:
-        # asyncio.timeout, not wait_for: on 3.11 wait_for wraps the call in one more task.
-        deadline = asyncio.timeout(spec.timeout_s)
+        deadline: asyncio.Timeout | None = None
         try:
-            async with deadline:
-                if spec.is_async:
-                    value = await spec.handler(**inputs)
+            if spec.is_async:
+                # Started by hand: a call that finishes without ever waiting (most async tools
+                # that only compute) could not have been stopped by a deadline, which acts only
+                # at a wait, so it gets none; one that waits gets the rest of its time.
+                started = asyncio.get_running_loop().time()
+                steps = _steps_of(spec.handler(**inputs))
+                try:
+                    waiting_on = steps.send(None)
+                except StopIteration as done:
+                    value = done.value
                 else:
-                    value = await self._in_thread(spec, inputs, budget)
+                    deadline = asyncio.timeout_at(started + spec.timeout_s)
+                    async with deadline:
+                        value = await _resume(steps, waiting_on)
+            else:
+                value = await self._in_thread(spec, inputs, budget)
+        except _DeadlinePassed:
+            # A thread cannot be stopped from outside: say so rather than imply it ended.
+            raise ToolFailure(
+                "timeout",
+                f"{spec.name} did not finish within {spec.timeout_s:g} s "
+                "(it may still be running in its worker thread)",
+            ) from None
         except TimeoutError as exc:
-            if not deadline.expired():  # the tool's own timeout (a socket, say), not ours
+            if deadline is None or not deadline.expired():  # the tool's own (a socket's, say)
                 raise ToolFailure(
                     "execution_error", f"{spec.name} raised TimeoutError: {exc}"
                 ) from None
-            # A thread cannot be stopped from outside: say so rather than imply it ended.
-            still = "" if spec.is_async else " (it may still be running in its worker thread)"
             raise ToolFailure(
-                "timeout", f"{spec.name} did not finish within {spec.timeout_s:g} s{still}"
+                "timeout", f"{spec.name} did not finish within {spec.timeout_s:g} s"
             ) from None
         except SystemExit as exc:  # sys.exit or argparse in a tool must not stop the loop
             raise ToolFailure(
@@ -194,18 +188,29 @@ class ToolRunner:
         self, spec: ToolSpec, inputs: dict[str, Any], budget: ThreadBudget | None
     ) -> Any:
         loop = asyncio.get_running_loop()
+        deadline = loop.time() + spec.timeout_s
         if budget is not None:
-            await budget.acquire()
+            await budget.acquire(deadline)
         try:
             job = self._executor.submit(functools.partial(spec.handler, **inputs))
         except BaseException:
             if budget is not None:
-                budget.release_from_any_thread(loop)
+                budget.release()
             raise
-        if budget is not None:
-            # Done means finished or cancelled before it started: either way the thread is free.
-            job.add_done_callback(lambda _: budget.release_from_any_thread(loop))
-        return await asyncio.wrap_future(job)
+        # One hand-back per call settles the awaiter and frees the slot: asyncio.wrap_future
+        # plus a release of its own would wake the loop twice.
+        waiter: asyncio.Future[Any] = loop.create_future()
+        job.add_done_callback(functools.partial(_hand_back, loop, waiter, budget))
+        # The deadline is a timer on the waiter rather than asyncio.timeout around the await:
+        # nothing to cancel and un-cancel in the task, a few microseconds less per call.
+        expiry = loop.call_at(deadline, _expire, waiter)
+        try:
+            return await waiter
+        except BaseException:  # cancelled, or the deadline passed
+            job.cancel()  # one that has not started never will; a running one runs on
+            raise
+        finally:
+            expiry.cancel()
 
     # -- stage 4 ---------------------------------------------------------------------------
     @staticmethod
@@ -272,6 +277,79 @@ class ToolRunner:
 
 
 _OUTPUT_ENCODER = json.JSONEncoder(allow_nan=False)
+# Values the encoder always accepts, checked in Python for small outputs, where building the
+# encoder's state costs more than the walk; bigger or unusual outputs go to the encoder.
+_WALK_BUDGET = 256
+# Python refuses to turn ints of more digits than its limit (at least 640) into text.
+_ENCODABLE_INT = 10**639
+
+
+def _hand_back(
+    loop: asyncio.AbstractEventLoop,
+    waiter: asyncio.Future[Any],
+    budget: ThreadBudget | None,
+    job: Future[Any],
+) -> None:
+    """The job is done (in its worker thread, or cancelled before it started): tell the loop."""
+    try:
+        loop.call_soon_threadsafe(_settle, waiter, budget, job)
+    except RuntimeError:  # the loop has closed: nobody is waiting any more
+        pass
+
+
+def _expire(waiter: asyncio.Future[Any]) -> None:
+    if not waiter.done():
+        waiter.set_exception(_DeadlinePassed())
+
+
+def _settle(waiter: asyncio.Future[Any], budget: ThreadBudget | None, job: Future[Any]) -> None:
+    """On the loop: the thread is free again, and the awaiter (if still there) gets the job's
+    outcome."""
+    if budget is not None:
+        budget.release()
+    if waiter.done():  # its awaiter gave up (a cancel, a timeout)
+        return
+    if job.cancelled():
+        waiter.cancel()
+        return
+    error = job.exception()
+    if error is not None:
+        waiter.set_exception(error)
+    else:
+        waiter.set_result(job.result())
+
+
+def _steps_of(awaitable: Any) -> Generator[Any, None, Any]:
+    """What `await awaitable` iterates over, refused with the message `await` would give."""
+    try:
+        steps: Generator[Any, None, Any] = awaitable.__await__()
+    except AttributeError:
+        raise TypeError(
+            f"object {type(awaitable).__name__} can't be used in 'await' expression"
+        ) from None
+    return steps
+
+
+@types.coroutine
+def _resume(steps: Generator[Any, None, Any], waiting_on: Any) -> Generator[Any, None, Any]:
+    """Await the rest of an awaitable whose steps already ran up to its first wait.
+
+    `waiting_on` is what it yielded there (a future, or None for a bare yield); the task
+    running us waits on it, then the awaitable goes on exactly as if it had been awaited.
+    """
+    while True:
+        try:
+            yield waiting_on
+        except GeneratorExit:
+            steps.close()
+            raise
+        except BaseException as exc:  # thrown in by the task (a cancellation): pass it on
+            try:
+                waiting_on = steps.throw(exc)
+            except StopIteration as done:
+                return done.value
+            continue
+        return (yield from steps)
 
 
 def normalise_output(tool_name: str, value: Any) -> dict[str, Any]:
@@ -283,6 +361,8 @@ def normalise_output(tool_name: str, value: Any) -> dict[str, Any]:
         output = value
     else:
         output = {"result": value}
+    if _plain_json(output, _WALK_BUDGET) >= 0:
+        return output
     try:
         _OUTPUT_ENCODER.encode(output)
     except (TypeError, ValueError) as exc:
@@ -290,3 +370,40 @@ def normalise_output(tool_name: str, value: Any) -> dict[str, Any]:
             "invalid_output", f"{tool_name} returned a value that is not JSON-serialisable: {exc}"
         ) from None
     return output
+
+
+def _plain_json(value: Any, budget: int) -> int:
+    """What is left of `budget` after checking that `value` is plain JSON, or -1 when unsure.
+
+    Plain: exact str, bool, None, int, finite float, lists, tuples and dicts with str keys.
+    Each container costs one plus its length, which also bounds the depth. -1 (a subclass, a
+    non-str key, NaN, a huge int, too big) means only the encoder can say.
+    """
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return budget
+    if kind is int:
+        return budget if -_ENCODABLE_INT < value < _ENCODABLE_INT else -1
+    if kind is float:
+        return budget if math.isfinite(value) else -1
+    if kind is dict:
+        budget -= 1 + len(value)
+        if budget < 0:
+            return -1
+        for key, item in value.items():
+            if type(key) is not str:
+                return -1
+            budget = _plain_json(item, budget)
+            if budget < 0:
+                return -1
+        return budget
+    if kind is list or kind is tuple:
+        budget -= 1 + len(value)
+        if budget < 0:
+            return -1
+        for item in value:
+            budget = _plain_json(item, budget)
+            if budget < 0:
+                return -1
+        return budget
+    return -1

@@ -8,7 +8,6 @@ they run and are recorded and the result comes back with `terminated_by_limit=Tr
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import threading
 import time
@@ -51,10 +50,10 @@ from .models import (
 from .policy import Approver, Authorizer, check_profile
 from .records import ToolCallRecord, ToolCallRunResult, Usage
 from .registry import ToolRegistry
+from .repeats import same_call
 from .result_budget import DEFAULT_RESULT_BUDGET_CHARS, MIN_RESULT_BUDGET_CHARS
 from .router import ToolCallRouter, sized_result_from_record
 from .runner import ThreadBudget, ToolRunner
-from .schema import RESERVED_PARAMS
 
 DEFAULT_MAX_ITERATIONS = 25
 DEFAULT_MAX_REPEATED_CALLS = 3
@@ -140,22 +139,6 @@ def _cancelled_result(call: ToolCallRequest) -> ToolResult:
     )
 
 
-# One encoder for every call: json.dumps with options builds a new one each time.
-_CALL_KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=repr)
-
-
-def _call_key(call: ToolCallRequest) -> str:
-    arguments: Any = call.arguments
-    if isinstance(arguments, dict):
-        # The reserved keys are dropped before a tool runs: varying them is not a new call.
-        arguments = {k: v for k, v in arguments.items() if k not in RESERVED_PARAMS}
-    try:
-        arguments = _CALL_KEY_ENCODER.encode(arguments)
-    except (TypeError, ValueError):
-        arguments = repr(call.arguments)
-    return f"{call.tool_name}\0{arguments}"
-
-
 class _Run:
     """The state of one run; lives only while `arun_tool_loop` does."""
 
@@ -193,7 +176,7 @@ class _Run:
         )
         self.guard: ContextGuard | None = None
         self.threads = ThreadBudget(runtime.max_threads_per_run)
-        self._last_key: str | None = None
+        self._streak: ToolCallRequest | None = None  # the first of the latest identical calls
         self._repeats = 0
 
     def emit(self, event: Any) -> None:
@@ -218,15 +201,15 @@ class _Run:
 
     def finish(self, record: ToolCallRecord) -> None:
         self.context.tool_call_history.append(record)
-        self.emit(ToolCallFinished(self.run_id, record))
+        if self.observers:  # an event nobody receives is not built
+            self.emit(ToolCallFinished(self.run_id, record))
 
     def is_repeat(self, call: ToolCallRequest) -> bool:
         """True when this call repeats the previous N identical calls in a row."""
-        key = _call_key(call)
-        if key == self._last_key:
+        if self._streak is not None and same_call(self._streak, call):
             self._repeats += 1
         else:
-            self._last_key, self._repeats = key, 1
+            self._streak, self._repeats = call, 1
         return self._repeats > self.runtime.max_repeated_calls
 
     async def call_tools(self, calls: Sequence[ToolCallRequest], iteration: int) -> None:
@@ -237,11 +220,12 @@ class _Run:
 
         async def one(index: int, call: ToolCallRequest) -> None:
             started = time.perf_counter()
-            self.emit(
-                ToolCallStarted(
-                    self.run_id, iteration, call.call_id, call.tool_name, call.arguments
+            if self.observers:
+                self.emit(
+                    ToolCallStarted(
+                        self.run_id, iteration, call.call_id, call.tool_name, call.arguments
+                    )
                 )
-            )
             if repeats[index]:
                 record = ToolRunner.record(call, None, started, iteration)
                 record.success = False
@@ -356,7 +340,8 @@ class _Run:
             if not guard.fit():
                 return self.exhausted(self.not_fitting(guard))
             self.iterations = iteration
-            self.emit(IterationStarted(self.run_id, iteration))
+            if self.observers:
+                self.emit(IterationStarted(self.run_id, iteration))
 
             def on_text(delta: str, iteration: int = iteration) -> None:
                 if delta:

@@ -36,7 +36,7 @@ export interface ApprovalView {
   state: ApprovalState;
 }
 
-export type StopReason = 'final_answer' | 'max_iterations' | 'cancelled' | 'error';
+export type StopReason = 'final_answer' | 'max_iterations' | 'cancelled' | 'context_exhausted' | 'error';
 
 export type ToolCallStatus = 'running' | 'success' | 'failure';
 

@@ -80,6 +80,8 @@ export function stopReasonTitle(reason: StopReason, maxIterations: number | null
       return 'Stopped';
     case 'max_iterations':
       return maxIterations ? `Stopped at the iteration limit (${maxIterations})` : 'Stopped at the iteration limit';
+    case 'context_exhausted':
+      return "Stopped: the model's context window is full";
     case 'error':
       return 'Failed';
   }

@@ -420,6 +420,8 @@ describe('a run of 5,000 tool calls', () => {
       usage: { inputTokens: 0, outputTokens: 0 },
       toolCallHistory: [],
       continuedFrom: null,
+      changedFiles: [],
+      checkpointWarning: null,
     };
 
     // 1. Streamed as a fast daemon sends it: the store forwards a batch per 16 ms tick.

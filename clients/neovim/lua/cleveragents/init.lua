@@ -38,8 +38,11 @@ local daemon = nil
 local runs = {}
 local latest_run = nil
 local run_counter = 0
+---@type table<integer, table<integer, string>> runs-list buffers: line -> runId
+local listed_runs = {}
 
 local DECISIONS = { allow = true, deny = true, allow_for_run = true }
+local describe_undo -- defined with the views
 
 -- -- small helpers ---------------------------------------------------------------------------
 
@@ -166,14 +169,25 @@ local function open_buffer(buf)
   vim.api.nvim_win_set_buf(0, buf)
 end
 
-local function new_run(prompt, sandbox_root)
-  run_counter = run_counter + 1
-  local id = string.format('nvim-%d-%d-%d', os.time(), vim.fn.getpid(), run_counter)
+-- A scratch buffer named `cleveragents://<name>`; the one already so named is reused.
+local function scratch_buffer(name)
+  local full = 'cleveragents://' .. name
+  local existing = vim.fn.bufnr(full)
+  if existing ~= -1 and vim.api.nvim_buf_is_valid(existing) then
+    return existing
+  end
   local buf = vim.api.nvim_create_buf(false, true)
   vim.bo[buf].bufhidden = 'hide'
   vim.bo[buf].swapfile = false
   vim.bo[buf].filetype = 'cleveragents'
-  pcall(vim.api.nvim_buf_set_name, buf, 'cleveragents://' .. id)
+  pcall(vim.api.nvim_buf_set_name, buf, full)
+  return buf
+end
+
+local function new_run(prompt, sandbox_root)
+  run_counter = run_counter + 1
+  local id = string.format('nvim-%d-%d-%d', os.time(), vim.fn.getpid(), run_counter)
+  local buf = scratch_buffer(id)
   vim.b[buf].cleveragents_run_id = id
   local run = {
     id = id,
@@ -231,9 +245,8 @@ on_notification['cleveragents/toolCallStarted'] = function(run, p)
   find_call(run, p.callId, p.toolName, p.inputs)
 end
 
-on_notification['cleveragents/toolCall'] = function(run, p)
-  local record = p.record
-  local call = find_call(run, record.callId, record.toolName, record.inputs)
+-- A call line's mark and notes once its record is known.
+local function settle_call(call, record)
   call.mark = record.success and '✓' or '✗'
   call.notes = { string.format('%.1f ms', record.durationMs) }
   if not record.success then
@@ -241,25 +254,37 @@ on_notification['cleveragents/toolCall'] = function(run, p)
     local why = is_null(record.error) and '' or (': ' .. one_line(record.error, 120))
     call.notes[2] = kind .. why
   end
+end
+
+-- The closing block: `── reason · N iterations · M tool calls ──`, then the answer or error.
+local function final_lines(reason, iterations, tool_calls, content, err)
+  local head = string.format(
+    '── %s · %d iteration%s · %d tool call%s ──',
+    reason,
+    iterations,
+    iterations == 1 and '' or 's',
+    tool_calls,
+    tool_calls == 1 and '' or 's'
+  )
+  local lines = { head }
+  if not is_null(err) and (reason == 'error' or is_null(content)) then
+    lines[2] = '✗ ' .. one_line(err, 200)
+  elseif not is_null(content) then
+    vim.list_extend(lines, text_lines(content))
+  end
+  return lines
+end
+
+on_notification['cleveragents/toolCall'] = function(run, p)
+  local record = p.record
+  local call = find_call(run, record.callId, record.toolName, record.inputs)
+  settle_call(call, record)
   show_call(run, call)
 end
 
 on_notification['cleveragents/runFinished'] = function(run, p)
-  local head = string.format(
-    '── %s · %d iteration%s · %d tool call%s ──',
-    p.stopReason,
-    p.iterations,
-    p.iterations == 1 and '' or 's',
-    p.toolCalls,
-    p.toolCalls == 1 and '' or 's'
-  )
-  local lines = { head }
-  if p.stopReason == 'error' and not is_null(p.error) then
-    lines[2] = '✗ ' .. one_line(p.error, 200)
-  else
-    vim.list_extend(lines, text_lines(p.content))
-  end
-  append(run, lines)
+  local err = p.stopReason == 'error' and p.error or nil
+  append(run, final_lines(p.stopReason, p.iterations, p.toolCalls, p.content, err))
   run.finished = true
 end
 
@@ -415,6 +440,195 @@ local function resolve_sandbox_root()
   return path
 end
 
+-- -- views: the tool list, the history, one stored run --------------------------------------
+
+-- A view is a scratch buffer filled from one request: `buf`, `done`, then `result` or `error`.
+local function new_view(name, title)
+  local buf = scratch_buffer(name)
+  local view = { buf = buf, done = false, result = nil, error = nil }
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { title })
+  vim.bo[buf].modifiable = false
+  open_buffer(buf)
+  return view
+end
+
+local function fill_view(view, lines)
+  vim.bo[view.buf].modifiable = true
+  vim.api.nvim_buf_set_lines(view.buf, 0, -1, false, lines)
+  vim.bo[view.buf].modifiable = false
+end
+
+-- Sends `method`; `describe(result)` turns the answer into the view's lines.
+local function request_view(view, method, params, describe)
+  with_daemon(function(d, why)
+    if not d then
+      view.error = why
+      view.done = true
+      return fill_view(view, { '✗ ' .. why })
+    end
+    d.rpc.request(method, params, function(err, result)
+      if err then
+        view.error = error_message(err)
+        fill_view(view, { '✗ ' .. view.error })
+      else
+        view.result = result
+        fill_view(view, describe(result))
+      end
+      view.done = true
+    end)
+  end)
+  return view
+end
+
+local function plural(count, word)
+  return string.format('%d %s%s', count, word, count == 1 and '' or 's')
+end
+
+-- What a tool does to the workspace, as the profiles see it.
+local function tool_effect(tool)
+  if tool.executesCode then
+    return 'runs programs'
+  end
+  return tool.mutating and 'writes' or 'reads'
+end
+
+-- `name(a, b, c?)`: the arguments, optional ones marked with `?`.
+local function tool_signature(tool)
+  local schema = type(tool.inputSchema) == 'table' and tool.inputSchema or {}
+  local properties = type(schema.properties) == 'table' and schema.properties or {}
+  local required = {}
+  for _, name in ipairs(type(schema.required) == 'table' and schema.required or {}) do
+    required[name] = true
+  end
+  local names = vim.tbl_keys(properties)
+  table.sort(names, function(a, b)
+    if required[a] ~= required[b] then
+      return required[a] == true
+    end
+    return a < b
+  end)
+  local args = vim.tbl_map(function(name)
+    return required[name] and name or (name .. '?')
+  end, names)
+  return tool.name .. '(' .. table.concat(args, ', ') .. ')'
+end
+
+local function describe_tools(result)
+  local tools = result.tools or {}
+  local lines = { 'cleveragents tools · ' .. #tools .. ' offered' }
+  for _, tool in ipairs(tools) do
+    lines[#lines + 1] =
+      string.format('%s · %s · %s', tool_signature(tool), tool_effect(tool), tool.source)
+    local first = text_lines(tool.description or '')[1]
+    if first and first ~= '' then
+      lines[#lines + 1] = '    ' .. one_line(first, 100)
+    end
+  end
+  return lines
+end
+
+local function when(seconds)
+  return os.date('%Y-%m-%d %H:%M', math.floor(seconds))
+end
+
+local function describe_runs(buf, result)
+  local listed = result.runs or {}
+  local lines = { 'cleveragents runs · ' .. #listed .. ' newest first · <CR> shows one' }
+  local ids = {}
+  for _, summary in ipairs(listed) do
+    lines[#lines + 1] = string.format(
+      '%s · %s · %s · %s · %s',
+      when(summary.startedAt),
+      summary.status,
+      plural(summary.iterations, 'iteration'),
+      plural(summary.toolCallCount, 'tool call'),
+      one_line(summary.prompt, 80)
+    )
+    ids[#lines] = summary.runId
+  end
+  listed_runs[buf] = ids
+  return lines
+end
+
+-- -- undo ----------------------------------------------------------------------------------
+
+local CHANGE_MARKS = { added = '+', modified = '~', deleted = '-' }
+
+local function change_lines(changed)
+  return vim.tbl_map(function(file)
+    return string.format('  %s %s (%s)', CHANGE_MARKS[file.change] or '?', file.path, file.change)
+  end, changed or {})
+end
+
+-- What a stored run changed and how to undo it; nothing for a run that changed no file.
+describe_undo = function(detail)
+  local lines = {}
+  local changed = detail.changedFiles or {}
+  if not is_null(detail.checkpointWarning) then
+    lines[#lines + 1] = '! ' .. one_line(detail.checkpointWarning, 200)
+  end
+  if #changed > 0 then
+    lines[#lines + 1] = 'changed ' .. plural(#changed, 'file') .. ':'
+    vim.list_extend(lines, change_lines(changed))
+    local steps = vim.tbl_filter(function(checkpoint)
+      return not is_null(checkpoint.iteration)
+    end, detail.checkpoints or {})
+    lines[#lines + 1] = 'undo: :CleverAgentsRestore ' .. detail.runId .. (#steps > 1 and ' [iteration]' or '')
+  end
+  return lines
+end
+
+local function restore_title(run_id, iteration)
+  if iteration then
+    return string.format('cleveragents restore ▸ run %s to before iteration %d', run_id, iteration)
+  end
+  return 'cleveragents restore ▸ undo ' .. run_id
+end
+
+-- A stored run, laid out as its live buffer was: the model's text and one line per call for
+-- each iteration, then the closing block.
+local function describe_stored_run(detail)
+  local lines = {
+    'cleveragents ▸ ' .. one_line(detail.prompt, 200),
+    string.format(
+      'sandbox %s · profile %s · run %s · %s',
+      is_null(detail.sandboxRoot) and '-' or detail.sandboxRoot,
+      detail.automationProfile,
+      detail.runId,
+      when(detail.startedAt)
+    ),
+  }
+  local records = {}
+  for _, record in ipairs(detail.toolCallHistory or {}) do
+    records[record.callId] = record
+  end
+  for _, message in ipairs(detail.messages or {}) do
+    if message.role == 'assistant' then
+      vim.list_extend(lines, text_lines(is_null(message.text) and '' or message.text))
+      for _, requested in ipairs(is_null(message.toolCalls) and {} or message.toolCalls) do
+        local call = {
+          tool = requested.toolName,
+          args = format_inputs(requested.arguments),
+          mark = '⋯',
+          notes = {},
+        }
+        local record = records[requested.callId]
+        if record then
+          settle_call(call, record)
+        end
+        lines[#lines + 1] = call_line(call)
+      end
+    end
+  end
+  local reason = is_null(detail.stopReason) and detail.status or detail.stopReason
+  vim.list_extend(
+    lines,
+    final_lines(reason, detail.iterations, detail.toolCallCount, detail.content, detail.error)
+  )
+  return vim.list_extend(lines, describe_undo(detail))
+end
+
 -- -- the API ---------------------------------------------------------------------------------
 
 ---@param opts? cleveragents.Config
@@ -433,6 +647,23 @@ function M.setup(opts)
   command('CleverAgentsStop', function()
     M.stop()
   end, { desc = 'cleveragents: stop the daemon' })
+  command('CleverAgentsTools', function(args)
+    M.tools({ mcp = args.bang })
+  end, { bang = true, desc = "cleveragents: list the tools (!: with this folder's MCP tools)" })
+  command('CleverAgentsRuns', function(args)
+    M.runs({ limit = tonumber(args.args) })
+  end, { nargs = '?', desc = 'cleveragents: list past and running runs' })
+  command('CleverAgentsShowRun', function(args)
+    M.show_run(args.args)
+  end, { nargs = '?', desc = 'cleveragents: show a run from the history' })
+  command('CleverAgentsRestore', function(args)
+    local run_id, iteration = unpack(args.fargs)
+    M.restore(run_id, { iteration = tonumber(iteration), confirm = not args.bang })
+  end, {
+    nargs = '*',
+    bang = true,
+    desc = 'cleveragents: put the files back as before a run (or before its iteration N); !: without asking',
+  })
   vim.api.nvim_create_autocmd('VimLeavePre', {
     group = vim.api.nvim_create_augroup('cleveragents', { clear = true }),
     callback = function()
@@ -490,6 +721,150 @@ function M.cancel(run)
       vim.notify('cleveragents: cancel failed: ' .. error_message(err), vim.log.levels.ERROR)
     end
   end)
+end
+
+--- List the tools runs are offered in a scratch buffer. `opts.mcp`: also the MCP tools of
+--- the sandbox root (this starts the servers its `.mcp.json` names). Returns the view: `buf`,
+--- `done`, then `result` (a ToolsResult) or `error`.
+---@param opts? { mcp?: boolean, sandbox_root?: string }
+function M.tools(opts)
+  opts = opts or {}
+  local params = vim.empty_dict()
+  if opts.mcp then
+    params = { sandboxRoot = opts.sandbox_root or resolve_sandbox_root() }
+  end
+  local view = new_view('tools', 'cleveragents tools · asking the daemon…')
+  return request_view(view, 'cleveragents/tools', params, describe_tools)
+end
+
+--- List runs from the history, newest first; <CR> on one shows it. Returns the view.
+---@param opts? { limit?: integer, offset?: integer }
+function M.runs(opts)
+  opts = opts or {}
+  local params = { limit = opts.limit or 50, offset = opts.offset or 0 }
+  local view = new_view('runs', 'cleveragents runs · asking the daemon…')
+  vim.keymap.set('n', '<CR>', function()
+    M.show_run()
+  end, { buffer = view.buf, desc = 'cleveragents: show the run on this line' })
+  return request_view(view, 'cleveragents/runs', params, function(result)
+    return describe_runs(view.buf, result)
+  end)
+end
+
+-- The run named, else the one on the cursor's line of a runs list, else the current buffer's
+-- run, else the latest; nil when there is none.
+local function chosen_run_id(run_id)
+  if run_id and run_id ~= '' then
+    return run_id
+  end
+  local ids = listed_runs[vim.api.nvim_get_current_buf()]
+  local listed = ids and ids[vim.api.nvim_win_get_cursor(0)[1]]
+  if listed then
+    return listed
+  end
+  local run = M.current_run()
+  return run and run.id
+end
+
+--- Show one run from the history (default: the run on the cursor's line of a runs list, else
+--- the current buffer's run, else the latest). Returns the view (`result`: a RunDetail).
+---@param run_id? string
+function M.show_run(run_id)
+  run_id = chosen_run_id(run_id)
+  if not run_id then
+    vim.notify('cleveragents: no run to show', vim.log.levels.WARN)
+    return nil
+  end
+  local view = new_view('history/' .. run_id, 'cleveragents run ' .. run_id .. ' · reading…')
+  return request_view(view, 'cleveragents/getRun', { runId = run_id }, describe_stored_run)
+end
+
+--- Put a run's folder back as it was before the run, or before its iteration `opts.iteration`
+--- (a restore's id undoes that restore). Lists the files that will change in a
+--- `cleveragents://restore/<runId>` buffer and asks with `vim.ui.select` (unless
+--- `opts.confirm == false`), then restores. `opts.dry_run` only lists. Default run: the one on
+--- the cursor's line of a runs list, else the current buffer's, else the latest. Returns the
+--- view: `done`, then `result` (the RestoreResult), `error`, or `declined`.
+---@param run_id? string
+---@param opts? { iteration?: integer, confirm?: boolean, dry_run?: boolean }
+function M.restore(run_id, opts)
+  opts = opts or {}
+  run_id = chosen_run_id(run_id)
+  if not run_id then
+    vim.notify('cleveragents: no run to restore', vim.log.levels.WARN)
+    return nil
+  end
+  local title = restore_title(run_id, opts.iteration)
+  local view = new_view('restore/' .. run_id, title .. ' · asking the daemon…')
+  local params = { runId = run_id, iteration = opts.iteration, dryRun = true }
+  local function fail(d_err)
+    view.error = error_message(d_err)
+    fill_view(view, { title, '✗ ' .. view.error })
+    view.done = true
+  end
+  with_daemon(function(d, why)
+    if not d then
+      return fail(why)
+    end
+    d.rpc.request('cleveragents/restore', params, function(err, preview)
+      if err then
+        return fail(err)
+      end
+      local changed = preview.changedFiles or {}
+      local lines = { title .. ' · sandbox ' .. preview.sandboxRoot }
+      if #changed == 0 then
+        view.result = preview
+        fill_view(view, vim.list_extend(lines, { 'nothing to restore: the files are as they were' }))
+        view.done = true
+        return
+      end
+      lines[#lines + 1] = 'will change ' .. plural(#changed, 'file') .. ':'
+      vim.list_extend(lines, change_lines(changed))
+      fill_view(view, lines)
+      if opts.dry_run then
+        view.result = preview
+        view.done = true
+        return
+      end
+      local function restore()
+        d.rpc.request('cleveragents/restore', { runId = run_id, iteration = opts.iteration }, function(err2, done)
+          if err2 then
+            return fail(err2)
+          end
+          view.result = done
+          local after = { title .. ' · sandbox ' .. done.sandboxRoot }
+          after[#after + 1] = 'restored ' .. plural(#done.changedFiles, 'file') .. ':'
+          vim.list_extend(after, change_lines(done.changedFiles))
+          for _, path in ipairs(done.kept or {}) do
+            after[#after + 1] = '  kept ' .. path .. ': an ignored or too-large file is in the way'
+          end
+          if not is_null(done.restoreId) then
+            after[#after + 1] = 'undo this restore: :CleverAgentsRestore ' .. done.restoreId
+          end
+          fill_view(view, after)
+          view.done = true
+        end)
+      end
+      if opts.confirm == false then
+        return restore()
+      end
+      vim.ui.select({ 'restore', 'cancel' }, {
+        prompt = string.format('cleveragents: restore %s in %s?', plural(#changed, 'file'), preview.sandboxRoot),
+        kind = 'cleveragents_restore',
+        format_item = function(item)
+          return item == 'restore' and 'Restore these files' or 'Cancel'
+        end,
+      }, function(choice)
+        if choice == 'restore' then
+          return restore()
+        end
+        view.declined = true
+        fill_view(view, vim.list_extend(vim.deepcopy(lines), { 'not restored: nothing was changed' }))
+        view.done = true
+      end)
+    end)
+  end)
+  return view
 end
 
 --- Shut the daemon down (its runs are cancelled). `on_exit(code, signal)` runs when it has

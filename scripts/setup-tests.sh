@@ -1,25 +1,16 @@
 #!/usr/bin/env bash
-# Set up everything the project needs on a fresh machine: a virtualenv with the package and
-# its test tools, and the system packages the tests use. Safe to run again.
+# Everything the tests need: scripts/setup-runtime.sh, then: the package's test tools (the `dev`
+# extra), the Node client test's packages, and the VS Code extension's build and browser test
+# tools. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PYTHON=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$PYTHON" -m venv .venv
-fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+bash scripts/setup-runtime.sh
+bash scripts/venv.sh install -e '.[dev]'
 
 # The Node client test drives the daemon with vscode-jsonrpc, as VS Code does.
 if command -v npm >/dev/null 2>&1; then
   npm ci --prefix tests/daemon/node --silent --no-audit --no-fund
-fi
-
-# bubblewrap confines run_command; without it commands run unconfined (and say so).
-if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null \
-    || echo "setup: could not install bubblewrap; run_command will run unconfined" >&2
 fi
 
 # The VS Code extension: its build and test tools (npm), then Chromium for the webview test
