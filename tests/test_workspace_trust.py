@@ -235,7 +235,7 @@ async def test_a_declined_workspace_runs_without_the_tools_and_the_model_is_told
     )
     try:
         request = RunRequest(prompt="echo", sandbox_root=str(sandbox))
-        declined = await manager.run(request, TrustingSink(False))
+        declined = (await manager.run(request, TrustingSink(False))).result
         assert starts(marker) == 0
         assert declined.tool_call_history[0].error_kind == "unknown_tool"
         assert systems[0] is not None and systems[0].startswith("Base prompt.\n\n")
@@ -244,7 +244,7 @@ async def test_a_declined_workspace_runs_without_the_tools_and_the_model_is_told
 
         write_demo_config(sandbox, marker, "main")
         systems.clear()
-        trusted = await manager.run(request, TrustingSink(True))
+        trusted = (await manager.run(request, TrustingSink(True))).result
         assert starts(marker) == 1
         assert trusted.tool_call_history[0].success
         assert systems[0] == "Base prompt."
