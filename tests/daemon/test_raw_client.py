@@ -536,6 +536,9 @@ async def test_kill_9_mid_run_keeps_every_record_completed_before_it(
         )
         seen = [n["record"]["callId"] for n in raw.notifications("cleveragents/toolCall")]
         assert sorted(seen) == [f"quick_{i}" for i in range(5)]
+        # The history is written on a thread of its own; a read comes after what is queued.
+        stored_now = (await raw.request("cleveragents/getRun", {"runId": "doomed"}))["result"]
+        assert sorted(r["callId"] for r in stored_now["toolCallHistory"]) == sorted(seen)
     finally:
         raw.kill()
         await raw.process.wait()
