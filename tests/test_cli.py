@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import ROOT
+from tests.mcp_fixtures.marked import SECRET_VALUE, starts, write_demo_config
 
 CLI = [sys.executable, "-m", "cleveragents"]
 
@@ -293,9 +294,13 @@ def test_entry_point_plugins_add_tools(workspace: Path, tmp_path: Path) -> None:
 
 
 def run_under_pty(
-    workspace: Path, script: str, answers: list[bytes]
+    workspace: Path,
+    script: str,
+    answers: list[bytes],
+    prompt: bytes = b"always this run",
+    env: dict[str, str] | None = None,
 ) -> tuple[subprocess.Popen[bytes], bytes, int]:
-    """Run the CLI on a pseudo-terminal, typing the next answer at each approval prompt."""
+    """Run the CLI on a pseudo-terminal, typing the next answer at each `prompt`."""
     import pty
 
     leader, follower = pty.openpty()
@@ -309,7 +314,7 @@ def run_under_pty(
         stdout=follower,
         stderr=follower,
         close_fds=True,
-        env={**os.environ, "TERM": "dumb", "COLUMNS": "200"},
+        env={**os.environ, "TERM": "dumb", "COLUMNS": "200", **(env or {})},
     )
     os.close(follower)
     screen = b""
@@ -321,7 +326,7 @@ def run_under_pty(
             screen += os.read(leader, 4096)
         except OSError:
             break
-        if screen.count(b"always this run") > prompts:
+        if screen.count(prompt) > prompts:
             prompts += 1
             answer = next(pending, None)
             if answer is not None:
@@ -364,7 +369,7 @@ def test_mcp_servers_of_the_sandbox_are_listed_and_used(workspace: Path, tmp_pat
     (workspace / ".mcp.json").write_text(
         json.dumps({"mcpServers": {"demo": {"command": sys.executable, "args": [server]}}})
     )
-    listed = cli("tools", "--sandbox", str(workspace), "--json")
+    listed = cli("tools", "--sandbox", str(workspace), "--json", "--trust-workspace")
     assert listed.returncode == 0, listed.stderr
     rows = {r["name"]: r for r in json.loads(listed.stdout)}
     assert rows["demo__add"]["source"] == "mcp:demo"
@@ -382,12 +387,13 @@ def test_mcp_servers_of_the_sandbox_are_listed_and_used(workspace: Path, tmp_pat
         "full-auto",
         "--json",
         "--no-history",
+        env={"CLEVERAGENTS_TRUST_WORKSPACE": "1"},
     )
     assert done.returncode == 0, done.stderr
     (record,) = json.loads(done.stdout)["tool_call_history"]
     assert record["success"] and "42" in json.dumps(record["output"])
     (workspace / ".mcp.json").write_text('{"mcpServers": {"broken": {"command": "/nonexistent"}}}')
-    failed = cli("run", "x", "--sandbox", str(workspace), "--no-history")
+    failed = cli("run", "x", "--sandbox", str(workspace), "--no-history", "--trust-workspace")
     assert failed.returncode == 1 and "broken" in failed.stderr
 
 
@@ -439,3 +445,86 @@ def test_ctrl_d_at_the_approval_prompt_denies(workspace: Path, tmp_path: Path) -
     assert process.returncode == 0, text
     assert not (workspace / "a.txt").exists()
     assert "denied" in text and "EOFError" not in text
+
+
+# -- workspace trust ---------------------------------------------------------------------------
+
+
+def echo_script(tmp_path: Path) -> str:
+    return replay_script(
+        tmp_path,
+        [
+            {"tool_calls": [{"name": "demo__echo", "arguments": {"text": "hi"}}]},
+            {"text": "done"},
+        ],
+    )
+
+
+TRUST_PROMPT = b"start them?"
+
+
+def test_the_terminal_asks_before_starting_mcp_servers_and_remembers(
+    workspace: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "marker"
+    write_demo_config(workspace, marker)
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    script = echo_script(tmp_path)
+
+    process, screen, prompts = run_under_pty(workspace, script, [b"n\n"], TRUST_PROMPT, env)
+    text = screen.decode(errors="replace")
+    assert process.returncode == 0, text
+    assert prompts == 1 and starts(marker) == 0
+    assert "demo:" in text and "--marker" in text and "DEMO_TOKEN" in text
+    assert SECRET_VALUE not in text
+    assert "not started: not trusted: you declined" in text
+    assert "unknown_tool" in text
+
+    # Declined is remembered: no question, nothing started.
+    process, screen, prompts = run_under_pty(workspace, script, [], TRUST_PROMPT, env)
+    assert process.returncode == 0 and prompts == 0 and starts(marker) == 0
+
+    # A changed file is asked about again; yes starts the server and its tool runs.
+    write_demo_config(workspace, marker, "main")
+    process, screen, prompts = run_under_pty(workspace, script, [b"y\n"], TRUST_PROMPT, env)
+    text = screen.decode(errors="replace")
+    assert process.returncode == 0, text
+    assert prompts == 1 and starts(marker) == 1
+    assert "echo: hi" in text
+
+    listed = cli("trust", "--json", env=env)
+    assert [(d["sandbox_root"], d["trusted"]) for d in json.loads(listed.stdout)] == [
+        (str(workspace), False),
+        (str(workspace), True),
+    ]
+    forgot = cli("trust", "forget", str(workspace), env=env)
+    assert forgot.returncode == 0 and "forgot 2 answer(s)" in forgot.stdout
+    assert json.loads(cli("trust", "--json", env=env).stdout) == []
+
+
+def test_without_a_terminal_nothing_starts_unless_pre_trusted(
+    workspace: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "marker"
+    write_demo_config(workspace, marker)
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    script = echo_script(tmp_path)
+    untrusted = cli(*replay_run(workspace, script), "--no-history", "--json", env=env)
+    assert untrusted.returncode == 0, untrusted.stderr
+    assert "not trusted: no terminal to ask at" in untrusted.stderr
+    assert "--trust-workspace" in untrusted.stderr
+    (record,) = json.loads(untrusted.stdout)["tool_call_history"]
+    assert record["error_kind"] == "unknown_tool"
+    listed = cli("tools", "--sandbox", str(workspace), "--json", env=env)
+    assert "demo__echo" not in {r["name"] for r in json.loads(listed.stdout)}
+    assert starts(marker) == 0
+    assert not (tmp_path / "data" / "cleveragents" / "trusted-workspaces.json").exists()
+
+    trusted = cli(
+        *replay_run(workspace, script), "--no-history", "--json", "--trust-workspace", env=env
+    )
+    assert trusted.returncode == 0, trusted.stderr
+    assert json.loads(trusted.stdout)["tool_call_history"][0]["success"]
+    assert starts(marker) == 1
+    bad = cli(*replay_run(workspace, script), env={**env, "CLEVERAGENTS_TRUST_WORKSPACE": "maybe"})
+    assert bad.returncode == 2 and "CLEVERAGENTS_TRUST_WORKSPACE" in bad.stderr

@@ -139,6 +139,45 @@ def test_a_sandbox_holding_the_data_folder_cannot_reach_the_checkpoint_store_or_
     assert by_id["grep_re2"]["output"]["count"] == 0
     assert by_id["grep_child"]["output"]["engine"] == "re"
     assert by_id["grep_child"]["output"]["count"] == 0
+    # The checkpoints of a home-folder sandbox hold no copy of a credential either.
+    objects = subprocess.run(
+        ["git", "--git-dir", str(home / store / key / "git"), "cat-file"]
+        + ["--batch-all-objects", "--batch"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert b"a.txt" in objects and b"proj" in objects  # the snapshots are there
+    assert CANARY.encode() not in objects
+    assert b"100644 id_canary" not in objects  # no tree holds the key (proj/key is a link)
+
+
+def test_the_filesystem_root_and_folders_holding_the_home_folder_are_no_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home" / "me"
+    (home / "proj").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    for root, problem in (
+        ("/", "is the root of the filesystem"),
+        (str(tmp_path / "home"), f"holds the home folder {home}"),
+        (str(tmp_path), f"holds the home folder {home}"),
+    ):
+        with pytest.raises(Exception, match=problem):
+            Sandbox(root)
+    assert Sandbox(str(home / "proj")).root == str(home / "proj")
+    assert Sandbox(str(home)).root == str(home)  # its credentials stay hidden (above)
+
+
+def test_the_cli_refuses_the_filesystem_root_as_sandbox(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [*CLI, "run", "--sandbox", "/", "--provider", "offline", "list the files"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 2, completed
+    assert "sandbox '/' is the root of the filesystem" in completed.stderr
 
 
 def test_a_sandbox_inside_the_data_folder_is_refused(tmp_path: Path) -> None:

@@ -131,6 +131,9 @@ class Sink:
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         return "deny"
 
+    async def ask_trust(self, request: Any) -> bool | None:
+        return None  # nobody to ask: a workspace's servers do not start
+
 
 async def test_a_runs_params_win_and_reach_the_runtime_and_the_provider(tmp_path: Path) -> None:
     seen: list[LLMRequest] = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -22,6 +23,12 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_LIMIT = 3
 EXIT_CANCELLED = 130
+
+
+TRUST_HELP = (
+    "start the sandbox's .mcp.json servers without asking (also CLEVERAGENTS_TRUST_WORKSPACE=1); "
+    "otherwise they start once you trust the file at the terminal"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -119,6 +126,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="RUN_ID",
         help="continue the conversation of an earlier run",
     )
+    run.add_argument("--trust-workspace", action="store_true", help=TRUST_HELP)
 
     runs = commands.add_parser(
         "runs",
@@ -174,6 +182,14 @@ def _parser() -> argparse.ArgumentParser:
     tools.add_argument("--sandbox", metavar="DIR", help="also list MCP tools of this folder")
     tools.add_argument("--tools", action="append", default=[], metavar="MODULE")
     tools.add_argument("--json", action="store_true", help="print the list as JSON")
+    tools.add_argument("--trust-workspace", action="store_true", help=TRUST_HELP)
+
+    trust = commands.add_parser(
+        "trust", help="list or forget the answers about workspaces' .mcp.json servers"
+    )
+    trust.add_argument("action", nargs="?", choices=("list", "forget"), default="list")
+    trust.add_argument("folder", nargs="?", help="forget: the workspace folder (default: here)")
+    trust.add_argument("--json", action="store_true", help="print the list as JSON")
     return parser
 
 
@@ -356,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
             return _fail("`serve` starts through the cleveragents command", EXIT_USAGE)
         if args.command == "doctor":
             return _doctor(args)
+        if args.command == "trust":
+            return _trust(args)
     except KeyboardInterrupt:
         return EXIT_CANCELLED
     return EXIT_USAGE
@@ -367,6 +385,8 @@ def _fail(message: str, code: int = EXIT_ERROR) -> int:
 
 
 def _tools(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
     from .assembly import tool_rows
     from .toolsets import ToolLoadError, build_registry
 
@@ -376,14 +396,20 @@ def _tools(args: argparse.Namespace) -> int:
             sandbox = os.path.realpath(args.sandbox)
             if not os.path.isdir(sandbox):
                 return _fail(f"sandbox {args.sandbox!r} is not a folder", EXIT_USAGE)
-            asyncio.run(_add_mcp_tools_once(registry, sandbox))
+            problem = _too_broad(sandbox)
+            if problem is not None:
+                return _fail(f"sandbox {args.sandbox!r} {problem}", EXIT_USAGE)
+            console = Console(stderr=True)
+            trust = _mcp_trust(args, console)
+            asyncio.run(_add_mcp_tools_once(registry, sandbox, trust, console))
     except ToolLoadError as exc:
         return _fail(str(exc))
+    except ValueError as exc:  # a malformed CLEVERAGENTS_TRUST_WORKSPACE
+        return _fail(str(exc), EXIT_USAGE)
     rows = list(tool_rows(registry))
     if args.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
-    from rich.console import Console
     from rich.table import Table
 
     table = Table("tool", "source", "effect", "parameters", "description")
@@ -415,12 +441,86 @@ def _doctor(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def _add_mcp_tools_once(registry: Any, sandbox: str) -> None:
-    """Start the sandbox's MCP servers just long enough to list their tools."""
-    from .mcp import McpToolset, add_mcp_tools
+async def _add_mcp_tools_once(registry: Any, sandbox: str, trust: Any, console: Any) -> None:
+    """Start the sandbox's MCP servers (once trusted) just long enough to list their tools."""
+    from .mcp import add_mcp_tools
 
-    async with McpToolset(sandbox) as toolset:
+    async with await _sandbox_mcp(sandbox, trust) as toolset:
         add_mcp_tools(registry, toolset)
+        _say_not_started(console, toolset)
+
+
+def _mcp_trust(args: argparse.Namespace, console: Any, display: Any = None) -> Any:
+    """The workspace-trust decision for this command: asked at the terminal (no terminal:
+    not trusted), unless --trust-workspace or CLEVERAGENTS_TRUST_WORKSPACE pre-trusts.
+    ValueError for a malformed CLEVERAGENTS_TRUST_WORKSPACE."""
+    from .display import RunDisplay, TerminalTrustAsker
+    from .service.settings import DEFAULT_APPROVAL_TIMEOUT_S, ENV_TRUST_WORKSPACE, env_flag
+    from .service.trust import TrustStore, WorkspaceTrust
+
+    from_env, problem = env_flag(os.environ, ENV_TRUST_WORKSPACE)
+    if problem:
+        raise ValueError(problem)
+    interactive = sys.stdin.isatty() and console.is_terminal
+    return WorkspaceTrust(
+        TrustStore(),
+        pre_trusted=args.trust_workspace or from_env,
+        timeout_s=DEFAULT_APPROVAL_TIMEOUT_S,
+        ask=TerminalTrustAsker(display or RunDisplay(console)) if interactive else None,
+        cannot_ask=(
+            "no terminal to ask at; run it at a terminal, or pass --trust-workspace "
+            "(or set CLEVERAGENTS_TRUST_WORKSPACE=1) to trust it"
+        ),
+    )
+
+
+async def _sandbox_mcp(sandbox: str, trust: Any) -> Any:
+    """The sandbox's MCP toolset, with only what `trust` admits (open it with `async with`)."""
+    from .mcp import McpToolset, read_mcp_config
+
+    config = await trust.admit(sandbox, read_mcp_config(sandbox))
+    return McpToolset(sandbox, config=config)
+
+
+def _say_not_started(console: Any, toolset: Any) -> None:
+    from rich.markup import escape
+
+    for name, reason in toolset.skipped.items():
+        console.print(f"[yellow]MCP server {escape(repr(name))} not started: {escape(reason)}[/]")
+
+
+def _trust(args: argparse.Namespace) -> int:
+    from datetime import datetime
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from .service.trust import TrustStore
+
+    store = TrustStore()
+    if args.action == "forget":
+        folder = os.path.realpath(args.folder or os.getcwd())
+        removed = store.forget(folder)
+        print(f"forgot {removed} answer(s) about {folder}; its next run asks again")
+        return EXIT_OK
+    decisions = store.decisions()
+    if args.json:
+        print(json.dumps([dataclasses.asdict(d) for d in decisions], indent=2))
+        return EXIT_OK
+    table = Table("folder", "answer", "when", "servers", "sha256")
+    for decision in decisions:
+        when = datetime.fromtimestamp(decision.decided_at).strftime("%Y-%m-%d %H:%M")
+        answer = "trusted" if decision.trusted else "declined"
+        table.add_row(
+            decision.sandbox_root,
+            answer,
+            when,
+            ", ".join(decision.servers),
+            decision.config_hash[:16],
+        )
+    Console().print(table)
+    print(f"answers are kept in {store.path}")
+    return EXIT_OK
 
 
 def _open_history(path: str | None) -> Any:
@@ -625,6 +725,12 @@ def _size(count: int) -> str:
     return f"{size:.1f} GiB"
 
 
+def _too_broad(sandbox: str) -> str | None:
+    from .workspace.sandbox import too_broad
+
+    return too_broad(sandbox)
+
+
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -633,7 +739,9 @@ def _run(args: argparse.Namespace) -> int:
     from .mcp import McpToolset, add_mcp_tools
     from .providers import ProviderConfigError, create_llm_caller, resolve_provider_name
     from .service.errors import ParamsError
+    from .service.history_queue import QueuedHistory
     from .service.resources import load_resources
+    from .service.trust import with_untrusted_note
     from .service.undo import Undo
     from .tool import ToolActorContext
     from .tool.runtime import CancelToken, new_run_id
@@ -642,6 +750,9 @@ def _run(args: argparse.Namespace) -> int:
     sandbox = os.path.realpath(args.sandbox)
     if not os.path.isdir(sandbox):
         return _fail(f"sandbox {args.sandbox!r} is not a folder", EXIT_USAGE)
+    problem = _too_broad(sandbox)
+    if problem is not None:
+        return _fail(f"sandbox {args.sandbox!r} {problem}", EXIT_USAGE)
     if args.max_iterations < 1:
         return _fail("--max-iterations must be at least 1", EXIT_USAGE)
     if not args.prompt.strip():
@@ -687,9 +798,14 @@ def _run(args: argparse.Namespace) -> int:
             "network).[/] Use --provider anthropic (with ANTHROPIC_API_KEY) or --provider openai."
         )
     display = RunDisplay(console)
+    try:
+        trust = _mcp_trust(args, console, display)
+    except ValueError as exc:
+        return _fail(str(exc), EXIT_USAGE)
     observers: list[Any] = [display]
     history_messages: list[Any] = []
     history = None
+    stored = None
     if not args.no_history:
         try:
             history = _open_history(args.history)
@@ -699,7 +815,9 @@ def _run(args: argparse.Namespace) -> int:
             return _fail(f"no run {args.continue_from!r} to continue")
         except Exception as exc:
             return _fail(f"cannot open the run history: {exc}")
-        observers.append(history)
+        # Written on a thread of its own: another process holding the lock stalls no call.
+        stored = QueuedHistory(history)
+        observers.append(stored)
     elif args.continue_from:
         return _fail("--continue needs the run history", EXIT_USAGE)
     interactive = sys.stdin.isatty() and console.is_terminal
@@ -715,7 +833,7 @@ def _run(args: argparse.Namespace) -> int:
     context = ToolActorContext(sandbox_root=sandbox, automation_profile=args.profile)
     cancel = CancelToken()
     # Checkpoints live next to the history: a run that is not stored cannot be undone.
-    undo = Undo(history) if history is not None else None
+    undo = Undo(history, queue=stored) if history is not None else None
     run_id = new_run_id()
     checkpoints = undo.track(run_id, sandbox) if undo is not None else None
 
@@ -724,17 +842,18 @@ def _run(args: argparse.Namespace) -> int:
         # First Ctrl-C stops the run gracefully (partial result kept); a second one kills.
         loop.add_signal_handler(signal.SIGINT, _second_interrupt_kills, loop, cancel)
         try:
-            # The sandbox's MCP servers run for this run only, and stop with it.
-            # A .mcp.json server is a program the workspace names: none under read-only.
+            # The sandbox's MCP servers run for this run only, and stop with it. A .mcp.json
+            # server is a program the workspace names: none under read-only, and otherwise
+            # only once the user trusts the file.
             servers: Any = (
                 nullcontext(McpToolset(sandbox))
                 if args.profile == "read-only"
-                else McpToolset(sandbox)
+                else await _sandbox_mcp(sandbox, trust)
             )
             async with servers as mcp_tools:
                 add_mcp_tools(registry, mcp_tools)
-                for name, reason in mcp_tools.skipped.items():
-                    console.print(f"[yellow]MCP server {name!r} not started: {reason}[/]")
+                _say_not_started(console, mcp_tools)
+                runtime.system_prompt = with_untrusted_note(runtime.system_prompt, mcp_tools.config)
                 if history is not None and args.continue_from:
                     history.mark_continuation(run_id, args.continue_from)
                 try:
@@ -768,6 +887,8 @@ def _run(args: argparse.Namespace) -> int:
         runtime.runner.shutdown()
         if undo is not None:
             undo.close()
+        if stored is not None:
+            stored.close()
         if history is not None:
             history.close()
     changed = checkpoints.changed_files if checkpoints is not None else []

@@ -13,6 +13,7 @@ from rich.status import Status
 
 from .service.changes import ChangedFile
 from .service.history import StoredRun
+from .service.trust import TrustRequest
 from .tool.events import (
     IterationStarted,
     ResponseReceived,
@@ -257,6 +258,35 @@ class TerminalApprover:
             if choice in ("y", "n", "a"):
                 break
         return {"y": "allow", "n": "deny", "a": "allow_for_run"}[choice]  # type: ignore[return-value]
+
+
+class TerminalTrustAsker:
+    """Asks at the terminal whether a workspace's `.mcp.json` servers may start, showing the
+    exact commands (and only the names of the variables they set)."""
+
+    def __init__(self, display: RunDisplay) -> None:
+        self.display = display
+
+    async def __call__(self, request: TrustRequest) -> bool | None:
+        self.display.stop()
+        console = self.display.console
+        console.print(
+            "[yellow]?[/] This workspace's [bold].mcp.json[/] would start these programs, "
+            "with your permissions:"
+        )
+        for line in request.describe():
+            console.print(f"    [bold]{escape(line)}[/]")
+        console.print(f"  [dim]{escape(request.config_path)}  sha256 {request.config_hash}[/]")
+        while True:
+            try:
+                answer = await _read_line(
+                    console, "  trust this .mcp.json and start them? [bold]y[/]es / [bold]n[/]o: "
+                )
+            except EOFError:  # Ctrl-D: no answer, so not trusted and nothing remembered
+                return None
+            choice = answer.strip().lower()[:1]
+            if choice in ("y", "n"):
+                return choice == "y"
 
 
 async def _read_line(console: Console, prompt: str) -> str:

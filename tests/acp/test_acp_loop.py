@@ -535,7 +535,9 @@ async def test_mcp_servers_from_the_client_and_the_sandbox_serve_the_session(
         {"text": "Done."},
     )
     client = RecordingClient()
-    env = replay_env(tmp_path, script, CLEVERAGENTS_PROFILE="full-auto")
+    env = replay_env(
+        tmp_path, script, CLEVERAGENTS_PROFILE="full-auto", CLEVERAGENTS_TRUST_WORKSPACE="1"
+    )
     async with start_agent(env, client=client) as agent:
         await agent.conn.initialize(protocol_version=PROTOCOL_VERSION)
         editor = McpServerStdio(
@@ -592,7 +594,10 @@ async def test_read_only_prompts_start_no_sandbox_mcp_server(
         )
     )
     script = write_script(tmp_path / "script.json", {"text": "Done."})
-    env = replay_env(tmp_path, script, CLEVERAGENTS_PROFILE="read-only")
+    # Pre-trusted: read-only alone must keep the server from starting.
+    env = replay_env(
+        tmp_path, script, CLEVERAGENTS_PROFILE="read-only", CLEVERAGENTS_TRUST_WORKSPACE="1"
+    )
     async with start_agent(env) as agent:
         sid = await open_session(agent.conn, sandbox)
         answer = await agent.conn.prompt(session_id=sid, prompt=[text_block("Look.")])

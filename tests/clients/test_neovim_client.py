@@ -510,3 +510,73 @@ def test_tools_runs_and_a_stored_run_have_their_commands(
 
     (unknown,) = facts["unknown_lines"]
     assert unknown.startswith("✗ ") and "(-32011)" in unknown
+
+
+def test_a_workspace_mcp_json_is_started_only_once_trusted(
+    nvim: str, tmp_path: Path, workspace: Path
+) -> None:
+    from tests.mcp_fixtures.marked import starts, write_demo_config
+
+    marker = tmp_path / "marker"
+    write_demo_config(workspace, marker)
+    script = write_script(
+        tmp_path / "script.json",
+        {"text": "Echoing.", "tool_calls": [call("e1", "demo__echo", text="hi")]},
+        {"text": "Done."},
+    )
+    facts = run_nvim(
+        nvim,
+        tmp_path,
+        workspace,
+        f"""
+        setup({{ approval = 'allow' }})
+        facts.asked = {{}}
+        local answers = {{ 'decline' }}
+        vim.ui.select = function(items, opts, on_choice)
+          table.insert(facts.asked, {{
+            items = items,
+            labels = vim.tbl_map(opts.format_item, items),
+            prompt = opts.prompt,
+            kind = opts.kind,
+          }})
+          on_choice(table.remove(answers, 1))
+        end
+        local function run_once(key)
+          vim.cmd('CleverAgentsRun Echo hi')
+          local run = cleveragents.current_run()
+          wait_for('the run to end', function() return run.done end)
+          facts[key] = describe(run)
+          facts[key .. '_starts'] = #vim.fn.readfile({json.dumps(str(marker))})
+        end
+        -- Declined, then asked nothing for the same file (the answer is remembered).
+        vim.fn.writefile({{}}, {json.dumps(str(marker))})
+        run_once('declined')
+        run_once('remembered')
+        -- The file changes: asked again; `trust = true` answers without a picker.
+        vim.fn.writefile({{ ' ' }}, '.mcp.json', 'a')
+        setup({{ approval = 'allow', trust = true }})
+        stop_daemon()
+        run_once('trusted')
+        stop_daemon()
+        """,
+        script,
+    )
+    (asked,) = facts["asked"]
+    assert asked["kind"] == "cleveragents_trust"
+    assert asked["items"] == ["trust", "decline"]
+    assert f"{workspace / '.mcp.json'} asks to start these MCP servers:" in asked["prompt"]
+    assert f"demo: {sys.executable} " in asked["prompt"]
+    assert "(sets DEMO_TOKEN)" in asked["prompt"] and "s3cret" not in asked["prompt"]
+    declined = facts["declined"]
+    assert f"{workspace / '.mcp.json'} asks to start these MCP servers:" in declined["lines"]
+    assert "not trusted: the run goes on without these servers" in declined["lines"]
+    (record,) = declined["result"]["toolCallHistory"]
+    assert record["success"] is False  # no such tool: the server never started
+    assert facts["declined_starts"] == 0 and facts["remembered_starts"] == 0
+    assert not any("asks to start" in line for line in facts["remembered"]["lines"])
+    trusted = facts["trusted"]
+    assert "trusted: the servers start" in trusted["lines"]
+    (record,) = trusted["result"]["toolCallHistory"]
+    assert record["toolName"] == "demo__echo"
+    assert facts["trusted_starts"] == 1
+    assert starts(marker) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from cleveragents.assembly import SYSTEM_PROMPT
 from cleveragents.daemon import wire
 from cleveragents.daemon.config import (
-    client_declares_approvals,
+    client_declares,
     client_options,
     initialization_settings,
     parse_initialization_options,
@@ -148,7 +149,35 @@ def test_no_initialization_options_at_all() -> None:
     ],
 )
 def test_client_capability_for_approvals(experimental: object, declared: bool) -> None:
-    assert client_declares_approvals(experimental) is declared
+    assert client_declares(experimental, "approvals") is declared
+    # The same rules for the workspace-trust flag, which is separate.
+    trust = json.loads(json.dumps(experimental).replace('"approvals"', '"trust"'))
+    assert client_declares(trust, "trust") is declared
+    assert client_declares(experimental, "trust") is False
+
+
+@pytest.mark.parametrize(
+    ("env", "options", "trusted", "problem"),
+    [
+        ({}, None, False, None),
+        ({"CLEVERAGENTS_TRUST_WORKSPACE": "1"}, None, True, None),
+        ({"CLEVERAGENTS_TRUST_WORKSPACE": "yes"}, None, True, None),
+        ({"CLEVERAGENTS_TRUST_WORKSPACE": "0"}, None, False, None),
+        ({"CLEVERAGENTS_TRUST_WORKSPACE": "1"}, False, False, None),  # the option wins
+        ({}, True, True, None),
+        ({"CLEVERAGENTS_TRUST_WORKSPACE": "sure"}, None, False, "$CLEVERAGENTS_TRUST_WORKSPACE"),
+    ],
+)
+def test_trust_workspace_from_options_then_environment(
+    env: dict[str, str], options: bool | None, trusted: bool, problem: str | None
+) -> None:
+    raw = None if options is None else {"trustWorkspace": options}
+    if problem is not None:
+        with pytest.raises(ParamsError) as raised:
+            initialization_settings(raw, env)
+        assert raised.value.problems[0].startswith(problem)
+        return
+    assert initialization_settings(raw, env).defaults.trust_workspace is trusted
 
 
 def test_history_path_precedence(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ async def test_runs_use_the_sandbox_mcp_tools_and_exit_stops_the_servers(
         {"tool_calls": [{"name": "demo__spawn_helper", "arguments": {}}]},
         {"text": "Done."},
     )
-    await raw.initialize(replay_options(script, automationProfile="full-auto"))
+    await raw.initialize(replay_options(script, automationProfile="full-auto", trustWorkspace=True))
     listed = await raw.request("cleveragents/tools", {"sandboxRoot": str(sandbox)})
     sources = {t["name"]: t["source"] for t in listed["result"]["tools"]}
     assert sources["demo__add"] == "mcp:demo"
@@ -52,7 +52,7 @@ async def test_an_mcp_server_that_cannot_start_is_a_clear_error(
 ) -> None:
     mcp_config(sandbox, {"command": "/nonexistent/mcp-server"})
     script = write_script(tmp_path / "script.json", {"text": "Done."})
-    await raw.initialize(replay_options(script))
+    await raw.initialize(replay_options(script, trustWorkspace=True))
     answer = await raw.request("cleveragents/run", {"prompt": "x", "sandboxRoot": str(sandbox)})
     assert answer["error"]["code"] == wire.TOOLS_UNAVAILABLE
     assert "demo" in answer["error"]["message"]
@@ -74,7 +74,8 @@ async def test_read_only_runs_start_no_mcp_server(
     marker = tmp_path / "started"
     mcp_config(sandbox, {"command": "sh", "args": ["-c", f"touch {marker}; exit 1"]})
     script = write_script(tmp_path / "script.json", {"text": "Done."})
-    await raw.initialize(replay_options(script, automationProfile="read-only"))
+    # Trusted, even: read-only starts nothing.
+    await raw.initialize(replay_options(script, automationProfile="read-only", trustWorkspace=True))
     answer = await raw.request("cleveragents/run", {"prompt": "x", "sandboxRoot": str(sandbox)})
     assert answer["result"]["content"] == "Done."
     assert not marker.exists()
@@ -87,7 +88,7 @@ async def test_a_secret_expanded_into_the_command_never_shows_in_the_error(
     raw = await RawDaemon.start(tmp_path, env={"CA_TEST_SECRET_KEY": "sk-very-secret"})
     try:
         script = write_script(tmp_path / "script.json", {"text": "Done."})
-        await raw.initialize(replay_options(script))
+        await raw.initialize(replay_options(script, trustWorkspace=True))
         answer = await raw.request("cleveragents/run", {"prompt": "x", "sandboxRoot": str(sandbox)})
         message = answer["error"]["message"]
         assert "${CA_TEST_SECRET_KEY}" in message

@@ -239,6 +239,12 @@ WRONG_PARAMS: list[tuple[str, str, Any, str]] = [
         "params.sandboxRoot: no such folder",
     ),
     (
+        "sandboxRoot is the filesystem's root",
+        "cleveragents/run",
+        {"prompt": "go", "sandboxRoot": "/"},
+        "params.sandboxRoot: '/' is the root of the filesystem",
+    ),
+    (
         "maxIterations is a string",
         "cleveragents/run",
         {"prompt": "go", "sandboxRoot": "/", "maxIterations": "7"},
@@ -538,6 +544,7 @@ async def test_kill_9_mid_run_keeps_every_record_completed_before_it(
         )
         seen = [n["record"]["callId"] for n in raw.notifications("cleveragents/toolCall")]
         assert sorted(seen) == [f"quick_{i}" for i in range(5)]
+        # Killed at once: a record the client was sent is already stored.
     finally:
         raw.kill()
         await raw.process.wait()

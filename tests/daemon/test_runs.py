@@ -22,6 +22,7 @@ class RecordingClient:
 
     def __init__(self, approvals: bool = False, answer: Any = None) -> None:
         self.approvals = approvals
+        self.trust = False
         self.answer = answer
         self.sent: list[tuple[str, Any]] = []
         self.asked: list[tuple[str, Any]] = []
@@ -94,8 +95,9 @@ async def test_a_run_streams_numbered_notifications_and_returns_the_result(
         assert [p["seq"] for _, p in client.sent] == list(range(1, len(client.sent) + 1))
         assert client.sent[0][0] == "cleveragents/runStarted"
         assert client.sent[-1][0] == "cleveragents/runFinished"
-        stored = history.get_run("r1")
-        assert stored is not None and [r.call_id for r in stored.records] == ["c1"]
+        # The history is written on a thread of its own; a read waits for what is queued.
+        stored = await manager.get_run("r1")
+        assert [r.call_id for r in stored.records] == ["c1"]
         await manager.aclose()
 
 
@@ -219,9 +221,9 @@ async def test_validation_collects_every_problem(sandbox: Path) -> None:
 async def test_without_a_history_runs_still_work_and_reads_are_empty(sandbox: Path) -> None:
     manager = RunManager(registry(), RunDefaults(), None, llm_factory=two_steps(text="x"))
     await runs.run(manager, params(sandbox, run_id="r"), RecordingClient())
-    assert runs.list_runs(manager, wire.RunsParams()).runs == []
+    assert (await runs.list_runs(manager, wire.RunsParams())).runs == []
     with pytest.raises(ServiceError) as raised:
-        runs.get_run(manager, wire.GetRunParams(run_id="r"))
+        await runs.get_run(manager, wire.GetRunParams(run_id="r"))
     assert raised.value.code == wire.RUN_NOT_FOUND
     with pytest.raises(ServiceError) as continued:
         await runs.run(manager, params(sandbox, continue_from="r"), RecordingClient())

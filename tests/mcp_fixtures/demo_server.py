@@ -2,6 +2,8 @@
 
 `python demo_server.py main` serves the everyday tools; `python demo_server.py crashy` serves
 one tool that kills the server mid-call, so a crash cannot disturb the other server's tools.
+`--marker PATH` (anywhere in the arguments) appends the server's pid to PATH as it starts, so
+a test can tell that it really was started.
 """
 
 from __future__ import annotations
@@ -78,6 +80,17 @@ def crashy_server() -> MCPServer:
     return server
 
 
+def mark_start(argv: list[str]) -> list[str]:
+    """Handle `--marker PATH`; the other arguments."""
+    if "--marker" not in argv:
+        return argv
+    at = argv.index("--marker")
+    with open(argv[at + 1], "a", encoding="utf-8") as marker:
+        marker.write(f"{os.getpid()}\n")
+    return argv[:at] + argv[at + 2 :]
+
+
 if __name__ == "__main__":
-    kind = sys.argv[1] if len(sys.argv) > 1 else "main"
+    arguments = mark_start(sys.argv[1:])
+    kind = arguments[0] if arguments else "main"
     (crashy_server() if kind == "crashy" else main_server()).run("stdio")

@@ -65,6 +65,8 @@ export interface Checkpoint {
 export interface ClientCapability {
   /** The client answers `cleveragents/approveToolCall`. */
   approvals?: boolean | null;
+  /** The client answers `cleveragents/trustWorkspace`. Without it, a workspace's `.mcp.json` servers start only once trusted some other way. */
+  trust?: boolean | null;
 }
 
 /** Ceilings on each `run_command`: a positive integer, or a string such as `"8G"` (sizes take K, M, G, T, powers of 1024) or `"unlimited"`. Unset ones keep theirs. */
@@ -128,8 +130,10 @@ export interface InitializationOptions {
   pluginTools?: boolean | null;
   /** The client answers `cleveragents/approveToolCall`. Without it (here or in `capabilities.experimental.cleveragents.approvals`), calls that need approval are denied. */
   approvals?: boolean | null;
-  /** A call whose approval takes longer is denied. Default: 600. */
+  /** A call whose approval (or a workspace-trust question) takes longer is denied. Default: 600. */
   approvalTimeoutSeconds?: number | null;
+  /** Start every workspace's `.mcp.json` servers without asking (for automation). Default: $CLEVERAGENTS_TRUST_WORKSPACE, else false. */
+  trustWorkspace?: boolean | null;
   /** Characters of one tool result the model is shown (1,000 to 10,000,000); the record keeps it whole. Default: $CLEVERAGENTS_TOOL_RESULT_BUDGET, else 32,000. */
   toolResultBudget?: number | null;
   /** The model's context window in tokens, for models the built-in table does not know (a local model). Default: $CLEVERAGENTS_CONTEXT_WINDOW, else the table's, else 128,000. */
@@ -458,6 +462,8 @@ export interface ServerCapability {
   automationProfiles: string[];
   /** Whether this daemon will ask this client to approve tool calls. */
   approvals: boolean;
+  /** Whether this daemon will ask this client to trust workspaces. */
+  trust: boolean;
 }
 
 /** A piece of assistant text, as it streams. */
@@ -559,6 +565,35 @@ export interface ToolsResult {
   tools: ToolInfo[];
 }
 
+/** Sent before a workspace's `.mcp.json` would start its servers for the first time, and whenever the file changes. Only to clients that declared `capabilities.experimental.cleveragents.trust`. The answer is remembered for this folder and this file's `configHash`. */
+export interface TrustWorkspaceParams {
+  /** The folder (resolved). */
+  sandboxRoot: string;
+  /** The `.mcp.json` file. */
+  configPath: string;
+  /** SHA-256 (hex) of the file's exact bytes. */
+  configHash: string;
+  /** Every server it would start. */
+  servers: TrustedServer[];
+}
+
+export interface TrustWorkspaceResult {
+  /** Start the servers; false: the run goes on without their tools. */
+  trusted: boolean;
+}
+
+/** A program the workspace's `.mcp.json` would start, as written in the file. */
+export interface TrustedServer {
+  /** The server's name in `mcpServers`. */
+  name: string;
+  /** The command as written (`${VAR}` references unexpanded). */
+  command: string;
+  /** Its arguments as written. */
+  args: string[];
+  /** Names of the variables it sets (never their values). */
+  envNames: string[];
+}
+
 /** Tokens the provider reported (zero for providers that report none) and their estimated cost: of one model call, or summed over a run. */
 export interface Usage {
   /** All the input the model read: uncached input plus cache writes plus cache reads. */
@@ -600,6 +635,7 @@ export interface ClientRequests {
 /** Requests the daemon sends to the client. */
 export interface ServerRequests {
   "cleveragents/approveToolCall": { params: ApproveToolCallParams; result: ApproveToolCallResult };
+  "cleveragents/trustWorkspace": { params: TrustWorkspaceParams; result: TrustWorkspaceResult };
 }
 
 /** Notifications the daemon sends, by method. */

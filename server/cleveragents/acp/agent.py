@@ -8,10 +8,10 @@ session's `cwd` as the sandbox root and the session's conversation so far as its
 - The automation profile is the session's mode (`read-only`, `ask`, `auto-edit`,
   `full-auto`): `$CLEVERAGENTS_PROFILE` (default `ask`), `_meta.cleveragents.automationProfile`
   in `session/new`, or `session/set_mode` later.
-- MCP servers: the sandbox's `.mcp.json` ones, as for every run (none under `read-only`,
-  as in the daemon), plus the stdio servers the client lists in `session/new`, which run
-  while the session lives. HTTP and SSE servers are not advertised (`mcpCapabilities`) and
-  are skipped.
+- MCP servers: the sandbox's `.mcp.json` ones, as for every run (once the user trusts that
+  file: asked with `session/request_permission`; never under `read-only`), plus the stdio
+  servers the client lists in `session/new`, which run while the session lives. HTTP and SSE
+  servers are not advertised (`mcpCapabilities`) and are skipped.
 - Sessions last: each is a conversation of the run history (see `stored_sessions.py`), so
   `session/list` lists them and `session/load` replays one and continues it. Both need the
   history (`--no-history` turns them off, and the capabilities say so).
@@ -70,6 +70,7 @@ from ..service.errors import (
 from ..service.history import RunHistory, StoredRun
 from ..service.runs import RunManager
 from ..service.settings import RunDefaults, check_context_window, check_result_budget
+from ..service.trust import with_untrusted_note
 from ..tool.context import ToolActorContext
 from ..tool.events import RunObserver
 from ..tool.llm import LLMCaller
@@ -78,6 +79,7 @@ from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.records import ToolCallRunResult
 from ..tool.runtime import new_run_id
 from ..workspace.file_access import with_file_access
+from ..workspace.sandbox import too_broad
 from ..workspace.terminal import with_terminal
 from .commands import advertise_commands, run_slash_command, slash_command
 from .files import EditorFiles
@@ -313,20 +315,21 @@ class CleverAgentsAgent:
     ) -> ToolCallRunResult:
         manager = self.manager
         defaults = manager.defaults
-        history = manager.history
+        history = manager.stored
         observers: list[RunObserver] = [turn.observe]
         if history is not None:
-            # The history first: a record the client has seen is already stored.
+            # The history first: a record the client has seen is queued, and a read waits
+            # for what is queued.
             observers.insert(0, history)
             if session.last_run_id is not None:
                 try:
-                    history.mark_continuation(run_id, session.last_run_id)
+                    await history.mark_continuation(run_id, session.last_run_id)
                 except Exception as exc:  # the earlier run was not stored: keep going
                     log.warning("run %s not linked to %s: %s", run_id, session.last_run_id, exc)
         checkpoints = manager.undo.track(run_id, session.sandbox_root)
         try:
             async with manager.sandbox_mcp(
-                session.sandbox_root, turn.automation_profile
+                session.sandbox_root, turn.automation_profile, turn.ask_trust
             ) as sandbox_mcp:
                 registry = registry_with_mcp_tools(manager.registry, sandbox_mcp)
                 if session.client_mcp is not None:
@@ -340,7 +343,7 @@ class CleverAgentsAgent:
                     llm,
                     registry,
                     max_iterations=defaults.max_iterations,
-                    system_prompt=defaults.system_prompt,
+                    system_prompt=with_untrusted_note(defaults.system_prompt, sandbox_mcp.config),
                     runner=manager.runner_for(registry),
                     **{**defaults.runtime_options(), **session.runtime_options},
                 )
@@ -453,6 +456,9 @@ def _sandbox_root(cwd: str, additional_directories: list[str] | None) -> str:
     root = os.path.realpath(cwd)
     if not os.path.isdir(root):
         raise invalid_params(f"cwd: no such folder: {cwd!r}")
+    problem = too_broad(root)
+    if problem is not None:
+        raise invalid_params(f"cwd: {cwd!r} {problem}")
     return root
 
 

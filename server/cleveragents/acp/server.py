@@ -3,8 +3,9 @@
 Editors that speak ACP (Zed, JetBrains IDEs, Neovim with CodeCompanion or avante, Emacs)
 start this command and exchange JSON-RPC 2.0 messages with it, one a line, on its stdin and
 stdout. Settings come from the environment, exactly as for the JSON-RPC daemon:
-$CLEVERAGENTS_PROVIDER, _MODEL, _PROFILE, _MAX_ITERATIONS, _BASE_URL, _REPLAY_SCRIPT and
-_HISTORY; API keys only from ANTHROPIC_API_KEY / OPENAI_API_KEY. Logs go to stderr; stdout
+$CLEVERAGENTS_PROVIDER, _MODEL, _PROFILE, _MAX_ITERATIONS, _BASE_URL, _REPLAY_SCRIPT,
+_HISTORY and _TRUST_WORKSPACE (start every workspace's `.mcp.json` servers without asking);
+API keys only from ANTHROPIC_API_KEY / OPENAI_API_KEY. Logs go to stderr; stdout
 carries the protocol alone (tools' prints and child processes' output land on stderr).
 
 The session ends when the client closes our stdin, on SIGINT or SIGTERM, or when the client

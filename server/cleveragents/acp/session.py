@@ -18,6 +18,7 @@ from acp import Client
 from acp.schema import AgentMessageChunk, ToolCallProgress, ToolCallStart, ToolCallStatus
 
 from ..mcp import McpToolset
+from ..service.trust import TrustRequest
 from ..tool.events import RunEvent, RunStarted, TextDelta, ToolCallFinished, ToolCallStarted
 from ..tool.messages import Message
 from ..tool.policy import ApprovalDecision, ApprovalRequest, verdict
@@ -29,6 +30,11 @@ from .permissions import (
     decision_from,
     permission_options,
     permission_tool_call,
+    trust_answered,
+    trust_call,
+    trust_options,
+    trust_tool_call,
+    trusted_from,
     turn_cancelled,
 )
 from .updates import call_finished, call_running, call_started, call_terminal, message_chunk
@@ -187,6 +193,27 @@ class PromptTurn:
         if decision != "deny":
             self.updates.put(call_running(request.call_id))
         return decision
+
+    async def ask_trust(self, request: TrustRequest) -> bool | None:
+        """Ask whether the workspace's `.mcp.json` servers may start (`service/trust.py`), as
+        a pending call of its own; None when the client gave no answer (not remembered)."""
+        self.updates.put(trust_call(request))
+        await self.updates.flush()
+        trusted: bool | None = None
+        try:
+            response = await self.client.request_permission(
+                self.session.session_id, trust_tool_call(request), trust_options()
+            )
+        except Exception as exc:  # an error answer, a malformed one, or a closed connection
+            log.warning("workspace-trust request failed (%s): not trusted", exc)
+        else:
+            if turn_cancelled(response):
+                self.cancel.cancel()  # as for approvals: the client cancelled the turn
+            trusted = trusted_from(response)
+        finally:
+            # Also when the question times out (the caller cancels us): the call ends.
+            self.updates.put(trust_answered(request, trusted))
+        return trusted
 
     async def finish(self) -> None:
         """Send what is left; the prompt's response may go out after this."""

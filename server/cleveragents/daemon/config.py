@@ -66,14 +66,24 @@ def client_options(options: wire.InitializationOptions) -> ClientOptions:
             options.command_limits,
             options.allow_unconfined_commands,
         ),
+        trust_workspace=options.trust_workspace,
     )
 
 
 def initialization_settings(
-    raw: Any, env: Mapping[str, str] | None = None, *, client_approvals: bool = False
+    raw: Any, env: Mapping[str, str] | None = None, *, capabilities_experimental: Any = None
 ) -> SessionSettings:
-    """The session's settings from raw `initializationOptions`; one ParamsError naming every
-    bad field, those of the wrong type and those with a bad value alike."""
+    """The session's settings from raw `initializationOptions` (and what the client declared in
+    `capabilities.experimental`); one ParamsError naming every bad field, those of the wrong
+    type and those with a bad value alike."""
+    approvals = client_declares(capabilities_experimental, "approvals")
+    trust = client_declares(capabilities_experimental, "trust")
+
+    def settings(options: wire.InitializationOptions) -> SessionSettings:
+        return session_settings(
+            client_options(options), env, client_approvals=approvals, client_trust_prompts=trust
+        )
+
     try:
         options = parse_initialization_options(raw)
     except ParamsError as exc:
@@ -82,15 +92,15 @@ def initialization_settings(
         if partial is None:
             raise
         try:
-            session_settings(client_options(partial), env, client_approvals=client_approvals)
+            settings(partial)
         except ParamsError as more:
             raise ParamsError(exc.problems + without_problems_at(more.problems, bad)) from None
         raise
-    return session_settings(client_options(options), env, client_approvals=client_approvals)
+    return settings(options)
 
 
-def client_declares_approvals(capabilities_experimental: Any) -> bool:
-    """Whether `capabilities.experimental.cleveragents.approvals` is true."""
+def client_declares(capabilities_experimental: Any, flag: str) -> bool:
+    """Whether `capabilities.experimental.cleveragents.<flag>` (approvals, trust) is true."""
     if not isinstance(capabilities_experimental, dict):
         return False
     ours = capabilities_experimental.get("cleveragents")
@@ -100,5 +110,5 @@ def client_declares_approvals(capabilities_experimental: Any) -> bool:
         capability = structure(ours, wire.ClientCapability, where="experimental.cleveragents")
     except ParamsError:
         # A newer client may declare more; only the flag we know matters here.
-        return ours.get("approvals") is True
-    return capability.approvals is True
+        return ours.get(flag) is True
+    return getattr(capability, flag) is True

@@ -28,6 +28,7 @@ class Connection:
     def __init__(self, writer: ThreadedWriter | StreamWriterAdapter) -> None:
         self.writer = writer
         self.approvals = False
+        self.trust = False
         self._ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[Any]] = {}
         # Ids of requests we withdrew: LSP clients still answer them, which is no news.

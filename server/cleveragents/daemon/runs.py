@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from ..service.errors import ParamsError
 from ..service.runs import RunManager, RunPlan
+from ..service.trust import TrustRequest
 from ..tool.events import (
     IterationStarted,
     ResponseReceived,
@@ -28,6 +29,7 @@ from ..tool.policy import ApprovalDecision, ApprovalRequest
 from ..tool.records import Usage
 from . import wire
 from .converter import structure, unstructure
+from .encoded import EncodedResult
 from .translate import (
     profile,
     restore_result,
@@ -43,6 +45,7 @@ from .translate import (
 log = logging.getLogger(__name__)
 
 APPROVE_METHOD = "cleveragents/approveToolCall"
+TRUST_METHOD = "cleveragents/trustWorkspace"
 
 
 class RunClient(Protocol):
@@ -51,6 +54,11 @@ class RunClient(Protocol):
     @property
     def approvals(self) -> bool:
         """Whether the client answers `cleveragents/approveToolCall`."""
+        ...
+
+    @property
+    def trust(self) -> bool:
+        """Whether the client answers `cleveragents/trustWorkspace`."""
         ...
 
     def notify(self, method: str, params: Any) -> None: ...
@@ -81,18 +89,28 @@ def cancel(manager: RunManager, params: wire.CancelParams) -> wire.CancelResult:
     return wire.CancelResult(cancelled=manager.cancel(params.run_id))
 
 
-async def tools(manager: RunManager, params: wire.ToolsParams) -> wire.ToolsResult:
-    specs = await manager.tools(params.sandbox_root)
+async def tools(
+    manager: RunManager, params: wire.ToolsParams, client: RunClient
+) -> wire.ToolsResult:
+    specs = await manager.tools(params.sandbox_root, ClientSink(client).ask_trust)
     return wire.ToolsResult(tools=[tool_info(spec) for spec in specs])
 
 
-def list_runs(manager: RunManager, params: wire.RunsParams) -> wire.RunsResult:
-    summaries = manager.list_runs(params.limit, params.offset)
+def check_list_runs(manager: RunManager, params: wire.RunsParams) -> None:
+    """Check `cleveragents/runs` params without reading the history; ServiceError if bad."""
+    manager.check_list_params(params.limit, params.offset)
+
+
+async def list_runs(manager: RunManager, params: wire.RunsParams) -> wire.RunsResult:
+    summaries = await manager.list_runs(params.limit, params.offset)
     return wire.RunsResult(runs=[run_summary(s) for s in summaries])
 
 
-def get_run(manager: RunManager, params: wire.GetRunParams) -> wire.RunDetail:
-    return run_detail(manager.get_run(params.run_id))
+async def get_run(manager: RunManager, params: wire.GetRunParams) -> EncodedResult:
+    """`cleveragents/getRun`: read, translated and encoded on worker threads (a run can hold
+    thousands of records; the event loop keeps answering meanwhile)."""
+    stored = await manager.get_run(params.run_id)
+    return await manager.in_thread(lambda: EncodedResult.of(unstructure(run_detail(stored))))
 
 
 async def restore(manager: RunManager, params: wire.RestoreParams) -> wire.RestoreResult:
@@ -136,6 +154,33 @@ class ClientSink:
             log.warning("malformed approval answer (%s): denied", exc)
             return "deny"
         return decision.decision
+
+    async def ask_trust(self, request: TrustRequest) -> bool | None:
+        """Ask a client that declared `trust`; None for one that did not. A malformed answer
+        is not trusted (and not remembered)."""
+        if not self.client.trust:
+            return None
+        params = wire.TrustWorkspaceParams(
+            sandbox_root=request.sandbox_root,
+            config_path=request.config_path,
+            config_hash=request.config_hash,
+            servers=[
+                wire.TrustedServer(
+                    name=server.name,
+                    command=server.command,
+                    args=list(server.args),
+                    env_names=list(server.env_names),
+                )
+                for server in request.servers
+            ],
+        )
+        answer = await self.client.request(TRUST_METHOD, unstructure(params))
+        try:
+            result = structure(answer, wire.TrustWorkspaceResult, where="result")
+        except ParamsError as exc:
+            log.warning("malformed trustWorkspace answer (%s): not trusted", exc)
+            return None
+        return result.trusted
 
 
 class RunStream:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import inspect
 import json
 import logging
@@ -29,6 +30,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
     JsonRPCNotification,
     JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
     LanguageServerProtocol,
     default_converter,
     lsp_method,
@@ -53,9 +55,10 @@ from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.registry import ToolRegistry
 from ..toolsets import ToolLoadError, build_registry
 from . import runs, wire
-from .config import client_declares_approvals, initialization_settings
+from .config import initialization_settings
 from .connection import Connection
 from .converter import structure, structure_partial, unstructure, without_problems_at
+from .encoded import EncodedResult, response_frame
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +83,15 @@ class DaemonProtocol(LanguageServerProtocol):
         capabilities = lsp.ServerCapabilities(experimental={"cleveragents": self.capability})
         self.server_capabilities = capabilities
         return lsp.InitializeResult(capabilities=capabilities, server_info=result.server_info)
+
+    def _send_data(self, data: Any) -> None:
+        # A result encoded off the loop (`encoded.py`) goes out as it is: pygls would walk it
+        # with its converter and encode it again, here on the event loop.
+        if isinstance(data, JsonRPCResponseMessage) and isinstance(data.result, EncodedResult):
+            if self.writer is not None:
+                self.writer.write(response_frame(data.id, data.result))
+            return
+        super()._send_data(data)
 
 
 class DaemonServer(LanguageServer):
@@ -364,7 +376,7 @@ class Daemon:
 
         @server.feature("cleveragents/tools")
         async def tools(ls: LanguageServer, params: wire.ToolsParams) -> Any:
-            return await self._call(lambda m: runs.tools(m, params))
+            return await self._call(lambda m: runs.tools(m, params, self.connection))
 
         @server.feature("cleveragents/runs")
         async def list_runs(ls: LanguageServer, params: wire.RunsParams) -> Any:
@@ -385,7 +397,7 @@ class Daemon:
             value = work(self.manager)
             if inspect.isawaitable(value):
                 value = await value
-            return unstructure(value)
+            return value if isinstance(value, EncodedResult) else unstructure(value)
         except ServiceError as exc:
             raise JsonRpcException(exc.message, exc.code, exc.data) from None
 
@@ -394,7 +406,7 @@ class Daemon:
             settings = initialization_settings(
                 params.initialization_options,
                 self.env,
-                client_approvals=client_declares_approvals(params.capabilities.experimental),
+                capabilities_experimental=params.capabilities.experimental,
             )
             registry = self._registry(settings)
         except ParamsError as exc:
@@ -407,6 +419,7 @@ class Daemon:
             raise
         self.manager = RunManager(registry, settings.defaults, self.history)
         self.connection.approvals = settings.approvals
+        self.connection.trust = settings.trust_prompts
         self.protocol.capability = unstructure(
             wire.ServerCapability(
                 protocol_version=wire.PROTOCOL_VERSION,
@@ -414,9 +427,13 @@ class Daemon:
                 providers=list(PROVIDERS),
                 automation_profiles=list(AUTOMATION_PROFILES),
                 approvals=settings.approvals,
+                trust=settings.trust_prompts,
             )
         )
         self.state = "initialized"
+        # What start-up built lives as long as the daemon: out of the collector's way, a full
+        # collection (while a large run is read back, say) does not walk it every time.
+        gc.freeze()
 
     @staticmethod
     def _registry(settings: SessionSettings) -> ToolRegistry:
@@ -470,7 +487,7 @@ def _valid_id(value: Any) -> bool:
 # Value checks of a method's params, run on the fields that fit when others did not.
 _VALUE_CHECKS: dict[str, Callable[[RunManager, Any], object]] = {
     "cleveragents/run": lambda manager, params: runs.plan(manager, params),
-    "cleveragents/runs": lambda manager, params: runs.list_runs(manager, params),
+    "cleveragents/runs": lambda manager, params: runs.check_list_runs(manager, params),
 }
 
 

@@ -260,7 +260,17 @@ class InitializationOptions:
     )
     approval_timeout_seconds: float | None = attrs.field(
         default=None,
-        metadata=doc("A call whose approval takes longer is denied. Default: 600."),
+        metadata=doc(
+            "A call whose approval (or a workspace-trust question) takes longer is denied. "
+            "Default: 600."
+        ),
+    )
+    trust_workspace: bool | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "Start every workspace's `.mcp.json` servers without asking (for automation). "
+            "Default: $CLEVERAGENTS_TRUST_WORKSPACE, else false."
+        ),
     )
     tool_result_budget: int | None = attrs.field(
         default=None,
@@ -332,6 +342,13 @@ class ClientCapability:
     approvals: bool | None = attrs.field(
         default=None, metadata=doc("The client answers `cleveragents/approveToolCall`.")
     )
+    trust: bool | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "The client answers `cleveragents/trustWorkspace`. Without it, a workspace's "
+            "`.mcp.json` servers start only once trusted some other way."
+        ),
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -346,6 +363,9 @@ class ServerCapability:
     automation_profiles: list[str] = attrs.field(metadata=doc("Valid `automationProfile` values."))
     approvals: bool = attrs.field(
         metadata=doc("Whether this daemon will ask this client to approve tool calls.")
+    )
+    trust: bool = attrs.field(
+        metadata=doc("Whether this daemon will ask this client to trust workspaces.")
     )
 
 
@@ -813,6 +833,40 @@ class ApproveToolCallResult:
     )
 
 
+@attrs.frozen(kw_only=True)
+class TrustedServer:
+    """A program the workspace's `.mcp.json` would start, as written in the file."""
+
+    name: str = attrs.field(metadata=doc("The server's name in `mcpServers`."))
+    command: str = attrs.field(
+        metadata=doc("The command as written (`${VAR}` references unexpanded).")
+    )
+    args: list[str] = attrs.field(metadata=doc("Its arguments as written."))
+    env_names: list[str] = attrs.field(
+        metadata=doc("Names of the variables it sets (never their values).")
+    )
+
+
+@attrs.frozen(kw_only=True)
+class TrustWorkspaceParams:
+    """Sent before a workspace's `.mcp.json` would start its servers for the first time, and
+    whenever the file changes. Only to clients that declared
+    `capabilities.experimental.cleveragents.trust`. The answer is remembered for this folder
+    and this file's `configHash`."""
+
+    sandbox_root: str = attrs.field(metadata=doc("The folder (resolved)."))
+    config_path: str = attrs.field(metadata=doc("The `.mcp.json` file."))
+    config_hash: str = attrs.field(metadata=doc("SHA-256 (hex) of the file's exact bytes."))
+    servers: list[TrustedServer] = attrs.field(metadata=doc("Every server it would start."))
+
+
+@attrs.frozen(kw_only=True)
+class TrustWorkspaceResult:
+    trusted: bool = attrs.field(
+        metadata=doc("Start the servers; false: the run goes on without their tools.")
+    )
+
+
 # -- the method table -------------------------------------------------------------------------
 
 Kind = Literal["request", "notification"]
@@ -956,6 +1010,15 @@ METHODS: tuple[Method, ...] = (
         ApproveToolCallResult,
         False,
         "Ask the user to approve a tool call.",
+    ),
+    Method(
+        "cleveragents/trustWorkspace",
+        "request",
+        "server_to_client",
+        TrustWorkspaceParams,
+        TrustWorkspaceResult,
+        False,
+        "Ask the user whether a workspace's `.mcp.json` servers may start.",
     ),
 )
 

@@ -7,17 +7,19 @@ The format is the `mcpServers` one other agents use::
 `${VAR}` and `${VAR:-default}` are expanded in the command, the arguments and the env values
 from the environment cleveragents runs in. Entries for other transports (`"type": "http"`,
 `"sse"`, or a `url`) are skipped with a reason, since only stdio servers can be started here.
-This module does not import the MCP SDK: reading the file stays cheap.
+`McpConfig.digest` is the SHA-256 of the file's exact bytes: what workspace trust is given to
+(`service/trust.py`). This module does not import the MCP SDK: reading the file stays cheap.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .errors import McpConfigError
@@ -40,6 +42,9 @@ class McpServerConfig:
     # The command line as written, before ${VAR} expansion: what errors and logs show, so a
     # secret passed through a variable never lands in a message.
     written: str = ""
+    # The command and arguments as written (what the user is asked to trust).
+    written_command: str = ""
+    written_args: tuple[str, ...] = ()
 
     def command_line(self) -> str:
         return self.written or shlex.join([self.command, *self.args])
@@ -47,11 +52,23 @@ class McpServerConfig:
 
 @dataclass(frozen=True, slots=True)
 class McpConfig:
-    """Every server a sandbox's `.mcp.json` lists; `skipped` maps a name to why it is not run."""
+    """Every server a sandbox's `.mcp.json` lists; `skipped` maps a name to why it is not run.
+
+    `digest` is the SHA-256 (hex) of the file's bytes ("" when there is no file); `untrusted`
+    names the servers withheld because the workspace is not trusted (also in `skipped`).
+    """
 
     path: str
     servers: tuple[McpServerConfig, ...] = ()
     skipped: Mapping[str, str] = field(default_factory=dict)
+    digest: str = ""
+    untrusted: tuple[str, ...] = ()
+
+    def withheld(self, reason: str) -> McpConfig:
+        """This config with none of its servers to start, each skipped for `reason`."""
+        names = tuple(server.name for server in self.servers)
+        skipped = {**self.skipped, **dict.fromkeys(names, reason)}
+        return replace(self, servers=(), skipped=skipped, untrusted=(*self.untrusted, *names))
 
 
 def config_path(sandbox_root: str) -> str:
@@ -62,12 +79,14 @@ def read_mcp_config(sandbox_root: str, environ: Mapping[str, str] | None = None)
     """The servers of `<sandbox_root>/.mcp.json`; none when the file does not exist."""
     path = config_path(sandbox_root)
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        with open(path, "rb") as handle:
+            data = handle.read()
+        text = data.decode("utf-8")
     except FileNotFoundError:
         return McpConfig(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise McpConfigError(f"cannot read {path}: {exc}") from exc
+    digest = hashlib.sha256(data).hexdigest()
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -95,7 +114,7 @@ def read_mcp_config(sandbox_root: str, environ: Mapping[str, str] | None = None)
             skipped[name] = f"transport {kind!r} is not supported (only stdio servers are)"
             continue
         servers.append(_server(name, entry, where, path, variables))
-    return McpConfig(path, tuple(servers), skipped)
+    return McpConfig(path, tuple(servers), skipped, digest)
 
 
 def _server(
@@ -117,6 +136,8 @@ def _server(
         env={key: _expand(value, where, variables) for key, value in env.items()},
         config_path=path,
         written=shlex.join([command, *args]),
+        written_command=command,
+        written_args=tuple(args),
     )
 
 

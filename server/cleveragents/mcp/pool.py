@@ -4,13 +4,17 @@ Servers are slow to start (an `npx` server takes seconds), so the daemon keeps t
 shuts down instead of starting them for every run. A run leases its root's toolset for its
 duration; when `.mcp.json` has changed (or its expanded variables have) or a server has died,
 the next lease starts a fresh toolset, and the old one stops once its last lease ends.
+
+A lease can be given an `admit` step (workspace trust): it sees the config just read and
+returns the one to start, so what is started is exactly what was admitted. A config with its
+servers withheld gets a toolset of its own with nothing running, for that lease alone.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -18,6 +22,8 @@ from ..tool.registry import DEFAULT_TOOL_TIMEOUT_S
 from .config import DEFAULT_STARTUP_TIMEOUT_S, McpConfig, read_mcp_config
 from .errors import McpError
 from .toolset import McpToolset
+
+Admit = Callable[[McpConfig], Awaitable[McpConfig]]
 
 
 @dataclass(slots=True)
@@ -45,13 +51,17 @@ class McpToolsetPool:
         self._closed = False
 
     @asynccontextmanager
-    async def lease(self, sandbox_root: str) -> AsyncIterator[McpToolset]:
+    async def lease(
+        self, sandbox_root: str, admit: Admit | None = None
+    ) -> AsyncIterator[McpToolset]:
         """The running toolset of `sandbox_root` for the length of the block.
 
-        Raises McpConfigError or McpStartError when the servers cannot be offered; a failed
-        start is not remembered, so the next run tries again.
+        `admit` (awaited under the root's lock, so concurrent runs wait for one answer) gets
+        the config as read and returns the one to start. Raises McpConfigError or
+        McpStartError when the servers cannot be offered; a failed start is not remembered,
+        so the next run tries again.
         """
-        lease = await self._acquire(os.path.realpath(sandbox_root))
+        lease = await self._acquire(os.path.realpath(sandbox_root), admit)
         try:
             yield lease.toolset
         finally:
@@ -62,13 +72,26 @@ class McpToolsetPool:
         lease = self._current.get(os.path.realpath(sandbox_root))
         return lease.toolset if lease is not None else None
 
-    async def _acquire(self, root: str) -> _Lease:
+    async def _acquire(self, root: str, admit: Admit | None) -> _Lease:
         if self._closed:
             raise McpError("the MCP servers have been shut down")
         lock = self._locks.setdefault(root, asyncio.Lock())
         async with lock:
             config = read_mcp_config(root)
             lease = self._current.get(root)
+            if lease is not None and (
+                lease.config.digest != config.digest or not lease.toolset.alive
+            ):
+                del self._current[root]
+                await self._retire(lease)
+                lease = None
+            if admit is not None:
+                config = await admit(config)
+                if config.untrusted and not config.servers:
+                    # Nothing to start: a toolset of this lease's own, closed when it ends.
+                    toolset = McpToolset(root, config=config)
+                    await toolset.open()
+                    return _Lease(toolset, config, users=1, retired=True)
             if lease is not None and lease.config == config and lease.toolset.alive:
                 lease.users += 1
                 return lease

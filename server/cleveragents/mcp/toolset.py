@@ -98,6 +98,11 @@ class McpToolset:
         return self.config.skipped if self.config is not None else {}
 
     @property
+    def untrusted(self) -> tuple[str, ...]:
+        """Servers withheld because the workspace is not trusted."""
+        return self.config.untrusted if self.config is not None else ()
+
+    @property
     def pids(self) -> dict[str, int | None]:
         return {connection.name: connection.pid for connection in self._connections}
 

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack, cast
 
+from ..workspace.command_policy import never_visible_to_tools
 from ..workspace.private import keep_private, private_folder
 from .changes import ChangedFile, ChangeKind
 from .history import default_history_path
@@ -667,6 +668,12 @@ class CheckpointStore:
             # A sandbox that holds our own data (the history, this store): never snapshot
             # it, nor let a restore write over it.
             args.append(f"--exclude=/{self.data_dir.relative_to(work_tree).as_posix()}/")
+        # Nor credentials a sandbox holds (one that is the home folder holds ~/.ssh): no tool
+        # may read them, so no copy of them is made either.
+        for hidden in never_visible_to_tools():
+            hidden_path = Path(hidden)
+            if hidden_path != work_tree and hidden_path.is_relative_to(work_tree):
+                args.append(f"--exclude=/{_glob_escape(hidden_path.relative_to(work_tree))}")
         # Run in `folder`, ls-files lists only what is under it, relative to it.
         listing = self._run(repo, *args, work_tree=work_tree, cwd=folder, index=repo.empty_index)
         files: list[str] = []
@@ -1041,7 +1048,7 @@ def _project_exclude_file(work_tree: Path) -> Path | None:
         if dot_git.is_dir():
             git_dir = dot_git
         elif dot_git.is_file():
-            line = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+            line = (_read_text(dot_git) or "").strip()
             if not line.startswith("gitdir:"):
                 return None
             git_dir = (work_tree / line[len("gitdir:") :].strip()).resolve()
@@ -1124,11 +1131,18 @@ def _allocated(info: os.stat_result) -> int:
     return blocks * 512 if blocks is not None else info.st_size
 
 
-def _read_text(path: Path) -> str | None:
+def _read_text(path: Path, limit: int = 8192) -> str | None:
+    """A small git pointer file (`.git`, `commondir`); a workspace may plant a huge one."""
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            return handle.read(limit).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def _glob_escape(path: Path) -> str:
+    """`path` as a gitignore pattern that matches it literally."""
+    return "".join("\\" + c if c in "*?[\\!#" else c for c in path.as_posix())
 
 
 def _split_z(output: bytes) -> list[str]:

@@ -13,9 +13,12 @@ can continue it:
     await runtime.arun_tool_loop(prompt, history=messages, run_id=new_id,
                                  observers=[history])
 
-Writes are synchronous: the observer runs on the caller's thread (the event loop, in the
-daemon). Each write is one small transaction and, with `synchronous=NORMAL` in WAL mode, a
-commit is an append to the WAL file without an fsync.
+Writes are synchronous: the observer runs on the caller's thread. Each write is one small
+transaction and, with `synchronous=NORMAL` in WAL mode, a commit is an append to the WAL file
+without an fsync; reads use a connection of their own, so a read never waits behind a write
+(ours, or another process's). An event loop should not call either directly:
+`history_queue.QueuedHistory` writes on a thread of its own, retrying while another process
+holds the lock, and reads on another.
 """
 
 from __future__ import annotations
@@ -367,9 +370,9 @@ TITLE_CHARS = 200
 class RunHistory:
     """A run observer that stores runs in SQLite, and reads them back.
 
-    Thread-safe: one connection shared under a lock. Several processes (one daemon per
-    editor window) may use the same file; WAL lets readers run alongside the writer.
-    Writes are synchronous; see the module docstring.
+    Thread-safe: one write connection under a lock, and a read connection per reading
+    thread. Several processes (one daemon per editor window) may use the same file; WAL lets
+    readers run alongside the writer. Writes are synchronous; see the module docstring.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -385,7 +388,12 @@ class RunHistory:
                 private_file(sidecar)
         # No tool may read or rewrite the history, wherever it lives.
         keep_private(self.path, *sidecars)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the write connection
+        self._state_lock = threading.Lock()  # the collections below
+        # A read connection per thread that reads: reads run in parallel, never behind a write.
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._closed = False
         # Continuations announced before their run's RunStarted arrives.
         self._pending_continuations: dict[str, str] = {}
         # Runs whose RunStarted this instance stored: events of any other run are skipped, so
@@ -432,10 +440,11 @@ class RunHistory:
 
     @contextmanager
     def _transaction(self, *, immediate: bool) -> Iterator[sqlite3.Connection]:
-        """One transaction under the lock; IMMEDIATE takes the write lock up front."""
-        with self._lock:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        """One transaction: IMMEDIATE ones write (taking the write lock up front), the others
+        read on the read connection. Under `store_now` a write never waits for a lock."""
+        if not immediate:
+            conn = self._reader()
+            conn.execute("BEGIN")
             try:
                 yield conn
                 conn.execute("COMMIT")
@@ -443,8 +452,52 @@ class RunHistory:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            return
+        nowait = getattr(self._local, "nowait", False)
+        if not self._lock.acquire(blocking=not nowait):
+            raise sqlite3.OperationalError("database is locked (by a write on another thread)")
+        conn = self._conn
+        try:
+            if nowait:  # another process's lock: SQLITE_BUSY at once instead of after 5 s
+                conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                if nowait:
+                    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        finally:
+            self._lock.release()
+
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's read connection, opened on its first read."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            with self._state_lock:
+                if self._closed:
+                    raise sqlite3.ProgrammingError("the run history is closed")
+                conn = sqlite3.connect(
+                    self.path,
+                    timeout=BUSY_TIMEOUT_S,
+                    isolation_level=None,
+                    check_same_thread=False,  # closed by `close`, from another thread
+                )
+                conn.execute("PRAGMA query_only=ON")
+                self._readers.append(conn)
+            self._local.conn = conn
+        return conn
 
     def close(self) -> None:
+        with self._state_lock:
+            self._closed = True
+            readers, self._readers = self._readers, []
+        for conn in readers:
+            conn.close()
         with self._lock:
             self._conn.close()
 
@@ -462,10 +515,8 @@ class RunHistory:
         if isinstance(event, RunStarted):
             self._run_started(event)
             return
-        with self._lock:
+        with self._state_lock:
             active = event.run_id in self._active_runs
-            if isinstance(event, RunFinished | RunFailed):
-                self._active_runs.discard(event.run_id)
         if not active:
             log.debug(
                 "run history: skipping %s of unstored run %s", type(event).__name__, event.run_id
@@ -486,6 +537,20 @@ class RunHistory:
                 "WHERE run_id = ?",
                 (event.error, event.error_type, time.time(), event.run_id),
             )
+        if active and isinstance(event, RunFinished | RunFailed):
+            # Only once stored: a write that found the database locked is tried again.
+            with self._state_lock:
+                self._active_runs.discard(event.run_id)
+
+    def store_now(self, event: RunEvent) -> None:
+        """Store `event` as `self(event)` does, but without waiting: when the database is
+        locked (by another process, or by a write on another thread) it raises
+        sqlite3.OperationalError at once, and nothing of the event is stored."""
+        self._local.nowait = True
+        try:
+            self(event)
+        finally:
+            self._local.nowait = False
 
     def _execute(self, sql: str, parameters: Sequence[Any]) -> None:
         storable = [_text(p) if isinstance(p, str) else p for p in parameters]
@@ -493,8 +558,9 @@ class RunHistory:
             conn.execute(sql, storable)
 
     def _run_started(self, event: RunStarted) -> None:
-        with self._lock:
-            continued_from = self._pending_continuations.pop(event.run_id, None)
+        # Taken from the pending ones only once stored: a write that failed may be retried.
+        with self._state_lock:
+            continued_from = self._pending_continuations.get(event.run_id)
         self._execute(
             "INSERT INTO runs (run_id, prompt, plan_id, sandbox_root, automation_profile, "
             "max_iterations, status, started_at, continued_from, owner_host, owner_pid, "
@@ -514,7 +580,8 @@ class RunHistory:
                 _dumps([r.to_dict() for r in event.resources]) if event.resources else None,
             ),
         )
-        with self._lock:
+        with self._state_lock:
+            self._pending_continuations.pop(event.run_id, None)
             self._active_runs.add(event.run_id)
 
     def _response_received(self, event: ResponseReceived) -> None:
@@ -608,12 +675,17 @@ class RunHistory:
         """
         if run_id == continued_from:
             raise ValueError(f"run {run_id!r} cannot continue itself")
-        with self._transaction(immediate=True) as conn:
+        # A read first: the usual case (the run is not stored yet) never waits for the write
+        # lock, which another process may hold.
+        with self._transaction(immediate=False) as conn:
             if not _run_exists(conn, continued_from):
                 raise KeyError(continued_from)
-            if not _run_exists(conn, run_id):
+            stored = _run_exists(conn, run_id)
+        if not stored:
+            with self._state_lock:
                 self._pending_continuations[run_id] = continued_from
-                return
+            return
+        with self._transaction(immediate=True) as conn:
             if run_id in _chain(conn, continued_from):
                 raise ValueError(f"run {run_id!r} is already an ancestor of {continued_from!r}")
             conn.execute(
@@ -746,6 +818,11 @@ class RunHistory:
             return removed
 
     # -- reading ---------------------------------------------------------------------------
+    def has_run(self, run_id: str) -> bool:
+        """Whether the history holds this run (cheap: nothing of it is loaded)."""
+        with self._transaction(immediate=False) as conn:
+            return _run_exists(conn, run_id)
+
     def list_runs(self, limit: int = 50, offset: int = 0) -> list[RunSummary]:
         """Runs, newest first."""
         if limit < 0 or offset < 0:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import unquote, urlparse
 
 from ..assembly import build_runtime
@@ -30,6 +30,7 @@ from ..tool.runner import ToolRunner
 from ..tool.runtime import CancelToken, new_run_id
 from ..toolsets import with_command_policy
 from ..workspace.command_policy import CommandPolicy
+from ..workspace.sandbox import too_broad
 from .changes import ChangedFile
 from .errors import (
     PROVIDER_UNAVAILABLE,
@@ -43,6 +44,7 @@ from .errors import (
     invalid_params,
 )
 from .history import RunHistory, RunSummary, StoredRun
+from .history_queue import QueuedHistory
 from .resources import ResourceRequest, check_resources, load_resources
 from .settings import (
     CommandSettings,
@@ -53,12 +55,14 @@ from .settings import (
     command_policy,
 )
 from .threads import DaemonThreadPool
+from .trust import TrustAsker, TrustRequest, TrustStore, WorkspaceTrust, with_untrusted_note
 from .undo import RestoreOutcome, Undo
 
 log = logging.getLogger(__name__)
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
+T = TypeVar("T")
 LLMFactory = Callable[..., LLMCaller]
 ProgressToken = int | str
 
@@ -108,6 +112,11 @@ class RunSink(Protocol):
 
         Cancelling the awaiting task withdraws the question.
         """
+        ...
+
+    async def ask_trust(self, request: TrustRequest) -> bool | None:
+        """Whether the user trusts the workspace's `.mcp.json` (see `service/trust.py`);
+        None when this client cannot be asked. Cancelling withdraws the question."""
         ...
 
 
@@ -175,14 +184,17 @@ class RunManager:
         *,
         llm_factory: LLMFactory = create_llm_caller,
         max_tool_workers: int = 32,
+        trust_store: TrustStore | None = None,
         undo: Undo | None = None,
     ) -> None:
         self.registry = registry
         self.defaults = defaults
         self.history = history
+        # What the event loop uses: writes on a writer thread, reads on reader threads.
+        self.stored = QueuedHistory(history) if history is not None else None
         # Checkpoints of every run, kept next to the history; restores. Once a day, checkpoints
         # of runs the history dropped are pruned and the rest packed, on a checkpoint thread.
-        self.undo = undo if undo is not None else Undo(history)
+        self.undo = undo if undo is not None else Undo(history, queue=self.stored)
         self.undo.schedule_housekeeping()
         self.llm_factory = llm_factory
         # One pool for every run's sync tools: never the event loop's default executor.
@@ -190,6 +202,8 @@ class RunManager:
         self._runner = ToolRunner(registry, executor=self.executor)
         # MCP servers per sandbox root, shared by that root's runs, stopped by `aclose`.
         self.mcp = McpToolsetPool()
+        # Remembered workspace-trust answers (the user data folder's, unless given).
+        self.trust_store = trust_store if trust_store is not None else TrustStore()
         self._active: dict[str, ActiveRun] = {}
         self._idle = asyncio.Event()
         self._idle.set()
@@ -245,14 +259,8 @@ class RunManager:
         if problems:
             raise invalid_params(problems)
         run_id = params.run_id or new_run_id()
-        if run_id in self._active or (
-            self.history is not None and self.history.get_run(run_id) is not None
-        ):
-            raise ServiceError(
-                RUN_ID_IN_USE, f"run id {run_id!r} is already taken", {"runId": run_id}
-            )
-        if params.continue_from is not None:
-            self._check_continuable(params.continue_from)
+        if run_id in self._active:
+            raise _run_id_taken(run_id)
         overrides = {
             "base_url": params.base_url,
             "script": params.replay_script,
@@ -294,6 +302,18 @@ class RunManager:
             command_policy=policy,
         )
 
+    async def _check_stored(self, plan: RunPlan) -> None:
+        """What only the history can tell: the run id is new, the run to continue can be."""
+        if self.stored is None:
+            if plan.continue_from is not None:
+                self._check_continuable(plan.continue_from)
+            return
+        if await self.stored.has_run(plan.run_id):
+            raise _run_id_taken(plan.run_id)
+        if plan.continue_from is not None:
+            continue_from = plan.continue_from
+            await self.stored.read(lambda _: self._check_continuable(continue_from))
+
     def _check_continuable(self, run_id: str) -> None:
         if run_id in self._active:
             raise ServiceError(
@@ -323,6 +343,7 @@ class RunManager:
         recorded as cancelled, the sink sees it finish) and re-raises CancelledError.
         """
         plan = self.plan(params)
+        await self._check_stored(plan)
         resources, problems = await asyncio.to_thread(
             load_resources, plan.resources, plan.sandbox_root
         )
@@ -331,10 +352,10 @@ class RunManager:
         llm = self.llm_caller(plan.provider, plan.model, plan.provider_options)
         conversation: list[Message] = []
         if plan.continue_from is not None:
-            assert self.history is not None  # _check_continuable found the run there
+            assert self.stored is not None  # _check_continuable found the run there
             try:
-                conversation = self.history.conversation(plan.continue_from)
-                self.history.mark_continuation(plan.run_id, plan.continue_from)
+                conversation = await self.stored.conversation(plan.continue_from)
+                await self.stored.mark_continuation(plan.run_id, plan.continue_from)
             except KeyError:
                 raise ServiceError(
                     RUN_NOT_FOUND,
@@ -345,16 +366,19 @@ class RunManager:
             sandbox_root=plan.sandbox_root, automation_profile=plan.automation_profile
         )
         observers: list[RunObserver] = [sink.run_observer(plan)]
-        if self.history is not None:
-            # The history first: a record the client has seen is already stored.
-            observers.insert(0, self.history)
+        if self.stored is not None:
+            # The history first: a record the client has seen is queued, and a read waits
+            # for what is queued.
+            observers.insert(0, self.stored)
         approver = make_approver(sink, self.defaults.approval_timeout_s) if sink.approvals else None
         active = ActiveRun(plan.run_id, plan.sandbox_root, CancelToken(), plan.progress_token)
         self._active[plan.run_id] = active
         self._idle.clear()
         checkpoints = self.undo.track(plan.run_id, plan.sandbox_root)
         try:
-            async with self._mcp_for(plan) as mcp_tools:
+            async with self.sandbox_mcp(
+                plan.sandbox_root, plan.automation_profile, sink.ask_trust
+            ) as mcp_tools:
                 registry, runner = self._tools_for(plan.tools, mcp_tools)
                 if plan.command_policy is not None:
                     registry = with_command_policy(registry, plan.command_policy)
@@ -363,7 +387,8 @@ class RunManager:
                     llm,
                     registry,
                     max_iterations=plan.max_iterations,
-                    system_prompt=plan.system_prompt,
+                    # The model is told which workspace servers were not trusted.
+                    system_prompt=with_untrusted_note(plan.system_prompt, mcp_tools.config),
                     runner=runner,
                     **plan.runtime_options(self.defaults),
                 )
@@ -414,24 +439,31 @@ class RunManager:
                 {"provider": provider},
             ) from exc
 
+    async def in_thread(self, work: Callable[[], T]) -> T:
+        """Work too long for the event loop (encoding a large result), on the tool threads."""
+        return await asyncio.wrap_future(self.executor.submit(work))
+
     def runner_for(self, registry: ToolRegistry) -> ToolRunner:
         """A runner for `registry` whose sync tools use the shared tool threads."""
         if registry is self.registry:
             return self._runner
         return ToolRunner(registry, executor=self.executor)
 
-    def _mcp_for(self, plan: RunPlan) -> AbstractAsyncContextManager[McpToolset]:
-        return self.sandbox_mcp(plan.sandbox_root, plan.automation_profile)
-
     def sandbox_mcp(
-        self, sandbox_root: str, automation_profile: str
+        self, sandbox_root: str, automation_profile: str, ask: TrustAsker | None
     ) -> AbstractAsyncContextManager[McpToolset]:
-        """The sandbox's `.mcp.json` servers, leased for one run of every front."""
-        # Starting a `.mcp.json` server runs a program the workspace names: never under
-        # read-only, which promises nothing runs that could change anything.
+        """The sandbox's `.mcp.json` servers for a run: started only once trusted (`ask` asks
+        the user, see `service/trust.py`), and never under read-only, which promises nothing
+        runs that could change anything."""
         if automation_profile == "read-only":
             return nullcontext(McpToolset(sandbox_root))
-        return self.mcp.lease(sandbox_root)
+        trust = WorkspaceTrust(
+            self.trust_store,
+            pre_trusted=self.defaults.trust_workspace,
+            timeout_s=self.defaults.approval_timeout_s,
+            ask=ask,
+        )
+        return self.mcp.lease(sandbox_root, admit=lambda c: trust.admit(sandbox_root, c))
 
     def _tools_for(
         self, names: Sequence[str] | None, mcp_tools: McpToolset
@@ -487,10 +519,12 @@ class RunManager:
         return True
 
     async def aclose(self) -> None:
-        """Stop the MCP servers, then the tool threads."""
+        """Stop the MCP servers, then the tool threads; write what the history has queued."""
         await self.mcp.close()
         self.executor.shutdown(wait=False, cancel_futures=True)
         self.undo.close()
+        if self.stored is not None:
+            await self.stored.aclose()
 
     # -- undo --------------------------------------------------------------------------------
     async def restore(
@@ -502,26 +536,33 @@ class RunManager:
         knows, is active in that folder.
         """
         active = {run.run_id: run.sandbox_root for run in self._active.values()}
+        if self.stored is not None:
+            await self.stored.settled()  # the checkpoints of a run that just ended are stored
         return await self.undo.in_thread(
             lambda: self.undo.restore(run_id, iteration, dry_run=dry_run, active=active)
         )
 
     # -- reading -----------------------------------------------------------------------------
-    async def tools(self, sandbox_root: str | None = None) -> list[ToolSpec]:
-        """Every tool a run may use; with a sandbox root, its `.mcp.json` tools too."""
+    async def tools(
+        self, sandbox_root: str | None = None, ask: TrustAsker | None = None
+    ) -> list[ToolSpec]:
+        """Every tool a run may use; with a sandbox root, its `.mcp.json` tools too (once
+        trusted: `ask` asks the user)."""
         registry = self.registry
         if sandbox_root is not None:
             root, problem = check_sandbox_root(sandbox_root)
             if problem:
                 raise invalid_params([f"params.sandboxRoot: {problem}"])
             try:
-                async with self.mcp.lease(root) as mcp_tools:
+                profile = self.defaults.automation_profile
+                async with self.sandbox_mcp(root, profile, ask) as mcp_tools:
                     registry = registry_with_mcp_tools(self.registry, mcp_tools)
             except McpError as exc:
                 raise ServiceError(TOOLS_UNAVAILABLE, str(exc), {"sandboxRoot": root}) from exc
         return list(registry.specs())
 
-    def list_runs(self, limit: int, offset: int) -> list[RunSummary]:
+    @staticmethod
+    def check_list_params(limit: int, offset: int) -> None:
         problems = []
         if not 1 <= limit <= 1000:
             problems.append(f"params.limit: must be between 1 and 1000, got {limit}")
@@ -529,17 +570,24 @@ class RunManager:
             problems.append(f"params.offset: must not be negative, got {offset}")
         if problems:
             raise invalid_params(problems)
-        if self.history is None:
-            return []
-        return list(self.history.list_runs(limit, offset))
 
-    def get_run(self, run_id: str) -> StoredRun:
-        stored = self.history.get_run(run_id) if self.history is not None else None
+    async def list_runs(self, limit: int, offset: int) -> list[RunSummary]:
+        self.check_list_params(limit, offset)
+        if self.stored is None:
+            return []
+        return await self.stored.list_runs(limit, offset)
+
+    async def get_run(self, run_id: str) -> StoredRun:
+        stored = await self.stored.get_run(run_id) if self.stored is not None else None
         if stored is None:
             raise ServiceError(
                 RUN_NOT_FOUND, f"no run {run_id!r} in the history", {"runId": run_id}
             )
         return stored
+
+
+def _run_id_taken(run_id: str) -> ServiceError:
+    return ServiceError(RUN_ID_IN_USE, f"run id {run_id!r} is already taken", {"runId": run_id})
 
 
 def make_approver(sink: RunSink, timeout_s: float) -> Approver:
@@ -580,4 +628,7 @@ def check_sandbox_root(value: str) -> tuple[str, str | None]:
     resolved = os.path.realpath(path)
     if not os.path.isdir(resolved):
         return value, f"no such folder: {value!r}"
+    problem = too_broad(resolved)
+    if problem is not None:
+        return value, f"{value!r} {problem}"
     return resolved, None

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import re
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,9 @@ COMMAND_LIMITS: dict[str, tuple[str, bool]] = {
     "min_free_disk_bytes": ("min_free_disk", True),
 }
 _VARIABLE_PATTERN = re.compile(r"^[A-Za-z_*?\[][A-Za-z0-9_*?\[\]!-]*$")
+ENV_TRUST_WORKSPACE = "CLEVERAGENTS_TRUST_WORKSPACE"
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +92,8 @@ class RunDefaults:
     prices: Mapping[str, ModelPrice] = field(default_factory=dict)
     # What run_command may reach; None: the environment's (CommandPolicy.from_environment).
     command_policy: CommandPolicy | None = None
+    # Start every workspace's `.mcp.json` servers without asking (automation; see trust.py).
+    trust_workspace: bool = False
 
     def provider_options(self) -> dict[str, Any]:
         """What the provider is created with, beside its name and model (unset ones left out)."""
@@ -143,6 +149,8 @@ class SessionSettings:
     defaults: RunDefaults = field(default_factory=RunDefaults)
     tools: ToolSettings = field(default_factory=ToolSettings)
     approvals: bool = False
+    # The client answers workspace-trust questions (the daemon's `cleveragents/trustWorkspace`).
+    trust_prompts: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +176,7 @@ class ClientOptions:
     # {model: {input, output, cacheWrite?, cacheRead?}} in USD per million tokens.
     prices: Mapping[str, Mapping[str, Any]] | None = None
     command: CommandSettings = field(default_factory=CommandSettings)
+    trust_workspace: bool | None = None
 
 
 def session_settings(
@@ -175,6 +184,7 @@ def session_settings(
     env: Mapping[str, str] | None = None,
     *,
     client_approvals: bool = False,
+    client_trust_prompts: bool = False,
     options_name: str = "initializationOptions",
 ) -> SessionSettings:
     """Combine options, environment and defaults; ParamsError names every bad value.
@@ -235,6 +245,11 @@ def session_settings(
     )
     prices = _prices(problems, options.prices, env, options_name)
     policy = _command_policy(problems, options.command, env, options_name)
+    trust_workspace = options.trust_workspace
+    if trust_workspace is None:
+        trust_workspace, problem = env_flag(env, ENV_TRUST_WORKSPACE)
+        if problem:
+            problems.append(problem)
     if problems:
         raise ParamsError(problems)
     defaults = RunDefaults(
@@ -252,6 +267,7 @@ def session_settings(
         prompt_caching=caching if caching is not None else True,
         prices=prices,
         command_policy=policy,
+        trust_workspace=trust_workspace,
     )
     tools = ToolSettings(
         modules=tuple(options.tool_modules or ()),
@@ -262,6 +278,7 @@ def session_settings(
         defaults=defaults,
         tools=tools,
         approvals=options.approvals is True or client_approvals,
+        trust_prompts=client_trust_prompts,
     )
 
 
@@ -415,6 +432,16 @@ def check_context_window(value: int) -> str | None:
     return None
 
 
+def env_flag(env: Mapping[str, str], name: str) -> tuple[bool, str | None]:
+    """A yes/no variable: 1/true/yes/on or 0/false/no/off (unset: no); a problem otherwise."""
+    value = env.get(name, "").strip().lower()
+    if value in _TRUE:
+        return True, None
+    if value in _FALSE:
+        return False, None
+    return False, f"${name}: expected 1 or 0, got {env[name]!r}"
+
+
 def check_max_iterations(value: int) -> str | None:
     if value < 1:
         return f"must be at least 1, got {value}"
@@ -440,10 +467,14 @@ def open_history(path_argument: str | None) -> RunHistory | None:
     path = history_path(path_argument)
     try:
         history = RunHistory(path)
-        interrupted = history.mark_interrupted()
     except Exception as exc:  # an unwritable or corrupt file must not stop the server
         log.error("run history %s unavailable, runs will not be stored: %s", path, exc)
         return None
+    try:
+        interrupted = history.mark_interrupted()
+    except sqlite3.Error as exc:  # locked by another process: the next start marks them
+        log.warning("run history %s: interrupted runs not marked now: %s", path, exc)
+        return history
     if interrupted:
         log.info("marked %d runs interrupted", len(interrupted))
     return history

@@ -53,6 +53,7 @@ from .errors import (
     invalid_params,
 )
 from .history import RestoreRecord, RunHistory, StoredCheckpoint, StoredRun
+from .history_queue import QueuedHistory
 from .threads import DaemonThreadPool
 
 log = logging.getLogger(__name__)
@@ -101,8 +102,17 @@ class RestoreOutcome:
 class Undo:
     """The checkpoints of one process's runs, kept next to its run history."""
 
-    def __init__(self, history: RunHistory | None, data_dir: str | os.PathLike[str] | None = None):
+    def __init__(
+        self,
+        history: RunHistory | None,
+        data_dir: str | os.PathLike[str] | None = None,
+        *,
+        queue: QueuedHistory | None = None,
+    ):
         self.history = history
+        # The history's write queue, when the runs' events go through one: a run's
+        # checkpoints are recorded behind its own events, never waiting for the lock.
+        self.queue = queue
         self.data_dir = (
             Path(data_dir).resolve()
             if data_dir is not None
@@ -149,6 +159,13 @@ class Undo:
     async def in_thread(self, work: Callable[..., T], *args: object) -> T:
         """Run `work(*args)` on a checkpoint thread, off the event loop."""
         return await asyncio.wrap_future(self.executor.submit(work, *args))
+
+    def record(self, write: Callable[[RunHistory], object]) -> None:
+        """A write about a run: queued behind the run's own events (see `queue`), else now."""
+        if self.queue is not None:
+            self.queue.submit(write)
+        elif self.history is not None:
+            write(self.history)
 
     def track(self, run_id: str, sandbox_root: str) -> RunCheckpoints:
         return RunCheckpoints(self, run_id, sandbox_root)
@@ -383,8 +400,8 @@ class RunCheckpoints:
             self._warn(f"this run cannot be undone: {self.undo.unavailable}", logged=True)
             return
         try:
-            checkpoint = store.snapshot(self.sandbox_root, self.run_id, iteration)
-            history.add_checkpoint(self.run_id, stored_checkpoint(checkpoint))
+            stored = stored_checkpoint(store.snapshot(self.sandbox_root, self.run_id, iteration))
+            self.undo.record(lambda history: history.add_checkpoint(self.run_id, stored))
         except Exception as exc:  # CheckpointError, sqlite3.Error, OSError: never the run's end
             self._warn(
                 f"no checkpoint before iteration {iteration} ({exc}): the changes from "
@@ -401,16 +418,19 @@ class RunCheckpoints:
             if store is not None:
                 end = store.finish_run(self.sandbox_root, self.run_id)
                 if end is not None:
-                    history.add_checkpoint(self.run_id, stored_checkpoint(end))
+                    last = stored_checkpoint(end)
+                    self.undo.record(lambda history: history.add_checkpoint(self.run_id, last))
                     changed = store.changed_files(self.run_id)
                 elif self.warning is None:
                     changed = []  # every call that might have changed something was refused
             self.changed_files = changed or []
-            history.set_changes(self.run_id, changed, self.warning)
+            warning = self.warning
+            self.undo.record(lambda history: history.set_changes(self.run_id, changed, warning))
         except Exception as exc:
             self._warn(f"the state this run left was not recorded ({exc})")
+            warning = self.warning
             try:
-                history.set_changes(self.run_id, None, self.warning)
+                self.undo.record(lambda history: history.set_changes(self.run_id, None, warning))
             except sqlite3.Error:
                 log.warning("run %s: its checkpoint warning was not stored", self.run_id)
 

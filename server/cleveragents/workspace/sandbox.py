@@ -88,6 +88,21 @@ def _refuse_missing_root() -> ToolError:
     )
 
 
+def too_broad(real: str) -> str | None:
+    """Why a (real) folder cannot be a sandbox root: the filesystem's root, or a folder that
+    holds the home folder (every user's files). None for a project folder, and for the home
+    folder itself, whose credentials stay hidden all the same."""
+    home = os.path.realpath(os.path.expanduser("~"))
+    if real == "/":
+        return (
+            "is the root of the filesystem: a sandbox is one project's folder, and every "
+            "file of the system would be open to the tools; choose the project's folder"
+        )
+    if home != real and _within(home, real):
+        return f"holds the home folder {home} (and other users' files): choose the project's folder"
+    return None
+
+
 class Sandbox:
     """One sandbox root; resolves paths beneath it and opens them without following links."""
 
@@ -103,6 +118,9 @@ class Sandbox:
         real = os.path.realpath(sandbox_root)
         if not os.path.isdir(real):
             raise ToolError(f"sandbox root {sandbox_root!r} is not an existing directory")
+        problem = too_broad(real)
+        if problem is not None:
+            raise ToolError(f"sandbox root {sandbox_root!r} {problem}", kind="sandbox_violation")
         self.root = real
         self.hidden = tuple(never_visible_to_tools() if hidden is None else hidden)
         covering = next((h for h in self.hidden if _within(real, h)), None)

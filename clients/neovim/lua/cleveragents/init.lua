@@ -26,6 +26,10 @@ local defaults = {
   -- Approvals: nil asks with vim.ui.select; 'allow', 'deny' or 'allow_for_run' answers
   -- every question that way without asking.
   approval = nil,
+  -- Workspace trust: a sandbox's `.mcp.json` starts programs, so the daemon asks before the
+  -- first run of each version of that file. nil asks with vim.ui.select (the commands are
+  -- shown first); true trusts and false declines every such question without asking.
+  trust = nil,
   -- Where the scratch buffer opens: 'split', 'vsplit', 'tab', 'current' or false (not shown).
   open = 'split',
 }
@@ -321,7 +325,78 @@ local function ask(params)
   return coroutine.yield()
 end
 
+--- The lines that show what a `.mcp.json` would start: each server's command as written and
+--- the names (never the values) of the variables it sets.
+local function trust_lines(params)
+  local lines = { string.format('%s asks to start these MCP servers:', tostring(params.configPath)) }
+  for _, server in ipairs(type(params.servers) == 'table' and params.servers or {}) do
+    local words = { tostring(server.command) }
+    for _, arg in ipairs(type(server.args) == 'table' and server.args or {}) do
+      words[#words + 1] = vim.fn.shellescape(tostring(arg))
+    end
+    local line = string.format('  %s: %s', tostring(server.name), table.concat(words, ' '))
+    if type(server.envNames) == 'table' and #server.envNames > 0 then
+      line = line .. ' (sets ' .. table.concat(server.envNames, ', ') .. ')'
+    end
+    lines[#lines + 1] = line
+  end
+  return lines
+end
+
+local function ask_trust(params, lines)
+  local co, is_main = coroutine.running()
+  if not co or is_main then
+    return false -- nowhere to wait for an answer
+  end
+  local labels = {
+    trust = 'Trust and start them (remembered until the file changes)',
+    decline = 'Do not start them (remembered until the file changes)',
+  }
+  vim.ui.select({ 'trust', 'decline' }, {
+    prompt = 'cleveragents: ' .. table.concat(lines, '\n') .. '\nTrust this workspace?',
+    kind = 'cleveragents_trust',
+    format_item = function(choice)
+      return labels[choice]
+    end,
+  }, function(choice)
+    vim.schedule(function()
+      coroutine.resume(co, choice == 'trust')
+    end)
+  end)
+  return coroutine.yield()
+end
+
+local function answer_trust(params)
+  if type(params) ~= 'table' then
+    return { trusted = false }
+  end
+  local lines = trust_lines(params)
+  -- Shown in every unfinished run of that folder, so the answer is on record there.
+  local shown = {}
+  for _, run in pairs(runs) do
+    if not run.done and vim.fn.resolve(run.sandbox_root) == vim.fn.resolve(tostring(params.sandboxRoot)) then
+      shown[#shown + 1] = run
+      append(run, lines)
+    end
+  end
+  local trusted
+  if config.trust == nil then
+    trusted = ask_trust(params, lines)
+  else
+    trusted = config.trust == true
+  end
+  local verdict = trusted and 'trusted: the servers start'
+    or 'not trusted: the run goes on without these servers'
+  for _, run in ipairs(shown) do
+    append(run, { verdict })
+  end
+  return { trusted = trusted }
+end
+
 local function dispatch_request(method, params)
+  if method == 'cleveragents/trustWorkspace' then
+    return answer_trust(params)
+  end
   if method ~= 'cleveragents/approveToolCall' then
     return nil,
       vim.lsp.rpc.rpc_response_error(
@@ -391,7 +466,7 @@ local function start_daemon()
   rpc.request('initialize', {
     processId = vim.fn.getpid(),
     clientInfo = { name = 'cleveragents.nvim' },
-    capabilities = { experimental = { cleveragents = { approvals = true } } },
+    capabilities = { experimental = { cleveragents = { approvals = true, trust = true } } },
     initializationOptions = next(config.init_options) and config.init_options or nil,
   }, function(err)
     local queued = d.queued

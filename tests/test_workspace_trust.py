@@ -1,0 +1,263 @@
+"""Workspace trust in the core: a `.mcp.json` starts nothing until its exact bytes are trusted.
+
+The servers are the real demo server (tests/mcp_fixtures), which appends its pid to a marker
+file as it starts: "started" is read from that file, never from our own state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.mcp_fixtures.marked import DEMO_SERVER, SECRET_VALUE, starts, write_demo_config
+
+from cleveragents.mcp import McpToolsetPool, read_mcp_config
+from cleveragents.service.runs import RunManager, RunPlan, RunRequest
+from cleveragents.service.settings import RunDefaults
+from cleveragents.service.trust import (
+    TrustRequest,
+    TrustStore,
+    WorkspaceTrust,
+    trust_request,
+    untrusted_note,
+)
+from cleveragents.tool import LLMRequest, LLMResponse, ToolCallRequest, ToolRegistry
+from cleveragents.tool.events import RunObserver
+from cleveragents.tool.llm import FunctionLLMCaller
+from cleveragents.tool.policy import ApprovalDecision, ApprovalRequest
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+class Asker:
+    """Answers trust questions from a list (None: no answer), keeping what it was asked."""
+
+    def __init__(self, *answers: bool | None) -> None:
+        self.answers = list(answers)
+        self.asked: list[TrustRequest] = []
+
+    async def __call__(self, request: TrustRequest) -> bool | None:
+        self.asked.append(request)
+        return self.answers.pop(0)
+
+
+# -- the store -------------------------------------------------------------------------------
+
+
+def test_the_store_remembers_per_folder_and_digest_in_a_private_file(tmp_path: Path) -> None:
+    store = TrustStore(tmp_path / "data" / "trusted-workspaces.json")
+    request = TrustRequest("/w/a", "/w/a/.mcp.json", "ab" * 32, ())
+    assert store.decision("/w/a", "ab" * 32) is None
+    store.remember(request, True)
+    store.remember(TrustRequest("/w/b", "/w/b/.mcp.json", "cd" * 32, ()), False)
+    assert store.decision("/w/a", "ab" * 32) is True
+    assert store.decision("/w/a", "cd" * 32) is None  # another digest: another file
+    assert store.decision("/w/b", "cd" * 32) is False
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    assert [(d.sandbox_root, d.trusted) for d in store.decisions()] == [
+        ("/w/a", True),
+        ("/w/b", False),
+    ]
+    assert store.forget("/w/a") == 1
+    assert store.decision("/w/a", "ab" * 32) is None
+    # Another process's store object sees the same answers.
+    assert TrustStore(store.path).decision("/w/b", "cd" * 32) is False
+
+
+def test_a_store_others_could_write_is_ignored(tmp_path: Path) -> None:
+    store = TrustStore(tmp_path / "trusted-workspaces.json")
+    store.remember(TrustRequest("/w", "/w/.mcp.json", "ef" * 32, ()), True)
+    os.chmod(store.path, 0o622)
+    assert store.decision("/w", "ef" * 32) is None
+    os.chmod(store.path, 0o600)
+    assert store.decision("/w", "ef" * 32) is True
+    store.path.write_text("{not json")
+    assert store.decision("/w", "ef" * 32) is None
+
+
+# -- deciding --------------------------------------------------------------------------------
+
+
+async def test_asked_with_the_written_commands_and_variable_names_only(
+    sandbox: Path, tmp_path: Path
+) -> None:
+    data = write_demo_config(sandbox, tmp_path / "marker")
+    asker = Asker(False)
+    trust = WorkspaceTrust(
+        TrustStore(tmp_path / "t.json"), pre_trusted=False, timeout_s=60, ask=asker
+    )
+    admitted = await trust.admit(str(sandbox), read_mcp_config(str(sandbox)))
+    (request,) = asker.asked
+    assert request.config_hash == hashlib.sha256(data).hexdigest()
+    assert request.config_path == str(sandbox / ".mcp.json")
+    (server,) = request.servers
+    assert (server.name, server.command) == ("demo", sys.executable)
+    assert server.args == (DEMO_SERVER, "--marker", str(tmp_path / "marker"))
+    assert server.env_names == ("DEMO_TOKEN",)
+    assert SECRET_VALUE not in repr(request) and SECRET_VALUE not in "".join(request.describe())
+    assert admitted.servers == () and admitted.untrusted == ("demo",)
+    assert admitted.skipped["demo"].startswith("not trusted: you declined")
+
+
+async def test_answers_are_remembered_and_a_changed_file_is_asked_about_again(
+    sandbox: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "marker"
+    store = TrustStore(tmp_path / "t.json")
+    asker = Asker(False, True)
+
+    async def admit() -> Any:
+        trust = WorkspaceTrust(store, pre_trusted=False, timeout_s=60, ask=asker)
+        return await trust.admit(str(sandbox), read_mcp_config(str(sandbox)))
+
+    write_demo_config(sandbox, marker)
+    assert (await admit()).untrusted == ("demo",)
+    assert (await admit()).untrusted == ("demo",)  # remembered: not asked again
+    assert len(asker.asked) == 1
+    write_demo_config(sandbox, marker, "main")  # one more argument: other bytes
+    assert (await admit()).servers  # asked again, and trusted
+    assert (await admit()).servers  # remembered
+    assert len(asker.asked) == 2
+    # A byte that changes nothing a server does still changes the file: asked again.
+    (sandbox / ".mcp.json").write_bytes((sandbox / ".mcp.json").read_bytes() + b"\n")
+    asker.answers.append(None)
+    assert (await admit()).untrusted == ("demo",)
+    assert len(asker.asked) == 3
+
+
+async def test_no_answer_is_not_trusted_and_not_remembered(sandbox: Path, tmp_path: Path) -> None:
+    write_demo_config(sandbox, tmp_path / "marker")
+    store = TrustStore(tmp_path / "t.json")
+    config = read_mcp_config(str(sandbox))
+
+    async def never(request: TrustRequest) -> bool:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    for ask, why in ((None, "nobody could be asked"), (never, "no answer within 0.2 s")):
+        trust = WorkspaceTrust(store, pre_trusted=False, timeout_s=0.2, ask=ask)
+        admitted = await trust.admit(str(sandbox), config)
+        assert admitted.untrusted == ("demo",)
+        assert why in admitted.skipped["demo"]
+    assert not store.path.exists()
+
+
+async def test_pre_trusted_asks_nothing_and_remembers_nothing(
+    sandbox: Path, tmp_path: Path
+) -> None:
+    write_demo_config(sandbox, tmp_path / "marker")
+    store = TrustStore(tmp_path / "t.json")
+    asker = Asker()
+    trust = WorkspaceTrust(store, pre_trusted=True, timeout_s=60, ask=asker)
+    config = read_mcp_config(str(sandbox))
+    assert await trust.admit(str(sandbox), config) is config
+    assert asker.asked == [] and not store.path.exists()
+
+
+# -- starting --------------------------------------------------------------------------------
+
+
+async def test_the_pool_starts_nothing_until_trusted(sandbox: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    write_demo_config(sandbox, marker)
+    store = TrustStore(tmp_path / "t.json")
+    pool = McpToolsetPool()
+    root = str(sandbox)
+
+    def admit_with(asker: Asker) -> Any:
+        trust = WorkspaceTrust(store, pre_trusted=False, timeout_s=60, ask=asker)
+        return lambda config: trust.admit(root, config)
+
+    try:
+        async with pool.lease(root, admit_with(Asker(False))) as toolset:
+            assert toolset.specs == [] and toolset.untrusted == ("demo",)
+        assert starts(marker) == 0
+        write_demo_config(sandbox, marker, "main")
+        async with pool.lease(root, admit_with(Asker(True))) as toolset:
+            assert "demo__echo" in {spec.name for spec in toolset.specs}
+        assert starts(marker) == 1
+    finally:
+        await pool.close()
+
+
+class TrustingSink:
+    """A front's half of a run: no approvals; trust questions answered from `answers`."""
+
+    def __init__(self, *answers: bool | None) -> None:
+        self.asker = Asker(*answers)
+        self.approvals = False
+
+    def run_observer(self, plan: RunPlan) -> RunObserver:
+        return lambda event: None
+
+    async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        raise AssertionError("no approvals in these runs")
+
+    async def ask_trust(self, request: TrustRequest) -> bool | None:
+        return await self.asker(request)
+
+
+async def test_a_declined_workspace_runs_without_the_tools_and_the_model_is_told(
+    sandbox: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "marker"
+    write_demo_config(sandbox, marker)
+    systems: list[str | None] = []
+    offered: list[list[str]] = []
+
+    def llm(request: LLMRequest) -> LLMResponse:
+        systems.append(request.system)
+        offered.append([tool.name for tool in request.tools])
+        if request.iteration == 1:
+            return LLMResponse(tool_calls=[ToolCallRequest("c1", "demo__echo", {"text": "x"})])
+        return LLMResponse(text="done")
+
+    registry = ToolRegistry()
+    defaults = RunDefaults(automation_profile="full-auto", system_prompt="Base prompt.")
+    manager = RunManager(
+        registry,
+        defaults,
+        None,
+        llm_factory=lambda *a, **k: FunctionLLMCaller(llm),
+        trust_store=TrustStore(tmp_path / "t.json"),
+    )
+    try:
+        request = RunRequest(prompt="echo", sandbox_root=str(sandbox))
+        declined = (await manager.run(request, TrustingSink(False))).result
+        assert starts(marker) == 0
+        assert declined.tool_call_history[0].error_kind == "unknown_tool"
+        assert systems[0] is not None and systems[0].startswith("Base prompt.\n\n")
+        assert untrusted_note(str(sandbox / ".mcp.json"), ("demo",)) in systems[0]
+        assert "demo__echo" not in offered[0]
+
+        write_demo_config(sandbox, marker, "main")
+        systems.clear()
+        trusted = (await manager.run(request, TrustingSink(True))).result
+        assert starts(marker) == 1
+        assert trusted.tool_call_history[0].success
+        assert systems[0] == "Base prompt."
+    finally:
+        await manager.aclose()
+
+
+def test_trust_request_shows_variables_as_written(sandbox: Path) -> None:
+    (sandbox / ".mcp.json").write_text(
+        json.dumps(
+            {"mcpServers": {"gh": {"command": "${GH_BIN:-gh}", "args": ["--token=${TOKEN}"]}}}
+        )
+    )
+    config = read_mcp_config(str(sandbox), {"TOKEN": "ghp_secret", "GH_BIN": "/opt/gh"})
+    (server,) = trust_request(str(sandbox), config).servers
+    assert (server.command, server.args) == ("${GH_BIN:-gh}", ("--token=${TOKEN}",))
