@@ -24,6 +24,8 @@ from cleveragents.workspace.command_policy import CommandPolicy, passes_variable
 from cleveragents.workspace.sandbox import Sandbox
 
 CLI = [sys.executable, "-m", "cleveragents"]
+
+
 CANARY = "CANARY-7f3a9c"
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -140,9 +142,9 @@ def test_a_sandbox_holding_the_data_folder_cannot_reach_the_checkpoint_store_or_
     assert by_id["grep_child"]["output"]["engine"] == "re"
     assert by_id["grep_child"]["output"]["count"] == 0
     # The checkpoints of a home-folder sandbox hold no copy of a credential either.
+    git_dir = str(home / store / key / "git")
     objects = subprocess.run(
-        ["git", "--git-dir", str(home / store / key / "git"), "cat-file"]
-        + ["--batch-all-objects", "--batch"],
+        ["git", "--git-dir", git_dir, "cat-file", "--batch-all-objects", "--batch"],
         capture_output=True,
         check=True,
     ).stdout
