@@ -8,15 +8,12 @@ really served every request, stream and concurrent run the figures come from.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-BENCH = ROOT / "bench" / "daemon_bench.py"
+from test_bench_smoke import run_bench as run_script
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/status").exists(), reason="the daemon bench reads /proc (Linux)"
@@ -24,15 +21,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def run_bench(*args: str) -> str:
-    completed = subprocess.run(
-        [sys.executable, str(BENCH), "--quick", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr
-    return completed.stdout
+    return run_script("daemon_bench.py", "--quick", *args)
 
 
 def test_table_has_every_section_and_one_line_per_target() -> None:

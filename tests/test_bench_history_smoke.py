@@ -9,24 +9,12 @@ did the work.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-BENCH = ROOT / "bench" / "history_bench.py"
+from test_bench_smoke import run_bench as run_script
 
 
 def run_bench(*args: str) -> str:
-    completed = subprocess.run(
-        [sys.executable, str(BENCH), "--quick", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr
-    return completed.stdout
+    return run_script("history_bench.py", "--quick", *args)
 
 
 def test_the_table_has_every_figure_and_three_verdicts() -> None:

@@ -235,11 +235,6 @@ function seedSettings(sandbox, python) {
   );
 }
 
-/** Whether this checkout's protocol (protocol/schema.json) has `method`. */
-function protocolHas(/** @type {string} */ method) {
-  return fs.readFileSync(path.join(repoRoot, 'protocol', 'schema.json'), 'utf8').includes(`"${method}"`);
-}
-
 /** @param {Sandbox} sandbox @param {unknown[]} responses @param {string} [model] the model the script stands for */
 function writeReplayScript(sandbox, responses, model) {
   fs.writeFileSync(sandbox.replayScript, JSON.stringify(model ? { model, responses } : { responses }, null, 2));
@@ -525,14 +520,6 @@ async function main() {
   /** @type {Record<string, number>} */
   const stepSeconds = {};
   let stepStarted = Date.now();
-  /** @type {string[]} */
-  const skippedSteps = [];
-  // A step for a daemon feature that this checkout's protocol does not have yet (its branch
-  // is not merged): said loudly, and it runs as soon as protocol/schema.json has the method.
-  const skipped = (/** @type {string} */ name, /** @type {string} */ why) => {
-    skippedSteps.push(name);
-    log(`step SKIPPED: ${name} (${why})`);
-  };
   const step = (/** @type {string} */ name) => {
     stepSeconds[name] = (Date.now() - stepStarted) / 1000;
     stepStarted = Date.now();
@@ -702,9 +689,7 @@ async function main() {
 
     // -- tokens and cost in the run header: a replay script that stands for a priced model
     //    (claude-sonnet-4-5: $3 in, $15 out per million tokens) and reports its usage -------
-    if (!protocolHas('cleveragents/usage')) {
-      skipped('cost-in-header', 'protocol/schema.json has no cleveragents/usage yet');
-    } else {
+    {
     writeReplayScript(sandbox, [{ text: 'A priced answer.', usage: { input_tokens: 100_000, output_tokens: 2_000 } }], 'claude-sonnet-4-5');
     await prompt.fill('What does this cost?');
     await view.locator('button[data-testid="run"]').click();
@@ -810,9 +795,7 @@ async function main() {
     //    its exact command line. Don't Trust: it never starts. A changed file asks again;
     //    Trust: it starts and its tool answers. (tests/mcp_fixtures/demo_server.py appends
     //    its pid to its --marker file as it starts.) ---------------------------------------
-    if (!protocolHas('cleveragents/trustWorkspace')) {
-      skipped('workspace-trust', 'protocol/schema.json has no cleveragents/trustWorkspace yet');
-    } else {
+    {
     await view.locator('[data-testid="pick-provider"]').selectOption('replay');
     const demoServer = path.join(repoRoot, 'tests', 'mcp_fixtures', 'demo_server.py');
     const mcpConfig = path.join(sandbox.workspace, '.mcp.json');
@@ -881,7 +864,6 @@ async function main() {
     }
   }
   log(`steps: ${Object.entries(stepSeconds).map(([name, s]) => `${name} ${s.toFixed(1)} s`).join(', ')}`);
-  if (skippedSteps.length > 0) log(`skipped: ${skippedSteps.join(', ')}`);
   log(`finished in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
   console.log(passed ? 'e2e: 1 passed, 0 failed' : 'e2e: 0 passed, 1 failed');
   process.exitCode = passed ? 0 : 1;

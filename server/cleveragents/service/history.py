@@ -443,15 +443,8 @@ class RunHistory:
         """One transaction: IMMEDIATE ones write (taking the write lock up front), the others
         read on the read connection. Under `store_now` a write never waits for a lock."""
         if not immediate:
-            conn = self._reader()
-            conn.execute("BEGIN")
-            try:
+            with _begun(self._reader(), "BEGIN") as conn:
                 yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
             return
         nowait = getattr(self._local, "nowait", False)
         if not self._lock.acquire(blocking=not nowait):
@@ -461,13 +454,8 @@ class RunHistory:
             if nowait:  # another process's lock: SQLITE_BUSY at once instead of after 5 s
                 conn.execute("PRAGMA busy_timeout = 0")
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+                with _begun(conn, "BEGIN IMMEDIATE"):
+                    yield conn
             finally:
                 if nowait:
                     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
@@ -1192,3 +1180,16 @@ def _process_alive(pid: int) -> bool:
     except PermissionError:  # exists, owned by someone else
         return True
     return True
+
+
+@contextmanager
+def _begun(conn: sqlite3.Connection, begin: str) -> Iterator[sqlite3.Connection]:
+    """A transaction on `conn`: committed when the block ends, rolled back if it raises."""
+    conn.execute(begin)
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
