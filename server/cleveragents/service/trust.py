@@ -23,6 +23,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import shlex
 import stat
 import sys
@@ -85,7 +86,33 @@ TrustAsker = Callable[[TrustRequest], Awaitable[bool | None]]
 
 
 def shell_line(command: str, args: tuple[str, ...]) -> str:
-    return shlex.join([command, *args])
+    """The command line as a shell would need it. A word with control or invisible format
+    characters (an escape sequence that redraws the terminal, a bidi override that reorders
+    what is shown, a newline that passes for another line) is written `$'…'` with them
+    escaped: what the user is shown is what will run."""
+    return " ".join(_shell_word(word) for word in (command, *args))
+
+
+_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def _shell_word(word: str) -> str:
+    if not _HIDDEN.search(word):
+        return shlex.quote(word)
+
+    def escaped(char: str) -> str:
+        code = ord(char)
+        if char in "\\'":
+            return "\\" + char
+        if char == "\n":
+            return "\\n"
+        if char == "\t":
+            return "\\t"
+        if not _HIDDEN.match(char):
+            return char
+        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+    return "$'" + "".join(escaped(char) for char in word) + "'"
 
 
 def trust_request(sandbox_root: str, config: McpConfig) -> TrustRequest:

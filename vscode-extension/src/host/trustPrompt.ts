@@ -31,20 +31,26 @@ export function trustQuestion(params: TrustWorkspaceParams): TrustQuestion {
   };
 }
 
+// Control characters (C0, DEL, C1) and invisible format characters: zero-width ones, line and
+// paragraph separators, bidi embeddings, overrides and isolates, the BOM.
+const HIDDEN = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/;
+
 /**
- * A word as a shell would need it: bare when safe, else in single quotes; with control
- * characters, `$'…'` with them escaped, so a newline in an argument cannot pass for another
- * line of the list.
+ * A word as a shell would need it: bare when safe, else in single quotes; with control or
+ * invisible format characters, `$'…'` with them escaped, so a newline cannot pass for another
+ * line of the list and a right-to-left override cannot reorder what is shown.
  */
 export function shellQuote(word: string): string {
   if (word !== '' && /^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;
-  if (/[\u0000-\u001f\u007f]/.test(word)) {
-    const escaped = word.replace(/[\\'\u0000-\u001f\u007f]/g, (char) => {
+  if (HIDDEN.test(word)) {
+    const escaped = Array.from(word, (char) => {
       if (char === '\\' || char === "'") return `\\${char}`;
       if (char === '\n') return '\\n';
       if (char === '\t') return '\\t';
-      return `\\x${char.charCodeAt(0).toString(16).padStart(2, '0')}`;
-    });
+      if (!HIDDEN.test(char)) return char;
+      const code = char.charCodeAt(0);
+      return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+    }).join('');
     return `$'${escaped}'`;
   }
   return `'${word.replace(/'/g, `'\\''`)}'`;

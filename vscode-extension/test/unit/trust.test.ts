@@ -32,5 +32,9 @@ describe('trust question', () => {
     assert.equal(shellQuote("it's"), `'it'\\''s'`);
     assert.equal(shellQuote('line\nbreak'), "$'line\\nbreak'");
     assert.equal(shellQuote("a'\u001b[2J\\"), "$'a\\'\\x1b[2J\\\\'");
+    // A right-to-left override, a C1 control and a zero-width space would hide or reorder text.
+    assert.equal(shellQuote('evil\u202eexe.txt'), "$'evil\\u202eexe.txt'");
+    assert.equal(shellQuote('a\u009bb'), "$'a\\x9bb'");
+    assert.equal(shellQuote('x\u200by é'), "$'x\\u200by é'");
   });
 });

@@ -325,16 +325,49 @@ local function ask(params)
   return coroutine.yield()
 end
 
+-- Control characters and invisible format characters (as UTF-8): C1 controls, zero-width
+-- ones, line separators, bidi embeddings, overrides and isolates, the BOM.
+local HIDDEN = {
+  '[%z\1-\31\127]',
+  '\194[\128-\159]',
+  '\226\128[\139-\143\168-\174]',
+  '\226\129[\160-\169]',
+  '\239\187\191',
+}
+
+--- A word as a shell would need it; with hidden characters, `$'…'` with them escaped, so an
+--- escape sequence or a right-to-left override cannot change what the question shows.
+local function shell_word(word)
+  word = tostring(word)
+  local hidden = false
+  for _, pattern in ipairs(HIDDEN) do
+    hidden = hidden or word:find(pattern) ~= nil
+  end
+  if not hidden then
+    return word:match('^[%w_@%%+=:,./-]+$') and word or vim.fn.shellescape(word)
+  end
+  local escaped = word:gsub('[\\\']', '\\%0')
+  for _, pattern in ipairs(HIDDEN) do
+    escaped = escaped:gsub(pattern, function(bytes)
+      if #bytes == 1 then
+        return string.format('\\x%02x', bytes:byte())
+      end
+      return string.format('\\u%04x', vim.fn.char2nr(bytes))
+    end)
+  end
+  return "$'" .. escaped .. "'"
+end
+
 --- The lines that show what a `.mcp.json` would start: each server's command as written and
 --- the names (never the values) of the variables it sets.
 local function trust_lines(params)
   local lines = { string.format('%s asks to start these MCP servers:', tostring(params.configPath)) }
   for _, server in ipairs(type(params.servers) == 'table' and params.servers or {}) do
-    local words = { tostring(server.command) }
+    local words = { shell_word(server.command) }
     for _, arg in ipairs(type(server.args) == 'table' and server.args or {}) do
-      words[#words + 1] = vim.fn.shellescape(tostring(arg))
+      words[#words + 1] = shell_word(arg)
     end
-    local line = string.format('  %s: %s', tostring(server.name), table.concat(words, ' '))
+    local line = string.format('  %s: %s', shell_word(server.name), table.concat(words, ' '))
     if type(server.envNames) == 'table' and #server.envNames > 0 then
       line = line .. ' (sets ' .. table.concat(server.envNames, ', ') .. ')'
     end
