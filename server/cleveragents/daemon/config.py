@@ -60,12 +60,7 @@ def client_options(options: wire.InitializationOptions) -> ClientOptions:
             if options.prices is not None
             else None
         ),
-        command=command_settings(
-            options.command_read_paths,
-            options.command_env,
-            options.command_limits,
-            options.allow_unconfined_commands,
-        ),
+        command=command_settings(options),
         trust_workspace=options.trust_workspace,
     )
 

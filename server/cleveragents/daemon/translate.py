@@ -39,33 +39,25 @@ def run_request(params: wire.RunParams) -> RunRequest:
             ResourceRequest(r.path, r.text, r.start_line, r.end_line)
             for r in params.resources or ()
         ),
-        command=command_settings(
-            params.command_read_paths,
-            params.command_env,
-            params.command_limits,
-            params.allow_unconfined_commands,
-        ),
+        command=command_settings(params),
         progress_token=params.work_done_token,
     )
 
 
-def command_settings(
-    read_paths: list[str] | None,
-    env: list[str] | None,
-    limits: wire.CommandLimits | None,
-    allow_unconfined: bool | None,
-) -> CommandSettings:
-    """The wire's command options as the core's layer of command settings."""
+def command_settings(options: wire.RunParams | wire.InitializationOptions) -> CommandSettings:
+    """The wire's command options (of a run, or of the session) as the core's layer of command
+    settings."""
+    limits = options.command_limits
     set_limits = {
         name: value
         for name in COMMAND_LIMITS
         if limits is not None and (value := getattr(limits, name)) is not None
     }
     return CommandSettings(
-        read_paths=tuple(read_paths or ()),
-        env=tuple(env or ()),
+        read_paths=tuple(options.command_read_paths or ()),
+        env=tuple(options.command_env or ()),
         limits=set_limits,
-        allow_unconfined=allow_unconfined,
+        allow_unconfined=options.allow_unconfined_commands,
     )
 
 
