@@ -394,11 +394,9 @@ def _tools(args: argparse.Namespace) -> int:
         registry = build_registry(args.tools)
         if args.sandbox:
             sandbox = os.path.realpath(args.sandbox)
-            if not os.path.isdir(sandbox):
-                return _fail(f"sandbox {args.sandbox!r} is not a folder", EXIT_USAGE)
-            problem = _too_broad(sandbox)
+            problem = _sandbox_problem(args.sandbox, sandbox)
             if problem is not None:
-                return _fail(f"sandbox {args.sandbox!r} {problem}", EXIT_USAGE)
+                return _fail(problem, EXIT_USAGE)
             console = Console(stderr=True)
             trust = _mcp_trust(args, console)
             asyncio.run(_add_mcp_tools_once(registry, sandbox, trust, console))
@@ -725,10 +723,14 @@ def _size(count: int) -> str:
     return f"{size:.1f} GiB"
 
 
-def _too_broad(sandbox: str) -> str | None:
+def _sandbox_problem(given: str, sandbox: str) -> str | None:
+    """Why --sandbox `given` (real path `sandbox`) cannot be the tools' folder, or None."""
     from .workspace.sandbox import too_broad
 
-    return too_broad(sandbox)
+    if not os.path.isdir(sandbox):
+        return f"sandbox {given!r} is not a folder"
+    problem = too_broad(sandbox)
+    return None if problem is None else f"sandbox {given!r} {problem}"
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -748,11 +750,9 @@ def _run(args: argparse.Namespace) -> int:
     from .toolsets import ToolLoadError, build_registry
 
     sandbox = os.path.realpath(args.sandbox)
-    if not os.path.isdir(sandbox):
-        return _fail(f"sandbox {args.sandbox!r} is not a folder", EXIT_USAGE)
-    problem = _too_broad(sandbox)
+    problem = _sandbox_problem(args.sandbox, sandbox)
     if problem is not None:
-        return _fail(f"sandbox {args.sandbox!r} {problem}", EXIT_USAGE)
+        return _fail(problem, EXIT_USAGE)
     if args.max_iterations < 1:
         return _fail("--max-iterations must be at least 1", EXIT_USAGE)
     if not args.prompt.strip():
