@@ -570,15 +570,7 @@ class CheckpointStore:
         indexed = _split_z(self._run(repo, "ls-files", "-z", work_tree=repo.sandbox))
         stale = [path for path in indexed if path not in listed]
         if stale:
-            self._run(
-                repo,
-                "update-index",
-                "--force-remove",
-                "-z",
-                "--stdin",
-                input=_join_z(stale),
-                work_tree=repo.sandbox,
-            )
+            self._drop_from_index(repo, repo.index, stale)
         if paths:
             # Unchanged files are recognised by their stat data and not read again.
             self._run(
@@ -717,16 +709,7 @@ class CheckpointStore:
             return target, []
         try:
             self._run(repo, "read-tree", target, index=repo.scratch_index)
-            self._run(
-                repo,
-                "update-index",
-                "--force-remove",
-                "-z",
-                "--stdin",
-                input=_join_z(k.path for k in kept),
-                index=repo.scratch_index,
-                work_tree=repo.sandbox,
-            )
+            self._drop_from_index(repo, repo.scratch_index, [k.path for k in kept])
             reachable = self._run(repo, "write-tree", index=repo.scratch_index).decode().strip()
         finally:
             repo.scratch_index.unlink(missing_ok=True)
@@ -925,6 +908,19 @@ class CheckpointStore:
     def _run(self, repo: _Repo, *args: str, **options: Unpack[_GitOptions]) -> bytes:
         """A git command's output; _GitFailed if it fails."""
         return self._git(repo, *args, **options).stdout
+
+    def _drop_from_index(self, repo: _Repo, index: Path, paths: Iterable[str]) -> None:
+        """Take `paths` out of `index`; the files themselves stay as they are."""
+        self._run(
+            repo,
+            "update-index",
+            "--force-remove",
+            "-z",
+            "--stdin",
+            input=_join_z(paths),
+            index=index,
+            work_tree=repo.sandbox,
+        )
 
     @contextmanager
     def _locked(self, repo: _Repo) -> Iterator[None]:
