@@ -524,6 +524,7 @@ def test_doctor_shows_the_policy_commands_get(
     assert main(["doctor", "--sandbox", str(root)]) == 0
     text = capsys.readouterr().out
     assert "read-write /" in text and str(root) in text and "max_processes" in text
+    assert "Workspace MCP servers: none" in text
     monkeypatch.setenv("CLEVERAGENTS_COMMAND_MAX_PROCESSES", "lots")
     assert main(["doctor", "--sandbox", str(root)]) == 2
     assert "CLEVERAGENTS_COMMAND_MAX_PROCESSES" in capsys.readouterr().err

@@ -289,3 +289,37 @@ def test_a_command_line_shows_escape_sequences_and_bidi_overrides_and_a_shell_re
             ["bash", "-c", f"printf '%s\\0' {line}"], capture_output=True, check=True
         ).stdout
         assert read_back.decode().split("\0")[:-1] == list(words)
+
+
+def test_doctor_says_whether_the_next_run_would_start_the_workspaces_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cleveragents.cli import main
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.delenv("CLEVERAGENTS_TRUST_WORKSPACE", raising=False)
+    sandbox = tmp_path / "ws"
+    sandbox.mkdir()
+    write_demo_config(sandbox, tmp_path / "marker")
+    root = os.path.realpath(sandbox)
+
+    def doctor() -> dict[str, Any]:
+        assert main(["doctor", "--json", "--sandbox", str(sandbox)]) == 0
+        report: dict[str, Any] = json.loads(capsys.readouterr().out)["mcp"]
+        return report
+
+    asked = doctor()
+    assert asked["status"] == "not asked yet" and asked["servers"][0].startswith("demo: ")
+    assert SECRET_VALUE not in json.dumps(asked)
+    request = trust_request(root, read_mcp_config(root))
+    TrustStore().remember(request, False)
+    assert doctor()["status"] == "declined"
+    TrustStore().remember(request, True)
+    assert doctor()["status"] == "trusted"
+    assert main(["doctor", "--sandbox", str(sandbox)]) == 0
+    assert "they start with every run" in capsys.readouterr().out
+    (sandbox / ".mcp.json").write_text("{broken")
+    assert doctor()["status"] == "error"
+    monkeypatch.setenv("CLEVERAGENTS_TRUST_WORKSPACE", "1")
+    write_demo_config(sandbox, tmp_path / "marker", "changed")
+    assert doctor()["status"] == "pre-trusted"

@@ -435,8 +435,52 @@ def _doctor(args: argparse.Namespace) -> int:
         report = command_policy_report(policy, sandbox)
     except (ValueError, ParamsError) as exc:  # a malformed CLEVERAGENTS_* setting
         return _fail(str(exc), EXIT_USAGE)
-    print(json.dumps(report, indent=2) if args.json else render_report(report))
+    report["mcp"] = _workspace_trust_report(sandbox)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(render_report(report))
+        print(_render_workspace_trust(report["mcp"]))
     return EXIT_OK
+
+
+def _workspace_trust_report(sandbox: str) -> dict[str, Any]:
+    """Whether the sandbox's `.mcp.json` would start servers on the next run, and why."""
+    from .mcp import McpConfigError, read_mcp_config
+    from .service.settings import ENV_TRUST_WORKSPACE, env_flag
+    from .service.trust import TrustStore, trust_request
+
+    try:
+        config = read_mcp_config(sandbox)
+    except McpConfigError as exc:
+        return {"config": None, "servers": [], "status": "error", "error": str(exc)}
+    request = trust_request(sandbox, config)
+    servers = request.describe()
+    if not config.servers:
+        status = "none"
+    elif env_flag(os.environ, ENV_TRUST_WORKSPACE)[0]:
+        status = "pre-trusted"
+    else:
+        decision = TrustStore().decision(sandbox, config.digest)
+        status = {True: "trusted", False: "declined", None: "not asked yet"}[decision]
+    return {"config": config.path, "sha256": config.digest, "servers": servers, "status": status}
+
+
+def _render_workspace_trust(mcp: dict[str, Any]) -> str:
+    status = mcp["status"]
+    if status == "error":
+        return f"\nWorkspace MCP servers: {mcp['error']}"
+    if status == "none":
+        return "\nWorkspace MCP servers: none (no .mcp.json servers here)"
+    meaning = {
+        "trusted": "trusted: they start with every run (cleveragents trust forget asks again)",
+        "declined": "declined: runs go on without them (cleveragents trust forget asks again)",
+        "not asked yet": "not trusted yet: the next run asks before starting them",
+        "pre-trusted": "pre-trusted by $CLEVERAGENTS_TRUST_WORKSPACE: they start unasked",
+    }[status]
+    lines = [f"\nWorkspace MCP servers ({mcp['config']}, sha256 {mcp['sha256'][:12]}…): {meaning}"]
+    lines.extend(f"  {line}" for line in mcp["servers"])
+    return "\n".join(lines)
 
 
 async def _add_mcp_tools_once(registry: Any, sandbox: str, trust: Any, console: Any) -> None:
