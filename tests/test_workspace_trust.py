@@ -449,3 +449,39 @@ async def test_servers_of_a_file_trusted_before_stop_once_it_is_declined(
         assert starts(marker) == 1
     finally:
         await pool.close()
+
+
+async def test_answers_follow_the_real_folder_not_the_name_it_was_reached_by(
+    tmp_path: Path,
+) -> None:
+    """A symlinked folder, a trailing slash or `..` reach the answer given for the real folder;
+    the same link pointed at another folder with the very same `.mcp.json` is asked again."""
+    marker = tmp_path / "marker"
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+        write_demo_config(folder, marker)  # the same bytes in both
+    (first / "sub").mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(first)
+    manager = RunManager(
+        ToolRegistry(),
+        RunDefaults(automation_profile="full-auto"),
+        None,
+        trust_store=TrustStore(tmp_path / "t.json"),
+    )
+    try:
+        yes = Asker(True)
+        for name in (f"{link}/", str(first / "sub" / ".."), str(first)):
+            assert "demo__echo" in {spec.name for spec in await manager.tools(name, yes)}
+        (request,) = yes.asked
+        assert request.sandbox_root == str(first.resolve())
+        link.unlink()
+        link.symlink_to(second)
+        no = Asker(False)
+        assert "demo__echo" not in {spec.name for spec in await manager.tools(str(link), no)}
+        (request,) = no.asked
+        assert request.sandbox_root == str(second.resolve())
+        assert starts(marker) == 1
+    finally:
+        await manager.aclose()
