@@ -536,6 +536,7 @@ def _trust(args: argparse.Namespace) -> int:
 
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from .service.trust import TrustStore
 
@@ -553,11 +554,12 @@ def _trust(args: argparse.Namespace) -> int:
     for decision in decisions:
         when = datetime.fromtimestamp(decision.decided_at).strftime("%Y-%m-%d %H:%M")
         answer = "trusted" if decision.trusted else "declined"
+        # Text, not markup: a folder or server name such as `[/]` is shown as written.
         table.add_row(
-            decision.sandbox_root,
+            Text(decision.sandbox_root),
             answer,
             when,
-            ", ".join(decision.servers),
+            Text(", ".join(decision.servers)),
             decision.config_hash[:16],
         )
     Console().print(table)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 log = logging.getLogger(__name__)
 
 MAX_HEADER_LINE = 8 * 1024
+_ABSURD_LENGTH = 10**18 - 1  # what a Content-Length of more digits is read as
 MAX_BODY = 64 * 1024 * 1024
 COALESCE_BYTES = 16 * 1024  # messages gathered in one event-loop callback go out at this size
 _HEADER = re.compile(rb"^([!#$%&'*+\-.^_`|~0-9A-Za-z]+)[ \t]*:[ \t]*(.*?)[ \t]*$")
@@ -167,7 +168,11 @@ class FrameParser:
         if not value.isdigit():
             self._fail_line(items, line, start, f"invalid Content-Length {value[:40]!r}")
             return
-        self._content_length = int(value)
+        # int() refuses over 4,300 digits (ValueError, which escaped the parser and stopped
+        # the daemon reading); a length of more than 18 digits is over any limit, so it is
+        # taken as the largest such and reported as an oversized frame.
+        digits = value.lstrip(b"0")
+        self._content_length = int(digits or b"0") if len(digits) <= 18 else _ABSURD_LENGTH
 
     def _fail_line(self, items: list[Item], line: bytes, start: int, message: str) -> None:
         """A header line that failed: hand back a `Content-Length` further along it.

@@ -164,6 +164,21 @@ def test_a_content_length_header_longer_than_8_kib_does_not_hang_the_parser() ->
     assert parser.feed(b"\r\n" + well_formed(b"{}", 0)) == [Frame(b"{}")]
 
 
+def test_a_content_length_of_thousands_of_digits_is_an_oversized_frame() -> None:
+    """Found open: `int()` refuses a string of over 4,300 digits (Python's limit on integer
+    conversion), so `Content-Length: 999…9` of 5,000 digits (a 5 KiB header line, within the
+    8 KiB allowed) raised ValueError out of the parser, and the daemon stopped reading."""
+    body = request_body("after", True, 1, "x")
+    for digits in (b"9" * 5000, b"1" + b"0" * 8000):
+        parser = FrameParser()
+        items = parser.feed(b"Content-Length: " + digits + b"\r\n\r\n" + well_formed(body, 0))
+        assert [type(item) for item in items] == [FrameError, Frame], digits[:8]
+        assert isinstance(items[0], FrameError) and "over the" in items[0].message
+        assert items[1] == Frame(body)
+    leading_zeros = FrameParser().feed(b"Content-Length: " + b"0" * 5000 + b"2\r\n\r\n{}")
+    assert leading_zeros == [Frame(b"{}")]
+
+
 # -- the real daemon -----------------------------------------------------------------------
 
 
@@ -303,5 +318,16 @@ def test_the_daemon_reports_an_oversized_frame_once_and_answers_the_next_request
     msg_id = daemon.new_id()
     body = request_body("after", True, msg_id, "cleveragents/runs")
     daemon.write(b"Content-Length: 100000000\r\n\r\n" + well_formed(body, 0))
+    daemon.wait_answered([msg_id])
+    assert daemon.parse_errors == before + 1
+
+
+def test_the_daemon_answers_after_a_content_length_of_thousands_of_digits(
+    daemon: StdioDaemon,
+) -> None:
+    before = daemon.parse_errors
+    msg_id = daemon.new_id()
+    body = request_body("after", True, msg_id, "cleveragents/runs")
+    daemon.write(b"Content-Length: " + b"9" * 5000 + b"\r\n\r\n" + well_formed(body, 0))
     daemon.wait_answered([msg_id])
     assert daemon.parse_errors == before + 1

@@ -97,3 +97,29 @@ async def test_a_ping_is_answered_while_a_large_get_run_is_in_flight(tmp_path: P
     finally:
         raw.kill()
         await raw.process.wait()
+
+
+async def test_a_record_the_client_was_sent_survives_kill_9(
+    raw: RawDaemon, tmp_path: Path, sandbox: Path
+) -> None:
+    """The promise of the fast path: with the database free, a record is stored before its
+    notification goes out, so a daemon killed the moment the client has it loses nothing."""
+    history = tmp_path / "history.sqlite3"
+    script = write_script(
+        tmp_path / "script.json",
+        {"tool_calls": [call("pause", seconds=0, label="seen")]},
+        {"tool_calls": [call("pause", seconds=600, label="never")]},
+        {"text": "Paused."},
+    )
+    await raw.initialize(replay_options(script))
+    run = raw.send_request("cleveragents/run", {"prompt": "p", "sandboxRoot": str(sandbox)})
+    seen = await raw.wait_for(lambda m: m.get("method") == "cleveragents/toolCall")
+    assert seen["params"]["record"]["inputs"]["label"] == "seen"
+    raw.kill()
+    await raw.process.wait()
+    assert not any(m.get("id") == run for m in raw.received)
+    with RunHistory(history) as stored:
+        (summary,) = stored.list_runs(10, 0)
+        detail = stored.get_run(summary.run_id)
+        assert detail is not None and detail.status == "running"
+        assert [r.inputs["label"] for r in detail.records] == ["seen"]

@@ -238,6 +238,32 @@ async def test_a_second_tcp_client_is_closed_while_the_first_is_served(
         await daemon.kill()
 
 
+async def test_silent_connections_do_not_keep_the_real_client_out(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    """Found open: with as many silent connections as the handshake bound (any local user can
+    open them, and open them again every 10 s), the real client was closed without a word:
+    the daemon could not be reached for as long as the squatter kept at it. Now the oldest
+    waiting connection is dropped to make room, and the real client gets in."""
+    daemon = await Listening.start(tmp_path, "--tcp", "127.0.0.1:0", lines=2)
+    squatters: list[Peer] = []
+    try:
+        token = daemon.token_file.read_text().strip()
+        squatters = [await Peer.tcp(daemon.port) for _ in range(remote.MAX_PENDING_HANDSHAKES + 3)]
+        owner = await Peer.tcp(daemon.port)
+        await full_session(owner, replay_options(script(tmp_path), token=token), sandbox)
+        assert await daemon.wait() == 0
+        owner.close()
+        # The squatters were closed (refused, if one waited out the handshake), never served.
+        for squatter in squatters:
+            while (message := await squatter.receive()) is not None:
+                assert message["error"]["code"] == wire.UNAUTHORIZED, message
+    finally:
+        for squatter in squatters:
+            squatter.close()
+        await daemon.kill()
+
+
 # -- the Unix socket -------------------------------------------------------------------------
 
 

@@ -270,24 +270,30 @@ async def serve_endpoint(endpoint: Endpoint, session: Session) -> int:
     # Drawn before the port opens: a connection in the first instant must already need it.
     secret = new_token() if isinstance(endpoint, TcpEndpoint) else None
     token: TokenFile | None = None
-    pending = 0
+    pending: list[asyncio.StreamWriter] = []  # connections in their handshake, oldest first
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):  # before anyone can know we listen
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stopping.set)
 
     async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal pending
-        if admitted.done() or pending >= MAX_PENDING_HANDSHAKES:
+        if admitted.done():
             writer.close()  # one client per daemon: start another daemon for another client
             return
         received = b""
         if secret is not None:
-            pending += 1
+            if len(pending) >= MAX_PENDING_HANDSHAKES:
+                # The oldest waiting connection makes room, not the newcomer: refusing the
+                # newcomer let anyone who opens MAX_PENDING_HANDSHAKES silent connections (and
+                # opens them again as they time out) keep the real client out for good.
+                log.warning("too many connections waiting to authenticate: dropped the oldest")
+                pending.pop(0).close()
+            pending.append(writer)
             try:
                 answer = await handshake(reader, writer, secret)
             finally:
-                pending -= 1
+                with contextlib.suppress(ValueError):
+                    pending.remove(writer)
             if answer is None:
                 return
             received = answer

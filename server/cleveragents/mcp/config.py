@@ -30,6 +30,9 @@ MAX_CONFIG_BYTES = 1024 * 1024
 DEFAULT_STARTUP_TIMEOUT_S = 20.0
 """How long a server may take to start and answer the MCP handshake."""
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+HIDDEN_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+"""Control characters (C0, DEL, C1) and invisible format characters (zero-width ones, line
+and paragraph separators, bidi embeddings, overrides and isolates, the BOM)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +125,7 @@ def read_mcp_config(sandbox_root: str, environ: Mapping[str, str] | None = None)
         where = f"{path}: MCP server {name!r}"
         if not name.strip():
             raise McpConfigError(f"{path}: an MCP server has an empty name")
+        _check_shown_name(name, "MCP server name", path)
         if not isinstance(entry, dict):
             raise McpConfigError(f"{where} must be an object with a 'command'")
         if entry.get("disabled") is True:
@@ -148,6 +152,8 @@ def _server(
     env = entry.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise McpConfigError(f"{where}: 'env' must map names to strings")
+    for key in env:
+        _check_shown_name(key, f"MCP server {name!a}: variable name", path)
     return McpServerConfig(
         name=name,
         command=_expand(command, where, variables),
@@ -158,6 +164,17 @@ def _server(
         written_command=command,
         written_args=tuple(args),
     )
+
+
+def _check_shown_name(name: str, what: str, path: str) -> None:
+    """Names are shown as written in the workspace-trust question (every front: terminal,
+    ACP, VS Code, Neovim). An escape sequence or a bidi override in one could redraw or
+    reorder the line that shows the command the user is asked to trust, and no honest config
+    needs one: the file is refused (the arguments, which may need them, are escaped instead)."""
+    if HIDDEN_CHARACTERS.search(name):
+        raise McpConfigError(
+            f"{path}: {what} {name!a} holds a control or invisible format character; not read"
+        )
 
 
 def _expand(text: str, where: str, variables: Mapping[str, str]) -> str:

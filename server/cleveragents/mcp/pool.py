@@ -7,7 +7,8 @@ the next lease starts a fresh toolset, and the old one stops once its last lease
 
 A lease can be given an `admit` step (workspace trust): it sees the config just read and
 returns the one to start, so what is started is exactly what was admitted. A config with its
-servers withheld gets a toolset of its own with nothing running, for that lease alone.
+servers withheld gets a toolset of its own with nothing running, for that lease alone, and
+retires the root's running toolset (trust taken back stops what the earlier answer started).
 """
 
 from __future__ import annotations
@@ -88,6 +89,11 @@ class McpToolsetPool:
             if admit is not None:
                 config = await admit(config)
                 if config.untrusted and not config.servers:
+                    if lease is not None:
+                        # Started under an earlier answer that has since been taken back: a
+                        # declined file keeps nothing running, not even what was trusted.
+                        del self._current[root]
+                        await self._retire(lease)
                     # Nothing to start: a toolset of this lease's own, closed when it ends.
                     toolset = McpToolset(root, config=config)
                     await toolset.open()

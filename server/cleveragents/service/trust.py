@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..mcp.config import CONFIG_FILE, McpConfig
+from ..mcp.config import CONFIG_FILE, HIDDEN_CHARACTERS, McpConfig
 from .errors import ClientRequestError
 from .history import default_history_path
 
@@ -93,11 +93,8 @@ def shell_line(command: str, args: tuple[str, ...]) -> str:
     return " ".join(_shell_word(word) for word in (command, *args))
 
 
-_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
-
-
 def _shell_word(word: str) -> str:
-    if not _HIDDEN.search(word):
+    if not HIDDEN_CHARACTERS.search(word):
         return shlex.quote(word)
 
     def escaped(char: str) -> str:
@@ -108,7 +105,7 @@ def _shell_word(word: str) -> str:
             return "\\n"
         if char == "\t":
             return "\\t"
-        if not _HIDDEN.match(char):
+        if not HIDDEN_CHARACTERS.match(char):
             return char
         return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
@@ -132,9 +129,22 @@ def trust_request(sandbox_root: str, config: McpConfig) -> TrustRequest:
     )
 
 
+NOTE_MAX_NAMES = 20
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
+
+
 def untrusted_note(config_path: str, names: tuple[str, ...]) -> str:
-    """What the model is told when a workspace's servers were withheld."""
-    listed = ", ".join(names)
+    """What the model is told when a workspace's servers were withheld.
+
+    The names come from a file nobody has trusted, and this goes into the system prompt: only
+    short plain names are listed (at most NOTE_MAX_NAMES), the rest are counted, so the
+    workspace cannot write its own instructions there through a server's name."""
+    plain = [name for name in names if _PLAIN_NAME.fullmatch(name)][:NOTE_MAX_NAMES]
+    rest = len(names) - len(plain)
+    listed = ", ".join(plain)
+    if rest:
+        more = f"{rest} more" if plain else f"{rest} server{'s' if rest > 1 else ''}"
+        listed = f"{listed} and {more}" if plain else more
     return (
         f"The MCP servers of this workspace's {CONFIG_FILE} ({listed}) were not started: the "
         "user has not trusted that file. Their tools are not available in this run; do not "
