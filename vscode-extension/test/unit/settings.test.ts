@@ -1,14 +1,29 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
 import { chooseSandbox, NO_FOLDER_MESSAGE } from '../../src/host/sandbox';
 import { initializationOptions, newRunId, readSettings, runParams } from '../../src/host/settings';
+import { EXTENSION_ROOT } from './pythonForTests';
 
 function config(values: Record<string, unknown>): { get<T>(key: string): T | undefined } {
   return { get: <T>(key: string) => values[key] as T | undefined };
 }
 
 describe('settings', () => {
+  it("cannot be set by a workspace where they would send prompts and keys elsewhere or raise the profile", () => {
+    const manifest = JSON.parse(readFileSync(join(EXTENSION_ROOT, 'package.json'), 'utf8')) as {
+      contributes: { configuration: { properties: Record<string, { scope?: string }> } };
+    };
+    const scopes = Object.fromEntries(
+      Object.entries(manifest.contributes.configuration.properties).map(([key, value]) => [key, value.scope ?? 'window']),
+    );
+    for (const key of ['baseUrl', 'replayScript', 'automationProfile', 'historyPath']) {
+      assert.equal(scopes[`cleveragents.${key}`], 'machine', `cleveragents.${key} must be user settings only`);
+    }
+  });
+
   it('falls back to the documented defaults for missing or invalid values', () => {
     assert.deepEqual(readSettings(config({})), {
       pythonPath: '',
