@@ -393,3 +393,23 @@ async def test_a_token_over_stdio_is_accepted_and_ignored(tmp_path: Path, sandbo
         assert await raw.close() == 1
     finally:
         raw.kill()
+
+
+@unix_only
+def test_a_stale_socket_that_cannot_be_removed_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cleveragents.daemon.remote import RemoteError, bind_private_socket
+
+    path = tmp_path / "daemon.sock"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(path))
+    stale.close()  # nobody listens: stale
+
+    def refuse(self: Path, missing_ok: bool = False) -> None:
+        # What another user's socket in a shared sticky folder answers (root is never refused).
+        raise PermissionError(1, "Operation not permitted", str(self))
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    with pytest.raises(RemoteError, match="stale socket that cannot be removed"):
+        bind_private_socket(path)

@@ -209,7 +209,13 @@ def bind_private_socket(path: Path) -> PrivateSocket:
         try:
             probe.connect(str(path))
         except ConnectionRefusedError:
-            path.unlink()  # left behind by a daemon that died
+            try:
+                path.unlink()  # left behind by a daemon that died
+            except OSError as exc:  # e.g. another user's socket in a shared folder
+                raise RemoteError(
+                    f"{path} is a stale socket that cannot be removed ({exc.strerror}); "
+                    "remove it or choose another path"
+                ) from None
         except OSError as exc:
             raise RemoteError(f"{path} is a socket that cannot be checked: {exc}") from None
         else:
