@@ -179,3 +179,16 @@ def test_reserved_keys_leave_explicit_schemas_without_touching_the_callers() -> 
     assert spec.input_schema["required"] == ["path"]
     assert set(spec.input_schema["properties"]) == {"path"}
     assert set(schema["properties"]) == {"path", "sandbox_root"}  # the caller's, unchanged
+
+
+def test_every_built_in_tool_schema_is_valid_json_schema() -> None:
+    """Built-in specs skip the metaschema check at start (`schema_checked`): it is made here."""
+    from jsonschema import validators
+
+    from cleveragents.workspace.builtins import builtin_tools
+
+    specs = builtin_tools()
+    assert len(specs) == 7
+    for spec in specs:
+        validators.validator_for(spec.input_schema).check_schema(spec.input_schema)
+        assert spec.input_schema["type"] == "object" and spec.input_schema["properties"]

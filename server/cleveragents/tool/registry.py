@@ -88,8 +88,15 @@ def make_spec(
     executes_code: bool = False,
     timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
     source: str = "python",
+    schema_checked: bool = False,
 ) -> ToolSpec:
-    """Build a spec from a function; the schema comes from its type hints unless given."""
+    """Build a spec from a function; the schema comes from its type hints unless given.
+
+    A given schema is checked against JSON Schema's metaschema, unless `schema_checked` says
+    it already was: the built-in tools' schemas are checked by their tests, and checking
+    them at every start would cost the daemon the import of `jsonschema` (over 100 ms)
+    before its first answer.
+    """
     if not callable(handler):
         raise TypeError(f"tool handler must be callable, not {type(handler).__name__}")
     tool_name: str = name or str(getattr(handler, "__name__", ""))
@@ -103,7 +110,8 @@ def make_spec(
             raise ValueError(f"tool {tool_name}: input_schema must be a JSON Schema object")
         schema = copy.deepcopy(input_schema)  # never edit the caller's schema
         schema.setdefault("type", "object")
-        _check_schema(tool_name, schema)
+        if not schema_checked:
+            _check_schema(tool_name, schema)
         doc_description = inspect.getdoc(handler) or ""
         reserved = _accepted_reserved(handler)
         properties = schema.get("properties")

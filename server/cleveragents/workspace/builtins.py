@@ -41,6 +41,7 @@ def _spec(
         executes_code=executes_code,
         timeout_s=timeout_s,
         source="builtin",
+        schema_checked=True,  # tests/test_registry_schema.py checks every built-in schema
     )
 
 
