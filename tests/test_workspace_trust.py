@@ -173,6 +173,12 @@ async def test_pre_trusted_asks_nothing_and_remembers_nothing(
 # -- starting --------------------------------------------------------------------------------
 
 
+def admitting(store: TrustStore, root: str, asker: Asker) -> Any:
+    """A pool's admit step that asks `asker` about `root`'s `.mcp.json`."""
+    trust = WorkspaceTrust(store, pre_trusted=False, timeout_s=60, ask=asker)
+    return lambda config: trust.admit(root, config)
+
+
 async def test_the_pool_starts_nothing_until_trusted(sandbox: Path, tmp_path: Path) -> None:
     marker = tmp_path / "marker"
     write_demo_config(sandbox, marker)
@@ -181,8 +187,7 @@ async def test_the_pool_starts_nothing_until_trusted(sandbox: Path, tmp_path: Pa
     root = str(sandbox)
 
     def admit_with(asker: Asker) -> Any:
-        trust = WorkspaceTrust(store, pre_trusted=False, timeout_s=60, ask=asker)
-        return lambda config: trust.admit(root, config)
+        return admitting(store, root, asker)
 
     try:
         async with pool.lease(root, admit_with(Asker(False))) as toolset:
@@ -468,8 +473,7 @@ async def test_servers_of_a_file_trusted_before_stop_once_it_is_declined(
     root = str(sandbox)
 
     def admit_with(asker: Asker) -> Any:
-        trust = WorkspaceTrust(store, pre_trusted=False, timeout_s=60, ask=asker)
-        return lambda config: trust.admit(root, config)
+        return admitting(store, root, asker)
 
     try:
         async with pool.lease(root, admit_with(Asker(True))) as toolset:
