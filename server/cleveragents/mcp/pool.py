@@ -78,7 +78,7 @@ class McpToolsetPool:
             raise McpError("the MCP servers have been shut down")
         lock = self._locks.setdefault(root, asyncio.Lock())
         async with lock:
-            config = read_mcp_config(root)
+            config = await asyncio.to_thread(read_mcp_config, root)  # a file the workspace chose
             lease = self._current.get(root)
             if lease is not None and (
                 lease.config.digest != config.digest or not lease.toolset.alive

@@ -317,8 +317,8 @@ class WorkspaceTrust:
         """`config` itself when trusted, else the same with its servers withheld."""
         if not config.servers or self.pre_trusted:
             return config
-        request = trust_request(sandbox_root, config)
-        remembered = self.store.decision(sandbox_root, config.digest)
+        # The store is a file another daemon may hold locked: read and written off the loop.
+        remembered = await asyncio.to_thread(self.store.decision, sandbox_root, config.digest)
         if remembered is True:
             return config
         declined = (
@@ -327,11 +327,12 @@ class WorkspaceTrust:
         )
         if remembered is False:
             return config.withheld(declined)
+        request = trust_request(sandbox_root, config)
         answer, why = await self._ask(request)
         if answer is None:
             log.warning("MCP servers of %s not started: not trusted (%s)", config.path, why)
             return config.withheld(f"not trusted: {why}")
-        self.store.remember(request, answer)
+        await asyncio.to_thread(self.store.remember, request, answer)
         return config if answer else config.withheld(declined)
 
     async def _ask(self, request: TrustRequest) -> tuple[bool | None, str]:
