@@ -16,9 +16,9 @@ can continue it:
 Writes are synchronous: the observer runs on the caller's thread. Each write is one small
 transaction and, with `synchronous=NORMAL` in WAL mode, a commit is an append to the WAL file
 without an fsync; reads use a connection of their own, so a read never waits behind a write
-(ours, or another process's). An event loop should not call either directly:
-`history_queue.QueuedHistory` writes on a thread of its own, retrying while another process
-holds the lock, and reads on another.
+(ours, or another process's). An event loop should use `history_queue.QueuedHistory`: it
+stores a write at once only when nothing has to wait (`store_now`), hands one that would wait
+for another process's lock to a writer thread, and reads on reader threads.
 """
 
 from __future__ import annotations
@@ -367,6 +367,11 @@ class ConversationSummary:
 TITLE_CHARS = 200
 
 
+# Events the history does not store (text deltas: the answer is stored whole; a call is
+# stored when it finishes).
+UNSTORED_EVENTS = (TextDelta, ToolCallStarted)
+
+
 class RunHistory:
     """A run observer that stores runs in SQLite, and reads them back.
 
@@ -498,7 +503,7 @@ class RunHistory:
     # -- writing: the observer -------------------------------------------------------------
     def __call__(self, event: RunEvent) -> None:
         """Store one run event; events not listed here (text deltas, call starts) are skipped."""
-        if isinstance(event, TextDelta | ToolCallStarted):
+        if isinstance(event, UNSTORED_EVENTS):
             return  # before the lock: a streamed response is thousands of these
         if isinstance(event, RunStarted):
             self._run_started(event)

@@ -33,9 +33,9 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..tool.events import RunEvent, TextDelta, ToolCallStarted
+from ..tool.events import RunEvent
 from ..tool.messages import Message
-from .history import RunHistory, RunSummary, StoredRun
+from .history import UNSTORED_EVENTS, RunHistory, RunSummary, StoredRun
 from .threads import DaemonThreadPool
 
 log = logging.getLogger(__name__)
@@ -87,25 +87,14 @@ class QueuedHistory:
     def __call__(self, event: RunEvent) -> None:
         """A run observer: the event is stored in order, at once when nothing is queued and
         the database is free, else on the writer thread."""
-        if isinstance(event, TextDelta | ToolCallStarted):
-            return  # never stored: a streamed response is thousands of these
+        if isinstance(event, UNSTORED_EVENTS):
+            return  # a streamed response is thousands of these: not even the lock is taken
         with self._progress:
             # Holding `_progress`, nothing can be queued meanwhile: no write overtakes another.
             if self._queued == self._done and not self._stopping.is_set():
-                try:
-                    self.history.store_now(event)
-                except sqlite3.Error as exc:
-                    if not is_locked(exc):
-                        log.error(
-                            "run history %s: a write failed and is skipped: %s", self.path, exc
-                        )
-                        return
-                    # Locked: the writer thread waits it out, off the caller's thread.
-                except Exception:
-                    log.exception("run history %s: a write failed and is skipped", self.path)
+                if self._attempt(lambda history: history.store_now(event)):
                     return
-                else:
-                    return
+        # Writes are queued already, or the database is locked: the writer thread takes it.
         self.submit(lambda history: history(event))
 
     def submit(self, write: Write) -> None:
@@ -135,40 +124,40 @@ class QueuedHistory:
                     self._done += 1
                     self._progress.notify_all()
 
+    def _attempt(self, write: Write) -> bool:
+        """Try `write` once: False when the database is locked (worth trying again), True
+        when it is done with (stored, or failed for another reason, which is logged)."""
+        try:
+            write(self.history)
+        except sqlite3.Error as exc:
+            if is_locked(exc):
+                return False
+            log.error("run history %s: a write failed and is skipped: %s", self.path, exc)
+        except Exception:
+            log.exception("run history %s: a write failed and is skipped", self.path)
+        return True
+
     def _write(self, write: Write) -> None:
         waited_since: float | None = None
-        while True:
-            try:
-                write(self.history)
-            except sqlite3.Error as exc:
-                if not is_locked(exc):
-                    log.error("run history %s: a write failed and is skipped: %s", self.path, exc)
-                    return
-                if self._stopping.is_set():
-                    log.error(
-                        "run history %s: still locked by another process at shutdown; "
-                        "a write is lost",
-                        self.path,
-                    )
-                    return
-                if waited_since is None:
-                    waited_since = time.monotonic()
-                    log.warning(
-                        "run history %s is locked by another process; writes wait for it",
-                        self.path,
-                    )
-                self._stopping.wait(self.retry_pause_s)
-                continue
-            except Exception:
-                log.exception("run history %s: a write failed and is skipped", self.path)
-                return
-            if waited_since is not None:
-                log.warning(
-                    "run history %s: written after waiting %.1f s for the lock",
+        while not self._attempt(write):
+            if self._stopping.is_set():
+                log.error(
+                    "run history %s: still locked by another process at shutdown; a write is lost",
                     self.path,
-                    time.monotonic() - waited_since,
                 )
-            return
+                return
+            if waited_since is None:
+                waited_since = time.monotonic()
+                log.warning(
+                    "run history %s is locked by another process; writes wait for it", self.path
+                )
+            self._stopping.wait(self.retry_pause_s)
+        if waited_since is not None:
+            log.warning(
+                "run history %s: written after waiting %.1f s for the lock",
+                self.path,
+                time.monotonic() - waited_since,
+            )
 
     def wait_written(self, timeout: float | None) -> bool:
         """Block until the writes queued so far are done; False when `timeout` passed first."""
