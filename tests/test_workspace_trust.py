@@ -173,9 +173,9 @@ async def test_pre_trusted_asks_nothing_and_remembers_nothing(
 # -- starting --------------------------------------------------------------------------------
 
 
-def admitting(store: TrustStore, root: str, asker: Asker) -> Any:
-    """A pool's admit step that asks `asker` about `root`'s `.mcp.json`."""
-    trust = WorkspaceTrust(store, pre_trusted=False, timeout_s=60, ask=asker)
+def admitting(store: TrustStore, root: str, ask: Any) -> Any:
+    """A pool's admit step that asks `ask` about `root`'s `.mcp.json`."""
+    trust = WorkspaceTrust(store, pre_trusted=False, timeout_s=60, ask=ask)
     return lambda config: trust.admit(root, config)
 
 
@@ -186,15 +186,12 @@ async def test_the_pool_starts_nothing_until_trusted(sandbox: Path, tmp_path: Pa
     pool = McpToolsetPool()
     root = str(sandbox)
 
-    def admit_with(asker: Asker) -> Any:
-        return admitting(store, root, asker)
-
     try:
-        async with pool.lease(root, admit_with(Asker(False))) as toolset:
+        async with pool.lease(root, admitting(store, root, Asker(False))) as toolset:
             assert toolset.specs == [] and toolset.untrusted == ("demo",)
         assert starts(marker) == 0
         write_demo_config(sandbox, marker, "main")
-        async with pool.lease(root, admit_with(Asker(True))) as toolset:
+        async with pool.lease(root, admitting(store, root, Asker(True))) as toolset:
             assert "demo__echo" in {spec.name for spec in toolset.specs}
         assert starts(marker) == 1
     finally:
@@ -351,17 +348,13 @@ async def test_a_file_changed_while_the_question_is_open_starts_only_what_was_as
         write_demo_config(sandbox, swapped)
         return True
 
-    def admit_with(ask: Any) -> Any:
-        trust = WorkspaceTrust(store, pre_trusted=False, timeout_s=60, ask=ask)
-        return lambda config: trust.admit(root, config)
-
     try:
-        async with pool.lease(root, admit_with(swap_then_trust)) as toolset:
+        async with pool.lease(root, admitting(store, root, swap_then_trust)) as toolset:
             assert toolset.specs
         assert (starts(marker), starts(swapped)) == (1, 0)
         assert str(marker) in shown[0].servers[0].args
         asker = Asker(False)
-        async with pool.lease(root, admit_with(asker)) as toolset:
+        async with pool.lease(root, admitting(store, root, asker)) as toolset:
             assert toolset.untrusted == ("demo",)
         (request,) = asker.asked
         assert str(swapped) in request.servers[0].args
@@ -472,16 +465,13 @@ async def test_servers_of_a_file_trusted_before_stop_once_it_is_declined(
     pool = McpToolsetPool()
     root = str(sandbox)
 
-    def admit_with(asker: Asker) -> Any:
-        return admitting(store, root, asker)
-
     try:
-        async with pool.lease(root, admit_with(Asker(True))) as toolset:
+        async with pool.lease(root, admitting(store, root, Asker(True))) as toolset:
             assert toolset.specs
         (pid,) = (int(line) for line in marker.read_text().split())
         assert _running(pid)  # kept for the next run
         assert store.forget(root) == 1
-        async with pool.lease(root, admit_with(Asker(False))) as toolset:
+        async with pool.lease(root, admitting(store, root, Asker(False))) as toolset:
             assert toolset.untrusted == ("demo",)
         assert not _running(pid)
         assert starts(marker) == 1
