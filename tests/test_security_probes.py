@@ -166,6 +166,10 @@ def test_the_filesystem_root_and_folders_holding_the_home_folder_are_no_sandbox(
     ):
         with pytest.raises(Exception, match=problem):
             Sandbox(root)
+    if os.path.isdir("/home") and os.path.realpath("/home") == "/home":
+        # Whoever runs the daemon (root's home is /root): every user's home is too broad.
+        with pytest.raises(Exception, match="holds every user's home folder"):
+            Sandbox("/home")
     assert Sandbox(str(home / "proj")).root == str(home / "proj")
     assert Sandbox(str(home)).root == str(home)  # its credentials stay hidden (above)
 

@@ -88,10 +88,13 @@ def _refuse_missing_root() -> ToolError:
     )
 
 
+USERS_FOLDERS = ("/home", "/Users")
+
+
 def too_broad(real: str) -> str | None:
-    """Why a (real) folder cannot be a sandbox root: the filesystem's root, or a folder that
-    holds the home folder (every user's files). None for a project folder, and for the home
-    folder itself, whose credentials stay hidden all the same."""
+    """Why a (real) folder cannot be a sandbox root: the filesystem's root, a folder that
+    holds the home folder, or the folder of every user's home. None for a project folder,
+    and for the home folder itself, whose credentials stay hidden all the same."""
     home = os.path.realpath(os.path.expanduser("~"))
     if real == "/":
         return (
@@ -100,6 +103,8 @@ def too_broad(real: str) -> str | None:
         )
     if home != real and _within(home, real):
         return f"holds the home folder {home} (and other users' files): choose the project's folder"
+    if real in USERS_FOLDERS:  # every user's home, whoever runs the daemon (root too)
+        return "holds every user's home folder: choose the project's folder"
     return None
 
 
