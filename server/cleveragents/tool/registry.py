@@ -7,11 +7,14 @@ import inspect
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .messages import ToolSchema
-from .schema import RESERVED_PARAMS, schema_from_function
+from .schema import RESERVED_PARAMS, describe_function
 from .validation import ArgumentValidator
+
+if TYPE_CHECKING:
+    from .typed_arguments import TypedArguments
 
 DEFAULT_TOOL_TIMEOUT_S = 60.0
 
@@ -38,12 +41,18 @@ class ToolSpec:
     context_params: frozenset[str] = frozenset()
     source: str = "python"
     is_async: bool = field(default=False)
+    # A typed tool's (Pydantic models, dataclasses, Enums, Field constraints...): validates
+    # and converts the arguments in one pass; built once, at registration. None for a tool
+    # whose parameters are plain JSON, which takes its arguments as they are.
+    typed_arguments: TypedArguments | None = field(default=None, repr=False, compare=False)
     # Checks arguments against input_schema; compiled at the first call and kept here, so
-    # every runner and run that offers this spec shares it.
-    validator: ArgumentValidator = field(init=False, repr=False, compare=False)
+    # every runner and run that offers this spec shares it (a typed tool's is its
+    # typed_arguments, which answers the same `problems` question).
+    validator: ArgumentValidator | TypedArguments = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "validator", ArgumentValidator(self.input_schema))
+        checker = self.typed_arguments or ArgumentValidator(self.input_schema)
+        object.__setattr__(self, "validator", checker)
 
     def to_schema(self) -> ToolSchema:
         return ToolSchema(
@@ -103,8 +112,11 @@ def make_spec(
     _check_name(tool_name)
     if timeout_s <= 0:
         raise ValueError(f"tool {tool_name}: timeout_s must be positive, got {timeout_s}")
+    typed: TypedArguments | None = None
     if input_schema is None:
-        schema, doc_description, reserved = schema_from_function(handler)
+        described = describe_function(handler)
+        schema, doc_description = described.input_schema, described.description
+        reserved, typed = described.context_params, described.typed_arguments
     else:
         if not isinstance(input_schema, dict) or input_schema.get("type", "object") != "object":
             raise ValueError(f"tool {tool_name}: input_schema must be a JSON Schema object")
@@ -131,6 +143,7 @@ def make_spec(
         context_params=reserved,
         source=source,
         is_async=inspect.iscoroutinefunction(handler),
+        typed_arguments=typed,
     )
 
 

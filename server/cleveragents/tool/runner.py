@@ -7,6 +7,7 @@ does raises out of `run`, except cancellation of the caller's task.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import math
@@ -105,6 +106,17 @@ class ToolRunner:
         self, spec: ToolSpec, request: ToolCallRequest, context: ToolActorContext | None
     ) -> dict[str, Any]:
         """Check the model's arguments against the schema; thread the context's reserved keys."""
+        return self.checked_arguments(spec, request, context)[0]
+
+    def checked_arguments(
+        self, spec: ToolSpec, request: ToolCallRequest, context: ToolActorContext | None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(inputs as recorded, what the handler is called with), after the checks.
+
+        The two are one dict for a plain tool. A typed tool's handler gets the converted
+        values (model instances, dataclasses, Enum members) while the record keeps the JSON
+        the model sent.
+        """
         if request.parse_error is not None:
             raise ToolFailure(
                 "invalid_arguments",
@@ -123,15 +135,22 @@ class ToolRunner:
         if not RESERVED_PARAMS.isdisjoint(inputs):
             for key in RESERVED_PARAMS:
                 inputs.pop(key, None)
-        detail = spec.validator.problems(inputs)
+        typed = spec.typed_arguments
+        if typed is None:
+            detail = spec.validator.problems(inputs)
+            call = inputs
+        else:
+            detail, call = typed.convert(inputs)
         if detail is not None:
             raise ToolFailure("validation_error", f"invalid arguments for {spec.name}: {detail}")
         if context is not None:
             if "sandbox_root" in spec.context_params and context.sandbox_root is not None:
-                inputs["sandbox_root"] = context.sandbox_root
+                inputs["sandbox_root"] = call["sandbox_root"] = context.sandbox_root
             if "resource_bindings" in spec.context_params:
-                inputs["resource_bindings"] = dict(context.resource_bindings)
-        return inputs
+                inputs["resource_bindings"] = call["resource_bindings"] = dict(
+                    context.resource_bindings
+                )
+        return inputs, call
 
     # -- stage 3 ---------------------------------------------------------------------------
     async def execute(
@@ -251,7 +270,7 @@ class ToolRunner:
         try:
             spec = self.resolve(request)
             try:
-                inputs = self.validate(spec, request, context)
+                inputs, call = self.checked_arguments(spec, request, context)
             except ToolFailure:
                 raise
             except Exception as exc:  # the tool's own schema is broken (an MCP server's, say)
@@ -267,7 +286,7 @@ class ToolRunner:
                     denial = f"asking for approval failed ({type(exc).__name__}: {exc})"
                 if denial is not None:
                     raise ToolFailure("denied", denial)
-            output = await self.execute(spec, inputs, budget)
+            output = await self.execute(spec, call, budget)
         except ToolFailure as failure:
             return self.record(request, inputs, started, iteration, failure=failure)
         return self.record(request, inputs, started, iteration, output=output)
@@ -353,7 +372,12 @@ def _resume(steps: Generator[Any, None, Any], waiting_on: Any) -> Generator[Any,
 
 
 def normalise_output(tool_name: str, value: Any) -> dict[str, Any]:
-    """Tool output as a JSON object: dicts as they are, anything else under `result`."""
+    """Tool output as a JSON object: dicts as they are, anything else under `result`.
+
+    A value the json module has no form for (a Pydantic model, a dataclass, a datetime, a
+    Path, bytes, a set...) is given its Pydantic JSON-mode form (`_structured_output`); one
+    Pydantic cannot write either, or that holds NaN, is an invalid_output failure.
+    """
     output: dict[str, Any]
     if value is None:
         output = {}
@@ -365,10 +389,50 @@ def normalise_output(tool_name: str, value: Any) -> dict[str, Any]:
         return output
     try:
         _OUTPUT_ENCODER.encode(output)
-    except (TypeError, ValueError) as exc:
-        raise ToolFailure(
-            "invalid_output", f"{tool_name} returned a value that is not JSON-serialisable: {exc}"
-        ) from None
+    except TypeError as exc:
+        return _structured_output(tool_name, value, exc)
+    except ValueError as exc:
+        raise _not_json(tool_name, exc) from None
+    return output
+
+
+def _not_json(tool_name: str, exc: Exception) -> ToolFailure:
+    return ToolFailure(
+        "invalid_output", f"{tool_name} returned a value that is not JSON-serialisable: {exc}"
+    )
+
+
+def _structured_output(tool_name: str, value: Any, json_error: TypeError) -> dict[str, Any]:
+    """The output of a tool that returned structured data, in Pydantic's JSON mode.
+
+    A model or a dataclass instance is an object, so its JSON form is the output itself (as
+    a returned dict is); any other value (an Enum, a datetime, a Path, bytes) goes under
+    `result`. Pydantic is imported only here, when a tool first returns such a value.
+    """
+    try:
+        from .typed_arguments import structured_to_json
+    except ImportError:  # pydantic missing: the json module's verdict stands
+        raise _not_json(tool_name, json_error) from None
+    try:
+        converted = structured_to_json(value)
+    except (ValueError, TypeError, RecursionError):
+        # Pydantic has no form for it either: say what json said, the more familiar words.
+        raise _not_json(tool_name, json_error) from None
+    output: dict[str, Any]
+    if converted is None:
+        output = {}
+    elif isinstance(converted, dict) and (
+        isinstance(value, dict)
+        or hasattr(type(value), "__pydantic_serializer__")
+        or dataclasses.is_dataclass(value)
+    ):
+        output = converted
+    else:
+        output = {"result": converted}
+    try:
+        _OUTPUT_ENCODER.encode(output)
+    except (TypeError, ValueError) as exc:  # a NaN inside a model, a key JSON cannot take
+        raise _not_json(tool_name, exc) from None
     return output
 
 
