@@ -197,12 +197,17 @@ def _read_with_griffe(text: str, style: str) -> tuple[str, dict[str, str]]:
     docstring = Docstring(text, lineno=1, parser=style, parser_options=options)  # type: ignore[arg-type]
     with _quiet_griffe():
         sections = docstring.parse()
+    # Parameters and Other Parameters (Keyword Args) all describe parameters of the tool.
+    parameter_sections = {
+        DocstringSectionKind.parameters,
+        DocstringSectionKind.other_parameters,
+    }
     description = ""
     if sections and sections[0].kind is DocstringSectionKind.text:
         description = str(sections[0].value).strip()
     params: dict[str, str] = {}
     for section in sections:
-        if section.kind is DocstringSectionKind.parameters:
+        if section.kind in parameter_sections:
             for item in section.value:
                 params.setdefault(item.name.lstrip("*"), _one_line(item.description))
     return description, params

@@ -99,6 +99,21 @@ class TypedArguments:
         return True
 
 
+# Pydantic's error types for a field left out and one not asked for (models and TypedDicts
+# say "missing" / "extra_forbidden"; dataclasses speak of arguments).
+_MISSING = frozenset(
+    {
+        "missing",
+        "missing_argument",
+        "missing_keyword_only_argument",
+        "missing_positional_only_argument",
+    }
+)
+_UNEXPECTED = frozenset(
+    {"extra_forbidden", "unexpected_keyword_argument", "unexpected_positional_argument"}
+)
+
+
 def describe_pydantic_errors(error: ValidationError) -> str:
     """The first few errors as one message, each naming the field path and the rule.
 
@@ -109,9 +124,9 @@ def describe_pydantic_errors(error: ValidationError) -> str:
     for item in error.errors(include_url=False)[:MAX_REPORTED_ERRORS]:
         path = ".".join(str(part) for part in item["loc"])
         kind = item["type"]
-        if kind == "missing":
+        if kind in _MISSING:
             parts.append(f"missing required argument '{path}'")
-        elif kind == "extra_forbidden":
+        elif kind in _UNEXPECTED:
             parts.append(f"unexpected argument '{path}'")
         else:
             message = _lower_first(item["msg"])
