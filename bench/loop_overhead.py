@@ -9,7 +9,12 @@ The same work is timed three ways in one process, round-robin so load drift hits
   the arguments with the fastest validator available (fastjsonschema, compiled once; jsonschema
   if it is missing), calls the tool, times it with perf_counter, builds a ToolCallRecord,
   appends it and feeds the result back;
-- the fake LLM alone, so a reader can see how much of every row is the model stand-in.
+- the fake LLM alone, so a reader can see how much of every row is the model stand-in;
+- the runtime with a typed async tool (a Pydantic model parameter, checked and converted by
+  its pydantic-core validator), beside the plain async tool: what a model-typed tool costs.
+
+After the table, the argument check alone is timed per call for a plain tool (compiled
+jsonschema), the typed tool and a larger typed tool (nested models, a list, an Enum).
 
 Per-iteration time is the wall time of one whole run divided by N (run set-up included).
 
@@ -25,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import enum
 import functools
 import gc
 import io
@@ -38,7 +44,9 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
 
 import cleveragents
 from cleveragents.tool import (
@@ -63,7 +71,7 @@ RATIO_TARGET = 5.0  # the runtime with an async tool, against the floor
 HOP_TARGET = 1.5  # the runtime with a sync tool, against the floor's bare thread hop
 GROWTH_TARGET = 1.1
 
-ToolKind = Literal["sync", "async"]
+ToolKind = Literal["sync", "async", "typed"]
 FloorMode = Literal["direct", "thread_hop", "async"]
 
 
@@ -77,15 +85,32 @@ async def echo_async(n: int) -> dict[str, int]:
     return {"n": n}
 
 
-TOOLS: dict[ToolKind, Callable[..., Any]] = {"sync": echo_sync, "async": echo_async}
+class Point(BaseModel):
+    x: int
+    y: int = Field(ge=0)
+
+
+async def echo_typed(n: int, point: Point) -> dict[str, int]:
+    """Return the number it was given (the point is checked and converted)."""
+    return {"n": n if isinstance(point, Point) else -1}
+
+
+TOOLS: dict[ToolKind, Callable[..., Any]] = {
+    "sync": echo_sync,
+    "async": echo_async,
+    "typed": echo_typed,
+}
+# What the fake model sends besides `n`, by tool kind.
+EXTRA_ARGUMENTS: dict[ToolKind, dict[str, Any]] = {"typed": {"point": {"x": 1, "y": 2}}}
 
 
 class OneToolCallLLM:
     """An `LLMCaller` that asks for one tool call per iteration and answers text at the last."""
 
-    def __init__(self, tool_name: str, answer_at: int) -> None:
+    def __init__(self, tool_name: str, answer_at: int, extra: dict[str, Any] | None = None) -> None:
         self.tool_name = tool_name
         self.answer_at = answer_at
+        self.extra = extra or {}
 
     async def complete(self, request: LLMRequest, on_text: TextSink | None = None) -> LLMResponse:
         iteration = request.iteration
@@ -93,7 +118,7 @@ class OneToolCallLLM:
             if on_text is not None:
                 on_text("done")
             return LLMResponse(text="done", stop_reason="end_turn")
-        call = ToolCallRequest(f"call_{iteration}", self.tool_name, {"n": iteration})
+        call = ToolCallRequest(f"call_{iteration}", self.tool_name, {"n": iteration, **self.extra})
         return LLMResponse(tool_calls=[call], stop_reason="tool_use")
 
 
@@ -103,9 +128,8 @@ class OneToolCallLLM:
 def build_runtime(kind: ToolKind, n: int) -> ToolCallingRuntime:
     registry = ToolRegistry()
     spec = registry.add(TOOLS[kind])
-    return ToolCallingRuntime(
-        registry, ToolRunner(registry), OneToolCallLLM(spec.name, n), max_iterations=n
-    )
+    llm = OneToolCallLLM(spec.name, n, EXTRA_ARGUMENTS.get(kind))
+    return ToolCallingRuntime(registry, ToolRunner(registry), llm, max_iterations=n)
 
 
 async def run_runtime(runtime: ToolCallingRuntime, n: int) -> None:
@@ -273,11 +297,20 @@ class Row:
 
 RUNTIME_SYNC = "runtime, sync tool"
 RUNTIME_ASYNC = "runtime, async tool"
+RUNTIME_TYPED = "runtime, typed async tool"
 FLOOR_DIRECT = "floor, sync tool, direct call"
 FLOOR_HOP = "floor, sync tool, thread hop"
 FLOOR_ASYNC = "floor, async tool"
 LLM_ALONE = "fake LLM alone"
-VARIANTS = (LLM_ALONE, FLOOR_DIRECT, FLOOR_HOP, FLOOR_ASYNC, RUNTIME_SYNC, RUNTIME_ASYNC)
+VARIANTS = (
+    LLM_ALONE,
+    FLOOR_DIRECT,
+    FLOOR_HOP,
+    FLOOR_ASYNC,
+    RUNTIME_SYNC,
+    RUNTIME_ASYNC,
+    RUNTIME_TYPED,
+)
 
 # (measured, floor, limit or None when it only informs). A sync tool runs in a worker thread
 # by design (it must not block the loop), so its target is the bare hop; against the direct
@@ -286,6 +319,7 @@ COMPARISONS: tuple[tuple[str, str, float | None], ...] = (
     (RUNTIME_ASYNC, FLOOR_ASYNC, RATIO_TARGET),
     (RUNTIME_SYNC, FLOOR_HOP, HOP_TARGET),
     (RUNTIME_SYNC, FLOOR_DIRECT, None),
+    (RUNTIME_TYPED, RUNTIME_ASYNC, None),  # what the model-typed parameter adds
 )
 
 
@@ -310,7 +344,8 @@ def size_jobs(
 ) -> dict[str, Job]:
     """Every variant at one N; the runtimes built are added to `runtimes` for shutdown."""
     sync_runtime, async_runtime = build_runtime("sync", n), build_runtime("async", n)
-    runtimes.extend((sync_runtime, async_runtime))
+    typed_runtime = build_runtime("typed", n)
+    runtimes.extend((sync_runtime, async_runtime, typed_runtime))
     direct = HandWrittenLoop("direct", n, executor)
     hop = HandWrittenLoop("thread_hop", n, executor)
     on_loop = HandWrittenLoop("async", n, executor)
@@ -322,6 +357,7 @@ def size_jobs(
         FLOOR_ASYNC: on_loop.run,
         RUNTIME_SYNC: lambda: run_runtime(sync_runtime, n),
         RUNTIME_ASYNC: lambda: run_runtime(async_runtime, n),
+        RUNTIME_TYPED: lambda: run_runtime(typed_runtime, n),
     }
 
 
@@ -421,6 +457,84 @@ def verdicts(results: dict[int, dict[str, Row]], plan: Plan) -> list[Verdict]:
     return found
 
 
+# -- the argument check alone ----------------------------------------------------------------
+
+
+class Shade(enum.Enum):
+    LIGHT = "light"
+    DARK = "dark"
+
+
+class Line(BaseModel):
+    sku: str = Field(min_length=1)
+    qty: int = Field(ge=1)
+
+
+class Order(BaseModel):
+    customer: str
+    lines: list[Line]
+    shade: Shade
+    note: str | None = None
+
+
+def place_order(order: Order, priority: Annotated[int, Field(ge=1, le=5)] = 3) -> None:
+    """Place an order (a larger typed tool: nested models, a list, an Enum, a constraint)."""
+
+
+ORDER_ARGUMENTS: dict[str, Any] = {
+    "order": {
+        "customer": "c-1",
+        "lines": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 2}, {"sku": "c", "qty": 3}],
+        "shade": "dark",
+    },
+    "priority": 2,
+}
+
+
+def check_costs(calls: int, repeats: int = 5) -> list[tuple[str, float]]:
+    """(label, best microseconds per call) of the runner's argument check for three tools.
+
+    The plain tool's check is the compiled jsonschema one (`validator.problems`); a typed
+    tool's is its pydantic-core validator, which also converts (`typed_arguments.convert`).
+    """
+    registry = ToolRegistry()
+    plain = registry.add(echo_async)
+    typed = registry.add(echo_typed)
+    order = registry.register("place_order", place_order)
+    cases: list[tuple[str, Callable[[Any], Any], dict[str, Any]]] = [
+        ("plain tool, {n} (compiled jsonschema)", plain.validator.problems, {"n": 1}),
+    ]
+    for label, spec, arguments in (
+        (
+            "typed tool, {n, point: Point} (pydantic-core)",
+            typed,
+            {"n": 1, **EXTRA_ARGUMENTS["typed"]},
+        ),
+        ("typed tool, an Order with 3 lines, Enum, Field", order, ORDER_ARGUMENTS),
+    ):
+        converter = spec.typed_arguments
+        if converter is None:
+            raise RuntimeError(f"{spec.name} should be a typed tool")
+        cases.append((label, converter.convert, arguments))
+    costs: list[tuple[str, float]] = []
+    for label, check, arguments in cases:
+        check(arguments)  # built on first use (the plain one), and checked to pass
+        best = float("inf")
+        for _ in range(repeats):
+            started = time.perf_counter_ns()
+            for _ in range(calls):
+                check(arguments)
+            best = min(best, (time.perf_counter_ns() - started) / calls / 1000.0)
+        costs.append((label, best))
+    return costs
+
+
+def render_costs(costs: list[tuple[str, float]], calls: int) -> str:
+    lines = [f"Argument check alone, per call (best of 5 runs of {calls} calls):"]
+    lines.extend(f"  {label:<50} {us:>7.2f} us" for label, us in costs)
+    return "\n".join(lines)
+
+
 def environment() -> dict[str, Any]:
     return {
         "cleveragents": cleveragents.__version__,
@@ -470,9 +584,12 @@ def render_table(results: dict[int, dict[str, Row]], plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def render_json(results: dict[int, dict[str, Row]], plan: Plan) -> str:
+def render_json(
+    results: dict[int, dict[str, Row]], plan: Plan, costs: list[tuple[str, float]]
+) -> str:
     return json.dumps(
         {
+            "check_cost_us": [{"case": label, "per_call_us": us} for label, us in costs],
             "environment": environment(),
             "plan": {
                 "small_n": plan.small_n,
@@ -532,7 +649,14 @@ def main(argv: list[str] | None = None) -> int:
         print(asyncio.run(profile_runtime(args.profile, plan.large_n, runs, top=30)))
         return 0
     results = asyncio.run(measure(plan))
-    print(render_json(results, plan) if args.json else render_table(results, plan))
+    calls = 200 if args.quick else 20000
+    costs = check_costs(calls)
+    if args.json:
+        print(render_json(results, plan, costs))
+    else:
+        print(render_table(results, plan))
+        print()
+        print(render_costs(costs, calls))
     return 0
 
 

@@ -21,6 +21,7 @@ LOOP_VARIANTS = (
     "floor, async tool",
     "runtime, sync tool",
     "runtime, async tool",
+    "runtime, typed async tool",
 )
 
 
@@ -50,10 +51,15 @@ def test_loop_overhead_prints_every_variant_and_a_verdict_per_target() -> None:
                 for line in output.splitlines()
             ), f"no row for {variant} at N={n}"
     verdicts = verdict_lines(output)
-    # Per N: two targets and one informational ratio; then growth for both runtime variants.
-    assert len(verdicts) == 8, verdicts
+    # Per N: two targets and two informational ratios; then growth for both runtime variants.
+    assert len(verdicts) == 10, verdicts
     assert sum("growth" in line for line in verdicts) == 2
-    assert sum(line.startswith("INFO ") for line in verdicts) == 2
+    assert sum(line.startswith("INFO ") for line in verdicts) == 4
+    costs = output.split("Argument check alone, per call")[1].splitlines()[1:]
+    assert [line.split("  ")[1].split(",")[0] for line in costs] == ["plain tool"] + [
+        "typed tool"
+    ] * 2
+    assert all(line.endswith(" us") for line in costs)
 
 
 def test_loop_overhead_json_holds_one_summary_per_variant_and_size() -> None:
@@ -68,6 +74,12 @@ def test_loop_overhead_json_holds_one_summary_per_variant_and_size() -> None:
         assert row["min_us"] <= row["p10_us"] <= row["p90_us"] <= row["max_us"]
     for verdict in result["verdicts"]:
         assert verdict["met"] == (verdict["value"] <= verdict["limit"])
+    assert [c["case"].split(",")[0] for c in result["check_cost_us"]] == [
+        "plain tool",
+        "typed tool",
+        "typed tool",
+    ]
+    assert all(c["per_call_us"] > 0 for c in result["check_cost_us"])
 
 
 def test_loop_overhead_profile_names_the_runtime_functions() -> None:
@@ -129,3 +141,9 @@ def test_checkpoint_bench_json_holds_every_step_and_the_disk_figures() -> None:
     assert result["workspace_bytes"] > 0 and result["store_bytes_packed"] > 0
     for verdict in result["verdicts"]:
         assert verdict["met"] == (verdict["value"] <= verdict["limit"])
+    assert [c["case"].split(",")[0] for c in result["check_cost_us"]] == [
+        "plain tool",
+        "typed tool",
+        "typed tool",
+    ]
+    assert all(c["per_call_us"] > 0 for c in result["check_cost_us"])
