@@ -271,6 +271,21 @@ def test_shared_and_discriminated_types_are_inlined() -> None:
     assert kinds == [{"const": "cat", "type": "string"}, {"const": "dog", "type": "string"}]
 
 
+class Page(BaseModel):
+    meta: dict[str, str] = {"title": "Home", "description": "kept"}
+    layout: Literal["title"] = "title"
+
+
+def test_defaults_and_constants_are_data_and_stay_as_written() -> None:
+    def publish(page: Page) -> None:
+        """Publish."""
+
+    found = ToolRegistry().register("publish", publish).input_schema
+    properties = found["properties"]["page"]["properties"]
+    assert properties["meta"]["default"] == {"title": "Home", "description": "kept"}
+    assert properties["layout"] == {"const": "title", "default": "title", "type": "string"}
+
+
 def test_types_that_cannot_be_described_are_refused_at_registration_with_the_reason() -> None:
     def tree(root: Node) -> None: ...
 
@@ -608,6 +623,16 @@ def check_provider_schema(schema: dict[str, Any]) -> None:
     assert not walk_keys(schema) & {"$ref", "$defs", "definitions", "title", "discriminator"}
 
 
+async def run_through(registry: ToolRegistry, caller: Any) -> Any:
+    """One run of the real runtime with a provider's caller (closed afterwards)."""
+    runner = ToolRunner(registry)
+    try:
+        return await ToolCallingRuntime(registry, runner, caller).arun_tool_loop("ship")
+    finally:
+        runner.shutdown()
+        await caller.aclose()
+
+
 async def test_anthropic_takes_the_schemas_and_the_loop_runs_through_the_sdk() -> None:
     from cleveragents.providers.anthropic import AnthropicCaller
     from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text, ToolUse
@@ -626,12 +651,7 @@ async def test_anthropic_takes_the_schemas_and_the_loop_runs_through_the_sdk() -
             ),
             StreamReply([Text(["Shipped."])]),
         )
-        runner = ToolRunner(registry)
-        try:
-            result = await ToolCallingRuntime(registry, runner, caller).arun_tool_loop("ship")
-        finally:
-            runner.shutdown()
-            await caller.aclose()
+        result = await run_through(registry, caller)
         first, second = (r.body for r in fake.requests)
     assert result.content == "Shipped."
     assert [t["input_schema"] for t in first["tools"]] == [s.input_schema for s in registry]
@@ -662,12 +682,7 @@ async def test_openai_takes_the_schemas_and_the_loop_runs_through_the_sdk() -> N
             .reply(),
             ChunkScript().text("Shipped.").finish("stop").usage(20, 2).reply(),
         )
-        runner = ToolRunner(registry)
-        try:
-            result = await ToolCallingRuntime(registry, runner, caller).arun_tool_loop("ship")
-        finally:
-            runner.shutdown()
-            await caller.aclose()
+        result = await run_through(registry, caller)
         first, second = server.bodies
     assert result.content == "Shipped."
     sent = [t["function"]["parameters"] for t in first["tools"]]

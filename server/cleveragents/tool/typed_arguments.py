@@ -39,6 +39,8 @@ from .validation import MAX_REPORTED_ERRORS
 # property called "title" must survive the clean-up).
 _SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
 _DROPPED = frozenset({"title", "discriminator"})
+# Keywords whose value is data (a default of {"title": ...} is not a schema to clean).
+_DATA = frozenset({"default", "const", "enum", "examples"})
 
 
 @dataclass(slots=True, frozen=True)
@@ -262,7 +264,9 @@ def _self_contained(schema: Any, definitions: dict[str, Any], seen: tuple[str, .
     for key, value in schema.items():
         if key in _DROPPED or key == "$defs":
             continue
-        if key in _SCHEMA_MAPS and isinstance(value, dict):
+        if key in _DATA:
+            cleaned[key] = value
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
             cleaned[key] = {
                 name: _self_contained(sub, definitions, seen) for name, sub in value.items()
             }
