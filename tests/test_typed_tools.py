@@ -593,6 +593,10 @@ def test_google_numpy_and_sphinx_docstrings() -> None:
         depth: How deep.
     """
     assert parse_docstring(keyword) == ("Find things.", {"depth": "How deep."})
+    params = "Find things.\n\nParams:\n    depth: How deep.\n"
+    assert parse_docstring(params) == ("Find things.", {"depth": "How deep."})
+    sphinx_arg = "Find things.\n\n:arg depth: How deep.\n:type depth: int\n"
+    assert parse_docstring(sphinx_arg) == ("Find things.", {"depth": "How deep."})
 
     @tool
     def convert(celsius: float, digits: int = 1) -> float:

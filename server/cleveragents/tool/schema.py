@@ -110,12 +110,12 @@ _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
 _SPHINX_PARAM = re.compile(r"^\s*:param\s+(?:\w+\s+)?(\w+)\s*:\s*(.*)$")
 
 
-# Section titles griffe's Google parser knows (it ends the description at each of them).
+# Google section titles the fast reader reads as griffe does (griffe ends the description at
+# each; the first three hold the parameters). Any other title sends the docstring to griffe.
 _GOOGLE_SECTIONS = frozenset(
     {
         "args",
         "arguments",
-        "params",
         "parameters",
         "raises",
         "exceptions",
@@ -134,7 +134,9 @@ _GOOGLE_SECTIONS = frozenset(
 )
 _SECTION_LIKE = re.compile(r"^\s*(?:[A-Z][A-Za-z ]*:\s*$|:|-{3,}\s*$)", re.M)
 _NUMPY_UNDERLINE = re.compile(r"^[ \t]*-{3,}[ \t]*$", re.M)
-_SPHINX_FIELD = re.compile(r"^[ \t]*:\w+", re.M)
+_SPHINX_FIELD = re.compile(r"^[ \t]*:(\w+)", re.M)
+# Sphinx fields the fast reader reads as griffe does (`:arg x:` or `:key x:` go to griffe).
+_SIMPLE_SPHINX_FIELDS = frozenset({"param", "type", "returns", "return", "rtype", "raises"})
 _GOOGLE_HEADER = re.compile(r"^([A-Z][A-Za-z ]*):[ \t]*$", re.M)
 
 
@@ -173,7 +175,8 @@ def docstring_style(text: str) -> typing.Literal["google", "numpy", "sphinx"]:
 
 def _simple_reader_fits(text: str, style: str) -> bool:
     if style == "sphinx":
-        return not _GOOGLE_HEADER.search(text)
+        fields = _SPHINX_FIELD.findall(text)
+        return not _GOOGLE_HEADER.search(text) and _SIMPLE_SPHINX_FIELDS.issuperset(fields)
     return all(title.lower() in _GOOGLE_SECTIONS for title in _GOOGLE_HEADER.findall(text))
 
 
