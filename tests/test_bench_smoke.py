@@ -141,9 +141,3 @@ def test_checkpoint_bench_json_holds_every_step_and_the_disk_figures() -> None:
     assert result["workspace_bytes"] > 0 and result["store_bytes_packed"] > 0
     for verdict in result["verdicts"]:
         assert verdict["met"] == (verdict["value"] <= verdict["limit"])
-    assert [c["case"].split(",")[0] for c in result["check_cost_us"]] == [
-        "plain tool",
-        "typed tool",
-        "typed tool",
-    ]
-    assert all(c["per_call_us"] > 0 for c in result["check_cost_us"])
