@@ -88,7 +88,9 @@ class TypedArguments:
         if self._fill:
             for name, info in self._fill.items():
                 if name not in converted:
-                    converted[name] = info.get_default(call_default_factory=True)
+                    converted[name] = info.get_default(
+                        call_default_factory=True, validated_data=converted
+                    )
         return None, converted
 
     def problems(self, arguments: Any) -> str | None:
