@@ -461,9 +461,14 @@ def _workspace_trust_report(sandbox: str) -> dict[str, Any]:
     elif env_flag(os.environ, ENV_TRUST_WORKSPACE)[0]:
         status = "pre-trusted"
     else:
-        decision = TrustStore().decision(sandbox, config.digest)
+        decision = TrustStore().decision(sandbox, request.config_hash)
         status = {True: "trusted", False: "declined", None: "not asked yet"}[decision]
-    return {"config": config.path, "sha256": config.digest, "servers": servers, "status": status}
+    return {
+        "config": config.path,
+        "sha256": request.config_hash,
+        "servers": servers,
+        "status": status,
+    }
 
 
 def _render_workspace_trust(mcp: dict[str, Any]) -> str:

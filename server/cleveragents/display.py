@@ -262,7 +262,8 @@ class TerminalApprover:
 
 class TerminalTrustAsker:
     """Asks at the terminal whether a workspace's `.mcp.json` servers may start, showing the
-    exact commands (and only the names of the variables they set)."""
+    commands as written, the programs that will run and the variables they set (secret-looking
+    values masked; those that change what runs flagged in red)."""
 
     def __init__(self, display: RunDisplay) -> None:
         self.display = display
@@ -275,7 +276,8 @@ class TerminalTrustAsker:
             "with your permissions:"
         )
         for line in request.describe():
-            console.print(f"    [bold]{escape(line)}[/]")
+            style = "bold red" if "[!]" in line else "bold"  # flagged: the workspace chose it
+            console.print(f"    [{style}]{escape(line)}[/]")
         console.print(f"  [dim]{escape(request.config_path)}  sha256 {request.config_hash}[/]")
         while True:
             try:

@@ -170,6 +170,19 @@ class ClientSink:
                     command=server.command,
                     args=list(server.args),
                     env_names=list(server.env_names),
+                    program=server.program or None,
+                    program_in_workspace=server.program_in_workspace,
+                    env=[
+                        wire.TrustedVariable(
+                            name=variable.name,
+                            value=variable.value,
+                            length=variable.length,
+                            masked=variable.masked,
+                            changes_what_runs=variable.changes_what_runs,
+                            expanded=variable.expanded,
+                        )
+                        for variable in server.env
+                    ],
                 )
                 for server in request.servers
             ],
