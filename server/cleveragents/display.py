@@ -27,6 +27,7 @@ from .tool.events import (
 from .tool.policy import ApprovalDecision, ApprovalRequest
 from .tool.records import Usage
 from .tool.resources import Resource
+from .workspace.names import shown_path
 
 _CHANGE_MARKS = {"added": "[green]+[/]", "modified": "[yellow]~[/]", "deleted": "[red]-[/]"}
 
@@ -163,9 +164,9 @@ class RunDisplay:
 
 def show_file_changes(console: Console, changed: list[ChangedFile]) -> None:
     for change in changed:
+        shown = escape(shown_path(change.path))  # a name that is not plain text, C-quoted
         console.print(
-            f"  {_CHANGE_MARKS[change.change]} {escape(change.path)}  [dim]{change.change}[/]",
-            highlight=False,
+            f"  {_CHANGE_MARKS[change.change]} {shown}  [dim]{change.change}[/]", highlight=False
         )
 
 

@@ -14,6 +14,7 @@ from ..tool.messages import AssistantMessage, Message, UserMessage
 from ..tool.records import ToolCallRecord, Usage
 from ..tool.registry import ToolSpec
 from ..tool.resources import Resource
+from ..workspace.names import shown_path
 from . import wire
 
 
@@ -119,7 +120,7 @@ def run_result(outcome: RunOutcome, continued_from: str | None) -> wire.RunResul
 
 
 def wire_changes(changed_files: list[ChangedFile] | None) -> list[wire.ChangedFile]:
-    return [wire.ChangedFile(path=c.path, change=c.change) for c in changed_files or []]
+    return [wire.ChangedFile(path=shown_path(c.path), change=c.change) for c in changed_files or []]
 
 
 def wire_checkpoints(checkpoints: list[StoredCheckpoint]) -> list[wire.Checkpoint]:
