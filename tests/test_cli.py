@@ -237,6 +237,16 @@ def test_user_tool_modules(workspace: Path, tmp_path: Path) -> None:
     assert broken.returncode == 1 and "cannot import tool module" in broken.stderr
 
 
+def wait_for_the_first_record(process: subprocess.Popen[str]) -> None:
+    """Until the run's first call (list_dir) is done: the live view on stderr shows it."""
+    assert process.stderr is not None
+    seen = ""
+    deadline = time.monotonic() + 30
+    while "list_dir" not in seen and time.monotonic() < deadline:
+        seen += process.stderr.readline()
+    assert "list_dir" in seen
+
+
 def test_ctrl_c_stops_the_run_and_keeps_what_finished(workspace: Path, tmp_path: Path) -> None:
     script = replay_script(
         tmp_path,
@@ -257,13 +267,7 @@ def test_ctrl_c_stops_the_run_and_keeps_what_finished(workspace: Path, tmp_path:
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-    # Wait for the first record to be done: the live view on stderr shows it.
-    assert process.stderr is not None
-    seen = ""
-    deadline = time.monotonic() + 30
-    while "list_dir" not in seen and time.monotonic() < deadline:
-        seen += process.stderr.readline()
-    assert "list_dir" in seen
+    wait_for_the_first_record(process)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)
     assert process.returncode == 130, err
@@ -552,12 +556,7 @@ def test_a_run_whose_cli_was_killed_is_listed_interrupted_at_once(
         env={**os.environ, "PYTHONUNBUFFERED": "1", "CLEVERAGENTS_PROVIDER": ""},
     )
     try:
-        assert process.stderr is not None
-        seen = ""
-        deadline = time.monotonic() + 30
-        while "list_dir" not in seen and time.monotonic() < deadline:
-            seen += process.stderr.readline()
-        assert "list_dir" in seen
+        wait_for_the_first_record(process)
         (alive,) = json.loads(cli("runs", "--json", "--history", history).stdout)
         assert alive["status"] == "running"  # its process lives: still running
         process.kill()

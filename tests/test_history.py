@@ -326,8 +326,9 @@ def wait_until(condition: Any, child: subprocess.Popen[bytes], what: str) -> Non
         time.sleep(0.05)
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="uses SIGKILL")
-async def test_a_killed_process_loses_no_finished_record(tmp_path: Path) -> None:
+def start_hanging_child(tmp_path: Path) -> tuple[subprocess.Popen[bytes], RunHistory]:
+    """A child process whose run `crashed-run` hangs in its third iteration, and a history
+    of our own on the same file that has seen its three records."""
     db = tmp_path / "history.sqlite3"
     marker = tmp_path / "hanging"
     script = tmp_path / "child.py"
@@ -341,11 +342,22 @@ async def test_a_killed_process_loses_no_finished_record(tmp_path: Path) -> None
         wait_until(db.exists, child, "the database")
         watcher = RunHistory(db)
 
-        def three_records_and_hanging() -> bool:
+        def hanging() -> bool:
             run = watcher.get_run("crashed-run")
             return run is not None and len(run.records) == 3 and marker.exists()
 
-        wait_until(three_records_and_hanging, child, "three records")
+        wait_until(hanging, child, "three records")
+    except BaseException:
+        child.kill()
+        child.wait()
+        raise
+    return child, watcher
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="uses SIGKILL")
+async def test_a_killed_process_loses_no_finished_record(tmp_path: Path) -> None:
+    child, watcher = start_hanging_child(tmp_path)
+    try:
         # The child is alive: its run is not ours to mark interrupted.
         assert watcher.mark_interrupted() == []
         os.kill(child.pid, signal.SIGKILL)
@@ -359,7 +371,7 @@ async def test_a_killed_process_loses_no_finished_record(tmp_path: Path) -> None
     assert child.returncode == -signal.SIGKILL
     watcher.close()
 
-    history = RunHistory(db)
+    history = RunHistory(tmp_path / "history.sqlite3")
     crashed = history.get_run("crashed-run")
     assert crashed is not None
     # Read as interrupted at once (its owner is gone), before anything has written it down.
@@ -590,29 +602,6 @@ async def test_a_reused_run_id_does_not_touch_the_stored_run(
     assert stored.prompt == "abc"
     assert stored.records == first.tool_call_history
     assert stored.messages == first.messages
-
-
-def start_hanging_child(tmp_path: Path) -> tuple[subprocess.Popen[bytes], RunHistory]:
-    """A child process whose run `crashed-run` hangs in its third iteration, and a history
-    of our own on the same file that has seen its three records."""
-    db = tmp_path / "history.sqlite3"
-    marker = tmp_path / "hanging"
-    script = tmp_path / "child.py"
-    script.write_text(CHILD_SCRIPT)
-    child = subprocess.Popen(
-        [sys.executable, str(script), str(db), str(marker)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    wait_until(db.exists, child, "the database")
-    watcher = RunHistory(db)
-
-    def hanging() -> bool:
-        run = watcher.get_run("crashed-run")
-        return run is not None and len(run.records) == 3 and marker.exists()
-
-    wait_until(hanging, child, "three records")
-    return child, watcher
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs Linux's /proc")

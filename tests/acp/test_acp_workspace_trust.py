@@ -14,7 +14,13 @@ from pathlib import Path
 from acp import PROTOCOL_VERSION, text_block
 from acp.schema import PermissionOption, ToolCallUpdate
 from acp_support import RecordingClient, StartAgent, call, replay_env, write_script
-from tests.mcp_fixtures.marked import DEMO_SERVER, SECRET_VALUE, starts, write_demo_config
+from tests.mcp_fixtures.marked import (
+    DEMO_ENV_SHOWN,
+    DEMO_SERVER,
+    SECRET_VALUE,
+    starts,
+    write_demo_config,
+)
 
 
 async def test_the_editor_is_asked_and_nothing_starts_until_it_trusts_the_file(
@@ -59,16 +65,7 @@ async def test_the_editor_is_asked_and_nothing_starts_until_it_trusts_the_file(
                 "envNames": ["DEMO_TOKEN"],
                 "program": os.path.normpath(sys.executable),
                 "programInWorkspace": False,
-                "env": [
-                    {
-                        "name": "DEMO_TOKEN",
-                        "value": None,
-                        "length": len(SECRET_VALUE),
-                        "masked": True,
-                        "changesWhatRuns": False,
-                        "expanded": None,
-                    }
-                ],
+                "env": DEMO_ENV_SHOWN,
             }
         ]
         shown = client.tool_updates(sid, question.tool_call_id)

@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from daemon_support import RawDaemon, call, check_against_schema, replay_options, write_script
-from tests.mcp_fixtures.marked import DEMO_SERVER, SECRET_VALUE, starts, write_demo_config
+from tests.mcp_fixtures.marked import (
+    DEMO_ENV_SHOWN,
+    DEMO_SERVER,
+    SECRET_VALUE,
+    starts,
+    write_demo_config,
+)
 
 from cleveragents.mcp import read_mcp_config
 from cleveragents.service.trust import trust_digest
@@ -78,16 +84,7 @@ async def test_a_client_that_declares_trust_is_asked_and_nothing_starts_until_it
                 "envNames": ["DEMO_TOKEN"],
                 "program": os.path.normpath(sys.executable),
                 "programInWorkspace": False,
-                "env": [
-                    {
-                        "name": "DEMO_TOKEN",
-                        "value": None,
-                        "length": len(SECRET_VALUE),
-                        "masked": True,
-                        "changesWhatRuns": False,
-                        "expanded": None,
-                    }
-                ],
+                "env": DEMO_ENV_SHOWN,
             }
         ],
     }

@@ -142,28 +142,7 @@ def _trust_input(request: TrustRequest) -> dict[str, object]:
         "sandboxRoot": request.sandbox_root,
         "configPath": request.config_path,
         "configHash": request.config_hash,
-        "servers": [
-            {
-                "name": server.name,
-                "command": server.command,
-                "args": list(server.args),
-                "envNames": list(server.env_names),
-                "program": server.program or None,
-                "programInWorkspace": server.program_in_workspace,
-                "env": [
-                    {
-                        "name": variable.name,
-                        "value": variable.value,
-                        "length": variable.length,
-                        "masked": variable.masked,
-                        "changesWhatRuns": variable.changes_what_runs,
-                        "expanded": variable.expanded,
-                    }
-                    for variable in server.env
-                ],
-            }
-            for server in request.servers
-        ],
+        "servers": [server.to_dict() for server in request.servers],
     }
 
 

@@ -39,6 +39,7 @@ from .translate import (
     run_summary,
     tool_info,
     wire_record,
+    wire_trusted_server,
     wire_usage,
 )
 
@@ -164,28 +165,7 @@ class ClientSink:
             sandbox_root=request.sandbox_root,
             config_path=request.config_path,
             config_hash=request.config_hash,
-            servers=[
-                wire.TrustedServer(
-                    name=server.name,
-                    command=server.command,
-                    args=list(server.args),
-                    env_names=list(server.env_names),
-                    program=server.program or None,
-                    program_in_workspace=server.program_in_workspace,
-                    env=[
-                        wire.TrustedVariable(
-                            name=variable.name,
-                            value=variable.value,
-                            length=variable.length,
-                            masked=variable.masked,
-                            changes_what_runs=variable.changes_what_runs,
-                            expanded=variable.expanded,
-                        )
-                        for variable in server.env
-                    ],
-                )
-                for server in request.servers
-            ],
+            servers=[wire_trusted_server(server) for server in request.servers],
         )
         answer = await self.client.request(TRUST_METHOD, unstructure(params))
         try:

@@ -160,6 +160,16 @@ class ShownVariable:
     changes_what_runs: bool
     expanded: str | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "value": self.value,
+            "length": self.length,
+            "masked": self.masked,
+            "changesWhatRuns": self.changes_what_runs,
+            "expanded": self.expanded,
+        }
+
     def shown(self) -> str:
         if self.value is None:
             return f"{self.name}=<hidden: {self.length} characters>"
@@ -184,6 +194,18 @@ class TrustedServer:
     program: str = ""
     program_in_workspace: bool = False
     env: tuple[ShownVariable, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The server as the question's JSON shows it (the daemon's `TrustedServer`)."""
+        return {
+            "name": self.name,
+            "command": self.command,
+            "args": list(self.args),
+            "envNames": list(self.env_names),
+            "program": self.program or None,
+            "programInWorkspace": self.program_in_workspace,
+            "env": [variable.to_dict() for variable in self.env],
+        }
 
     def describe(self) -> list[str]:
         """The first line `name: command args`, then one indented line for the program and
