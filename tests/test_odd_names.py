@@ -249,7 +249,8 @@ def test_run_json_and_the_history_stay_valid_utf8(tmp_path: Path) -> None:
     )
     history = str(tmp_path / "history.sqlite3")
     env = {**os.environ, "CLEVERAGENTS_PROVIDER": "", "XDG_DATA_HOME": str(tmp_path / "data")}
-    command = [*CLI, "run", "look", "--sandbox", str(workspace), "--provider", "replay"]
+    prompt = os.fsdecode(b"look at \xff\xfe")  # argv bytes that are not UTF-8, too
+    command = [*CLI, "run", prompt, "--sandbox", str(workspace), "--provider", "replay"]
     command += ["--script", str(script), "--profile", "full-auto", "--json"]
     done = subprocess.run(
         [*command, "--history", history],
@@ -260,6 +261,7 @@ def test_run_json_and_the_history_stay_valid_utf8(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     result = json.loads(done.stdout.decode("utf-8"))  # strict: invalid UTF-8 raises
+    assert result["messages"][0]["text"] == "look at \ufffd\ufffd"
     records = result["tool_call_history"]
     assert [r["tool_name"] for r in records] == [c["name"] for c in calls]
     assert all(r["success"] for r in records), records

@@ -698,6 +698,8 @@ def test_what_looks_like_a_secret(name: str, value: str, secret: bool) -> None:
         ("RUBYOPT", True),
         ("GIT_SSH_COMMAND", True),
         ("HOME", True),
+        ("Path", True),
+        ("npm_config_script_shell", True),
         ("GITHUB_TOKEN", False),
         ("REGION", False),
         ("ENVIRONMENT", False),

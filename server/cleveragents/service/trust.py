@@ -125,8 +125,10 @@ _REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}")
 
 
 def changes_what_runs(name: str) -> bool:
-    """Whether a variable changes which program runs or what it loads (`RUNS_CODE_VARIABLES`)."""
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in RUNS_CODE_VARIABLES)
+    """Whether a variable changes which program runs or what it loads (`RUNS_CODE_VARIABLES`).
+    Compared without case: Windows reads `Path` as `PATH`, and flagging too much is safe."""
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, pattern.upper()) for pattern in RUNS_CODE_VARIABLES)
 
 
 def looks_secret(name: str, written: str) -> bool:
