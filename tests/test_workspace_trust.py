@@ -707,3 +707,21 @@ def test_what_looks_like_a_secret(name: str, value: str, secret: bool) -> None:
 )
 def test_which_variables_change_what_runs(name: str, flagged: bool) -> None:
     assert changes_what_runs(name) is flagged
+
+
+def test_a_workspace_program_is_flagged_whatever_name_the_folder_is_reached_by(
+    sandbox: Path, tmp_path: Path
+) -> None:
+    program = write_workspace_git(sandbox, tmp_path / "ran", tmp_path / "marker")
+    link = tmp_path / "link-to-project"
+    link.symlink_to(sandbox)
+    write_git_config(sandbox, {"PATH": "bin"})
+    (server,) = trust_request(str(link), read_mcp_config(str(link))).servers
+    assert server.program == str(link / "bin" / "git") and server.program_in_workspace
+    # A program outside whose link leads into the workspace is the workspace's too.
+    outside = tmp_path / "tool"
+    outside.symlink_to(program)
+    entry = {"command": str(outside)}
+    (sandbox / ".mcp.json").write_text(json.dumps({"mcpServers": {"tool": entry}}))
+    (server,) = trust_request(str(sandbox), read_mcp_config(str(sandbox))).servers
+    assert server.program == str(outside) and server.program_in_workspace

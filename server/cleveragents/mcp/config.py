@@ -228,11 +228,13 @@ def _absolute(path: str, cwd: str) -> str:
 
 
 def program_in_folder(program: str, folder: str) -> bool:
-    """Whether `program`, or the file its links lead to, lies inside `folder`."""
-    root = os.path.realpath(folder)
+    """Whether `program`, or the file its links lead to, lies inside `folder` (as named, or
+    where its own links lead)."""
+    roots = {os.path.abspath(folder), os.path.realpath(folder)}
     for candidate in (program, os.path.realpath(program)):
-        if candidate == root or candidate.startswith(root.rstrip(os.sep) + os.sep):
-            return True
+        for root in roots:
+            if candidate == root or candidate.startswith(root.rstrip(os.sep) + os.sep):
+                return True
     return False
 
 
