@@ -13,6 +13,8 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -326,9 +328,10 @@ def wait_until(condition: Any, child: subprocess.Popen[bytes], what: str) -> Non
         time.sleep(0.05)
 
 
-def start_hanging_child(tmp_path: Path) -> tuple[subprocess.Popen[bytes], RunHistory]:
+@contextmanager
+def hanging_child(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], RunHistory]]:
     """A child process whose run `crashed-run` hangs in its third iteration, and a history
-    of our own on the same file that has seen its three records."""
+    of our own on the same file that has seen its three records; both ended on leaving."""
     db = tmp_path / "history.sqlite3"
     marker = tmp_path / "hanging"
     script = tmp_path / "child.py"
@@ -338,38 +341,36 @@ def start_hanging_child(tmp_path: Path) -> tuple[subprocess.Popen[bytes], RunHis
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    watcher: RunHistory | None = None
     try:
         wait_until(db.exists, child, "the database")
         watcher = RunHistory(db)
 
         def hanging() -> bool:
+            assert watcher is not None
             run = watcher.get_run("crashed-run")
             return run is not None and len(run.records) == 3 and marker.exists()
 
         wait_until(hanging, child, "three records")
-    except BaseException:
-        child.kill()
-        child.wait()
-        raise
-    return child, watcher
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="uses SIGKILL")
-async def test_a_killed_process_loses_no_finished_record(tmp_path: Path) -> None:
-    child, watcher = start_hanging_child(tmp_path)
-    try:
-        # The child is alive: its run is not ours to mark interrupted.
-        assert watcher.mark_interrupted() == []
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
+        yield child, watcher
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
         if child.stderr:
             child.stderr.close()
+        if watcher is not None:
+            watcher.close()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="uses SIGKILL")
+async def test_a_killed_process_loses_no_finished_record(tmp_path: Path) -> None:
+    with hanging_child(tmp_path) as (child, watcher):
+        # The child is alive: its run is not ours to mark interrupted.
+        assert watcher.mark_interrupted() == []
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
     assert child.returncode == -signal.SIGKILL
-    watcher.close()
 
     history = RunHistory(tmp_path / "history.sqlite3")
     crashed = history.get_run("crashed-run")
@@ -611,8 +612,7 @@ def test_a_pid_now_owned_by_another_process_is_not_mistaken_for_the_runs_owner(
     """A run is keyed by its owner's pid and start time: when the pid belongs to a process that
     started at another moment (pid reuse, simulated by rewriting the stored start time), the
     run is read as interrupted, while its real owner is read as running."""
-    child, history = start_hanging_child(tmp_path)
-    try:
+    with hanging_child(tmp_path) as (child, history):
         assert history.get_run("crashed-run").status == "running"  # type: ignore[union-attr]
         with sqlite3.connect(history.path) as conn:
             stored = conn.execute(
@@ -624,35 +624,20 @@ def test_a_pid_now_owned_by_another_process_is_not_mistaken_for_the_runs_owner(
         (conversation,) = history.list_conversations()
         assert conversation.latest_status == "interrupted"
         assert history.mark_interrupted() == ["crashed-run"]
-    finally:
-        child.kill()
-        child.wait()
-        if child.stderr:
-            child.stderr.close()
-        history.close()
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs Linux's /proc")
 def test_a_killed_owner_not_yet_reaped_is_gone(tmp_path: Path) -> None:
     """A zombie still answers `kill(pid, 0)`: the run is interrupted all the same."""
-    child, history = start_hanging_child(tmp_path)
-    try:
+    with hanging_child(tmp_path) as (child, history):
         os.kill(child.pid, signal.SIGKILL)
-        wait_until_zombie = time.monotonic() + 60
-        while (history_status := history.get_run("crashed-run")) is not None and (
-            history_status.status == "running"
-        ):
-            assert time.monotonic() < wait_until_zombie, "the child never became a zombie"
+        deadline = time.monotonic() + 60  # only so a broken kernel fails instead of hanging
+        while (run := history.get_run("crashed-run")) is not None and run.status == "running":
+            assert time.monotonic() < deadline, "the child never became a zombie"
             time.sleep(0.05)
         assert child.returncode is None  # not reaped: still a zombie when it was read
-        assert history_status is not None and history_status.status == "interrupted"
+        assert run is not None and run.status == "interrupted"
         assert owner_gone(socket.gethostname(), child.pid, "another-process")
-    finally:
-        child.kill()
-        child.wait()
-        if child.stderr:
-            child.stderr.close()
-        history.close()
 
 
 def test_owner_gone_keeps_live_owners_and_other_hosts() -> None:
