@@ -237,6 +237,16 @@ def test_user_tool_modules(workspace: Path, tmp_path: Path) -> None:
     assert broken.returncode == 1 and "cannot import tool module" in broken.stderr
 
 
+def wait_for_the_first_record(process: subprocess.Popen[str]) -> None:
+    """Until the run's first call (list_dir) is done: the live view on stderr shows it."""
+    assert process.stderr is not None
+    seen = ""
+    deadline = time.monotonic() + 30
+    while "list_dir" not in seen and time.monotonic() < deadline:
+        seen += process.stderr.readline()
+    assert "list_dir" in seen
+
+
 def test_ctrl_c_stops_the_run_and_keeps_what_finished(workspace: Path, tmp_path: Path) -> None:
     script = replay_script(
         tmp_path,
@@ -257,13 +267,7 @@ def test_ctrl_c_stops_the_run_and_keeps_what_finished(workspace: Path, tmp_path:
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-    # Wait for the first record to be done: the live view on stderr shows it.
-    assert process.stderr is not None
-    seen = ""
-    deadline = time.monotonic() + 30
-    while "list_dir" not in seen and time.monotonic() < deadline:
-        seen += process.stderr.readline()
-    assert "list_dir" in seen
+    wait_for_the_first_record(process)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)
     assert process.returncode == 130, err
@@ -528,3 +532,46 @@ def test_without_a_terminal_nothing_starts_unless_pre_trusted(
     assert starts(marker) == 1
     bad = cli(*replay_run(workspace, script), env={**env, "CLEVERAGENTS_TRUST_WORKSPACE": "maybe"})
     assert bad.returncode == 2 and "CLEVERAGENTS_TRUST_WORKSPACE" in bad.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="uses SIGKILL")
+def test_a_run_whose_cli_was_killed_is_listed_interrupted_at_once(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Issue 17, item 9: a run whose CLI process was killed stayed "running" in `runs` until
+    some daemon started. Every reader of the history now names it interrupted."""
+    history = str(tmp_path / "history.sqlite3")
+    script = replay_script(
+        tmp_path,
+        [
+            {"tool_calls": [{"name": "list_dir", "arguments": {}}]},
+            {"text": "thinking for a long time", "delay_ms": 60000},
+        ],
+    )
+    process = subprocess.Popen(
+        [*CLI, *replay_run(workspace, script), "--json", "--history", history],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "CLEVERAGENTS_PROVIDER": ""},
+    )
+    try:
+        wait_for_the_first_record(process)
+        (alive,) = json.loads(cli("runs", "--json", "--history", history).stdout)
+        assert alive["status"] == "running"  # its process lives: still running
+        process.kill()
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
+    (listed,) = json.loads(cli("runs", "--json", "--history", history).stdout)
+    assert listed["run_id"] == alive["run_id"] and listed["status"] == "interrupted"
+    shown = json.loads(cli("runs", "show", alive["run_id"], "--json", "--history", history).stdout)
+    assert shown["status"] == "interrupted"
+    assert shown["error"] == "the process running this run ended before the run finished"
+    assert [r["tool_name"] for r in shown["records"]] == ["list_dir"]  # nothing lost
+    table = cli("runs", "--history", history, env={"COLUMNS": "200"}).stdout
+    assert alive["run_id"] in table and "interrupted" in table

@@ -6,18 +6,28 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cleveragents.service.history import SCHEMA_VERSION, RunHistory, default_history_path
+from cleveragents.service.history import (
+    INTERRUPTED_ERROR,
+    SCHEMA_VERSION,
+    RunHistory,
+    default_history_path,
+    owner_gone,
+    process_start_key,
+)
 from cleveragents.tool import (
     AssistantMessage,
     CancelToken,
@@ -318,8 +328,10 @@ def wait_until(condition: Any, child: subprocess.Popen[bytes], what: str) -> Non
         time.sleep(0.05)
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="uses SIGKILL")
-async def test_a_killed_process_loses_no_finished_record(tmp_path: Path) -> None:
+@contextmanager
+def hanging_child(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], RunHistory]]:
+    """A child process whose run `crashed-run` hangs in its third iteration, and a history
+    of our own on the same file that has seen its three records; both ended on leaving."""
     db = tmp_path / "history.sqlite3"
     marker = tmp_path / "hanging"
     script = tmp_path / "child.py"
@@ -329,32 +341,44 @@ async def test_a_killed_process_loses_no_finished_record(tmp_path: Path) -> None
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    watcher: RunHistory | None = None
     try:
         wait_until(db.exists, child, "the database")
         watcher = RunHistory(db)
 
-        def three_records_and_hanging() -> bool:
+        def hanging() -> bool:
+            assert watcher is not None
             run = watcher.get_run("crashed-run")
             return run is not None and len(run.records) == 3 and marker.exists()
 
-        wait_until(three_records_and_hanging, child, "three records")
-        # The child is alive: its run is not ours to mark interrupted.
-        assert watcher.mark_interrupted() == []
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
+        wait_until(hanging, child, "three records")
+        yield child, watcher
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
         if child.stderr:
             child.stderr.close()
-    assert child.returncode == -signal.SIGKILL
-    watcher.close()
+        if watcher is not None:
+            watcher.close()
 
-    history = RunHistory(db)
+
+@pytest.mark.skipif(sys.platform == "win32", reason="uses SIGKILL")
+async def test_a_killed_process_loses_no_finished_record(tmp_path: Path) -> None:
+    with hanging_child(tmp_path) as (child, watcher):
+        # The child is alive: its run is not ours to mark interrupted.
+        assert watcher.mark_interrupted() == []
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+
+    history = RunHistory(tmp_path / "history.sqlite3")
     crashed = history.get_run("crashed-run")
     assert crashed is not None
-    assert crashed.status == "running" and crashed.finished_at is None
+    # Read as interrupted at once (its owner is gone), before anything has written it down.
+    assert crashed.status == "interrupted" and crashed.finished_at is None
+    assert crashed.error == INTERRUPTED_ERROR
+    assert [r.status for r in history.list_runs()] == ["interrupted"]
     assert [r.output for r in crashed.records] == [{"n": n, "square": n * n} for n in (1, 2, 3)]
     assert crashed.iterations == 3
     assert history.mark_interrupted() == ["crashed-run"]
@@ -579,3 +603,46 @@ async def test_a_reused_run_id_does_not_touch_the_stored_run(
     assert stored.prompt == "abc"
     assert stored.records == first.tool_call_history
     assert stored.messages == first.messages
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs Linux's /proc")
+def test_a_pid_now_owned_by_another_process_is_not_mistaken_for_the_runs_owner(
+    tmp_path: Path,
+) -> None:
+    """A run is keyed by its owner's pid and start time: when the pid belongs to a process that
+    started at another moment (pid reuse, simulated by rewriting the stored start time), the
+    run is read as interrupted, while its real owner is read as running."""
+    with hanging_child(tmp_path) as (child, history):
+        assert history.get_run("crashed-run").status == "running"  # type: ignore[union-attr]
+        with sqlite3.connect(history.path) as conn:
+            stored = conn.execute(
+                "SELECT owner_pid, owner_started FROM runs WHERE run_id = 'crashed-run'"
+            ).fetchone()
+            assert stored == (child.pid, process_start_key(child.pid)) and stored[1]
+            conn.execute("UPDATE runs SET owner_started = 'another-boot:1'")
+        assert [r.status for r in history.list_runs()] == ["interrupted"]
+        (conversation,) = history.list_conversations()
+        assert conversation.latest_status == "interrupted"
+        assert history.mark_interrupted() == ["crashed-run"]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs Linux's /proc")
+def test_a_killed_owner_not_yet_reaped_is_gone(tmp_path: Path) -> None:
+    """A zombie still answers `kill(pid, 0)`: the run is interrupted all the same."""
+    with hanging_child(tmp_path) as (child, history):
+        os.kill(child.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 60  # only so a broken kernel fails instead of hanging
+        while (run := history.get_run("crashed-run")) is not None and run.status == "running":
+            assert time.monotonic() < deadline, "the child never became a zombie"
+            time.sleep(0.05)
+        assert child.returncode is None  # not reaped: still a zombie when it was read
+        assert run is not None and run.status == "interrupted"
+        assert owner_gone(socket.gethostname(), child.pid, "another-process")
+
+
+def test_owner_gone_keeps_live_owners_and_other_hosts() -> None:
+    me = socket.gethostname()
+    assert not owner_gone(me, os.getppid(), "x", process_start_key(os.getppid()))
+    assert not owner_gone("another-host", 2**22 + 12345, "x", None)
+    assert owner_gone(me, 2**22 + 12345, "x", None)  # no such pid (above pid_max)
+    assert owner_gone(me, os.getpid(), "an earlier process's token", None)

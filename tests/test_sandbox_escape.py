@@ -26,6 +26,7 @@ from cleveragents.tool import (
 )
 from cleveragents.tool.records import ToolCallRecord
 from cleveragents.workspace import Sandbox, register_builtin_tools
+from cleveragents.workspace.names import read_back
 
 FILE_TOOLS = ("read_file", "write_file", "edit_file", "list_dir", "glob", "grep")
 
@@ -278,7 +279,8 @@ async def test_lookalike_names_stay_inside(tmp_path: Path) -> None:
             assert "too long" in (written.error or "")
             continue
         assert written.success, f"{path!r}: {written.error}"
-        created = world.sandbox / written.output["path"]
+        # A name with invisible or control characters is shown C-quoted (workspace/names.py).
+        created = world.sandbox / read_back(written.output["path"])
         assert created.resolve().is_relative_to(world.sandbox.resolve())
         assert created.read_text() == "PWNED\n"
         for tool in ("read_file", "edit_file", "grep"):

@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -27,7 +28,10 @@ from cleveragents.service.trust import (
     TrustRequest,
     TrustStore,
     WorkspaceTrust,
+    changes_what_runs,
+    looks_secret,
     shell_line,
+    trust_digest,
     trust_request,
     untrusted_note,
     with_untrusted_note,
@@ -94,7 +98,7 @@ def test_a_store_others_could_write_is_ignored(tmp_path: Path) -> None:
 # -- deciding --------------------------------------------------------------------------------
 
 
-async def test_asked_with_the_written_commands_and_variable_names_only(
+async def test_asked_with_the_written_commands_the_program_and_secret_values_masked(
     sandbox: Path, tmp_path: Path
 ) -> None:
     data = write_demo_config(sandbox, tmp_path / "marker")
@@ -102,14 +106,22 @@ async def test_asked_with_the_written_commands_and_variable_names_only(
     trust = WorkspaceTrust(
         TrustStore(tmp_path / "t.json"), pre_trusted=False, timeout_s=60, ask=asker
     )
-    admitted = await trust.admit(str(sandbox), read_mcp_config(str(sandbox)))
+    config = read_mcp_config(str(sandbox))
+    admitted = await trust.admit(str(sandbox), config)
     (request,) = asker.asked
-    assert request.config_hash == hashlib.sha256(data).hexdigest()
+    assert config.digest == hashlib.sha256(data).hexdigest()
+    assert request.config_hash == trust_digest(config) != config.digest
     assert request.config_path == str(sandbox / ".mcp.json")
     (server,) = request.servers
     assert (server.name, server.command) == ("demo", sys.executable)
     assert server.args == (DEMO_SERVER, "--marker", str(tmp_path / "marker"))
     assert server.env_names == ("DEMO_TOKEN",)
+    assert server.program == os.path.normpath(sys.executable)
+    assert not server.program_in_workspace
+    (variable,) = server.env
+    assert (variable.name, variable.value, variable.masked) == ("DEMO_TOKEN", None, True)
+    assert variable.length == len(SECRET_VALUE)
+    assert f"    sets DEMO_TOKEN=<hidden: {len(SECRET_VALUE)} characters>" in request.describe()
     assert SECRET_VALUE not in repr(request) and SECRET_VALUE not in "".join(request.describe())
     assert admitted.servers == () and admitted.untrusted == ("demo",)
     assert admitted.skipped["demo"].startswith("not trusted: you declined")
@@ -531,3 +543,185 @@ def test_trust_lists_names_that_look_like_markup_as_written(
     assert main(["trust"]) == 0
     listed = capsys.readouterr().out
     assert "[/], [blink]x" in listed and "declined" in listed
+
+
+# -- what will run (issue 17, item 5) ----------------------------------------------------------
+
+
+def write_workspace_git(sandbox: Path, wrapper_marker: Path, demo_marker: Path) -> Path:
+    """A workspace `bin/git` that notes the path it was started as, then becomes the demo
+    server: the program a `.mcp.json` setting `PATH=bin` would really run for `git`."""
+    program = sandbox / "bin" / "git"
+    program.parent.mkdir(exist_ok=True)
+    program.write_text(
+        "#!/bin/sh\n"
+        f'printf "%s\\n" "$0" >> {shlex.quote(str(wrapper_marker))}\n'
+        f"exec {shlex.quote(sys.executable)} {shlex.quote(DEMO_SERVER)} "
+        f"--marker {shlex.quote(str(demo_marker))}\n"
+    )
+    program.chmod(0o755)
+    return program
+
+
+def write_git_config(sandbox: Path, env: dict[str, str]) -> None:
+    entry = {"command": "git", "args": ["--version"], "env": env}
+    (sandbox / ".mcp.json").write_text(json.dumps({"mcpServers": {"git": entry}}))
+
+
+def test_a_path_that_picks_a_workspace_program_is_shown_resolved_and_flagged(
+    sandbox: Path, tmp_path: Path
+) -> None:
+    """The issue's probe: `git --version` with `PATH=bin` ran the workspace's own `bin/git`
+    while the question showed `git --version` and the name PATH."""
+    program = write_workspace_git(sandbox, tmp_path / "ran", tmp_path / "marker")
+    env = {
+        "PATH": "bin",
+        "NODE_OPTIONS": "--require ./steal.js",
+        "LD_PRELOAD": "./evil.so",
+        "PYTHONPATH": ".",
+        "BASH_ENV": "./init.sh",
+        "API_KEY": "live_4f9a8b7c6d5e4f3a2b1c0d9e",
+        "REGION": "eu-west-1",
+        "FROM_HOME": "${GITHUB_TOKEN}",
+    }
+    write_git_config(sandbox, env)
+    root = os.path.realpath(sandbox)
+    config = read_mcp_config(root, {"GITHUB_TOKEN": "ghp_mine", "PATH": "/usr/bin:/bin"})
+    (server,) = trust_request(root, config).servers
+    assert server.program == str(program) and server.program_in_workspace
+    shown = {variable.name: variable for variable in server.env}
+    for name in ("PATH", "NODE_OPTIONS", "LD_PRELOAD", "PYTHONPATH", "BASH_ENV"):
+        assert shown[name].changes_what_runs and not shown[name].masked
+        assert shown[name].value == env[name]
+    assert shown["API_KEY"].masked and shown["API_KEY"].value is None
+    assert shown["API_KEY"].length == len(env["API_KEY"])
+    assert not shown["REGION"].masked and not shown["REGION"].changes_what_runs
+    assert shown["FROM_HOME"].value == "${GITHUB_TOKEN}"  # the user's own, not the file's
+    lines = trust_request(root, config).describe()
+    assert lines[0] == "git: git --version"
+    assert f"    runs {program}  [!] a program inside the workspace" in lines
+    assert "    sets PATH=bin  [!] changes which program runs or what it loads" in lines
+    assert "    sets LD_PRELOAD=./evil.so  [!] changes which program runs or what it loads" in lines
+    flag = "  [!] changes which program runs or what it loads"
+    assert f"    sets NODE_OPTIONS='--require ./steal.js'{flag}" in lines
+    assert f"    sets API_KEY=<hidden: {len(env['API_KEY'])} characters>" in lines
+    assert "live_4f9a8b7c6d5e4f3a2b1c0d9e" not in repr(trust_request(root, config))
+    # Without the workspace's PATH, the same command is the system's git, not flagged.
+    write_git_config(sandbox, {})
+    (plain,) = trust_request(root, read_mcp_config(root, {"PATH": "/usr/bin:/bin"})).servers
+    assert plain.program != str(program) and not plain.program_in_workspace
+
+
+async def test_the_program_shown_is_the_program_started(sandbox: Path, tmp_path: Path) -> None:
+    ran, marker = tmp_path / "ran", tmp_path / "marker"
+    program = write_workspace_git(sandbox, ran, marker)
+    write_git_config(sandbox, {"PATH": "bin"})
+    root = os.path.realpath(sandbox)
+    asker = Asker(True)
+    pool = McpToolsetPool()
+    try:
+        async with pool.lease(root, admitting(TrustStore(tmp_path / "t.json"), root, asker)):
+            pass
+    finally:
+        await pool.close()
+    (request,) = asker.asked
+    assert request.servers[0].program == str(program)
+    # Started by its absolute path, the one the question showed, not found again by name.
+    assert ran.read_text().splitlines() == [str(program)] and starts(marker) == 1
+
+
+def test_a_change_of_the_program_or_of_a_flagged_value_asks_again(
+    sandbox: Path, tmp_path: Path
+) -> None:
+    """The answer is kept under a digest of what was shown: the same file bytes that come to
+    run another program, or another expanded PATH, are another question."""
+    root = os.path.realpath(sandbox)
+    write_git_config(sandbox, {"PATH": "bin:${PATH}"})
+    system = {"PATH": "/usr/bin:/bin"}
+    before = trust_digest(read_mcp_config(root, system))
+    assert trust_digest(read_mcp_config(root, system)) == before  # stable
+    assert trust_digest(read_mcp_config(root, {"PATH": "/opt/other/bin"})) != before
+    program = write_workspace_git(sandbox, tmp_path / "ran", tmp_path / "marker")
+    planted = trust_digest(read_mcp_config(root, system))
+    assert planted != before
+    program.write_text(program.read_text() + "# changed\n")
+    assert trust_digest(read_mcp_config(root, system)) != planted  # its content is covered
+
+
+def test_hidden_characters_in_values_and_programs_are_escaped(sandbox: Path) -> None:
+    tool = sandbox / "to\u202eol"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    entry = {"command": f"./{tool.name}", "env": {"PATH": "a\x1b[2K\u202eb", "X": "1\n2"}}
+    (sandbox / ".mcp.json").write_text(json.dumps({"mcpServers": {"t": entry}}))
+    root = os.path.realpath(sandbox)
+    lines = trust_request(root, read_mcp_config(root)).describe()
+    text = "\n".join(lines)
+    assert "\x1b" not in text and "\u202e" not in text and len(lines) == 4
+    assert f"    runs $'{root}/to\\u202eol'  [!] a program inside the workspace" in lines
+    assert "    sets PATH=$'a\\x1b[2K\\u202eb'" in text and "    sets X=$'1\\n2'" in lines
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "secret"),
+    [
+        ("GITHUB_TOKEN", "abc", True),
+        ("DB_PASSWORD", "hunter2", True),
+        ("OPENAI_KEY", "x", True),
+        ("CONFIG", "sk-proj-abcdefgh12345678", True),
+        ("CONFIG", "ghp_0123456789abcdefABCDEF", True),
+        ("CONFIG", "AKIAABCDEFGHIJKLMNOP", True),
+        ("CONFIG", "q8Zr2Lw9Xv7Tn4Kp1Ys6Hb3Jd", True),
+        ("GITHUB_TOKEN", "${GITHUB_TOKEN}", False),
+        ("LOG_LEVEL", "debug", False),
+        ("CONFIG", "/home/me/projects/service-2024/config.yaml", False),
+        ("MONKEY", "banana", False),
+        ("TASK", "disk-partition-1234", False),
+    ],
+)
+def test_what_looks_like_a_secret(name: str, value: str, secret: bool) -> None:
+    assert looks_secret(name, value) is secret
+
+
+@pytest.mark.parametrize(
+    ("name", "flagged"),
+    [
+        ("PATH", True),
+        ("LD_PRELOAD", True),
+        ("LD_LIBRARY_PATH", True),
+        ("DYLD_INSERT_LIBRARIES", True),
+        ("NODE_OPTIONS", True),
+        ("PYTHONSTARTUP", True),
+        ("BASH_ENV", True),
+        ("ENV", True),
+        ("PERL5LIB", True),
+        ("RUBYOPT", True),
+        ("GIT_SSH_COMMAND", True),
+        ("HOME", True),
+        ("Path", True),
+        ("npm_config_script_shell", True),
+        ("GITHUB_TOKEN", False),
+        ("REGION", False),
+        ("ENVIRONMENT", False),
+    ],
+)
+def test_which_variables_change_what_runs(name: str, flagged: bool) -> None:
+    assert changes_what_runs(name) is flagged
+
+
+def test_a_workspace_program_is_flagged_whatever_name_the_folder_is_reached_by(
+    sandbox: Path, tmp_path: Path
+) -> None:
+    program = write_workspace_git(sandbox, tmp_path / "ran", tmp_path / "marker")
+    link = tmp_path / "link-to-project"
+    link.symlink_to(sandbox)
+    write_git_config(sandbox, {"PATH": "bin"})
+    (server,) = trust_request(str(link), read_mcp_config(str(link))).servers
+    assert server.program == str(link / "bin" / "git") and server.program_in_workspace
+    # A program outside whose link leads into the workspace is the workspace's too.
+    outside = tmp_path / "tool"
+    outside.symlink_to(program)
+    entry = {"command": str(outside)}
+    (sandbox / ".mcp.json").write_text(json.dumps({"mcpServers": {"tool": entry}}))
+    (server,) = trust_request(str(sandbox), read_mcp_config(str(sandbox))).servers
+    assert server.program == str(outside) and server.program_in_workspace

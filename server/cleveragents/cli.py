@@ -31,6 +31,12 @@ TRUST_HELP = (
 )
 
 
+def _prompt_text(value: str) -> str:
+    """A prompt is text: bytes a shell passed that are not UTF-8 (kept by Python as lone
+    surrogates, which no JSON answer, provider or history can hold) become U+FFFD."""
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cleveragents", description="A tool-calling agent runtime you drive from your editor."
@@ -39,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", help="run a tool loop on a prompt, showing each tool call")
-    run.add_argument("prompt", help="what the agent should do")
+    run.add_argument("prompt", type=_prompt_text, help="what the agent should do")
     run.add_argument(
         "--sandbox",
         required=True,
@@ -461,9 +467,14 @@ def _workspace_trust_report(sandbox: str) -> dict[str, Any]:
     elif env_flag(os.environ, ENV_TRUST_WORKSPACE)[0]:
         status = "pre-trusted"
     else:
-        decision = TrustStore().decision(sandbox, config.digest)
+        decision = TrustStore().decision(sandbox, request.config_hash)
         status = {True: "trusted", False: "declined", None: "not asked yet"}[decision]
-    return {"config": config.path, "sha256": config.digest, "servers": servers, "status": status}
+    return {
+        "config": config.path,
+        "sha256": request.config_hash,
+        "servers": servers,
+        "status": status,
+    }
 
 
 def _render_workspace_trust(mcp: dict[str, Any]) -> str:

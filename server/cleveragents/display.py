@@ -27,6 +27,7 @@ from .tool.events import (
 from .tool.policy import ApprovalDecision, ApprovalRequest
 from .tool.records import Usage
 from .tool.resources import Resource
+from .workspace.names import shown_path
 
 _CHANGE_MARKS = {"added": "[green]+[/]", "modified": "[yellow]~[/]", "deleted": "[red]-[/]"}
 
@@ -163,9 +164,9 @@ class RunDisplay:
 
 def show_file_changes(console: Console, changed: list[ChangedFile]) -> None:
     for change in changed:
+        shown = escape(shown_path(change.path))  # a name that is not plain text, C-quoted
         console.print(
-            f"  {_CHANGE_MARKS[change.change]} {escape(change.path)}  [dim]{change.change}[/]",
-            highlight=False,
+            f"  {_CHANGE_MARKS[change.change]} {shown}  [dim]{change.change}[/]", highlight=False
         )
 
 
@@ -262,7 +263,8 @@ class TerminalApprover:
 
 class TerminalTrustAsker:
     """Asks at the terminal whether a workspace's `.mcp.json` servers may start, showing the
-    exact commands (and only the names of the variables they set)."""
+    commands as written, the programs that will run and the variables they set (secret-looking
+    values masked; those that change what runs flagged in red)."""
 
     def __init__(self, display: RunDisplay) -> None:
         self.display = display
@@ -275,7 +277,8 @@ class TerminalTrustAsker:
             "with your permissions:"
         )
         for line in request.describe():
-            console.print(f"    [bold]{escape(line)}[/]")
+            style = "bold red" if "[!]" in line else "bold"  # flagged: the workspace chose it
+            console.print(f"    [{style}]{escape(line)}[/]")
         console.print(f"  [dim]{escape(request.config_path)}  sha256 {request.config_hash}[/]")
         while True:
             try:

@@ -7,13 +7,20 @@ The server is the real demo server, which appends its pid to a marker file as it
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 from acp import PROTOCOL_VERSION, text_block
 from acp.schema import PermissionOption, ToolCallUpdate
 from acp_support import RecordingClient, StartAgent, call, replay_env, write_script
-from tests.mcp_fixtures.marked import DEMO_SERVER, SECRET_VALUE, starts, write_demo_config
+from tests.mcp_fixtures.marked import (
+    DEMO_ENV_SHOWN,
+    DEMO_SERVER,
+    SECRET_VALUE,
+    starts,
+    write_demo_config,
+)
 
 
 async def test_the_editor_is_asked_and_nothing_starts_until_it_trusts_the_file(
@@ -56,6 +63,9 @@ async def test_the_editor_is_asked_and_nothing_starts_until_it_trusts_the_file(
                 "command": sys.executable,
                 "args": [DEMO_SERVER, "--marker", str(marker)],
                 "envNames": ["DEMO_TOKEN"],
+                "program": os.path.normpath(sys.executable),
+                "programInWorkspace": False,
+                "env": DEMO_ENV_SHOWN,
             }
         ]
         shown = client.tool_updates(sid, question.tool_call_id)
@@ -64,6 +74,8 @@ async def test_the_editor_is_asked_and_nothing_starts_until_it_trusts_the_file(
             ("tool_call_update", "failed"),
         ]
         assert "--marker" in shown[0].content[0].content.text
+        assert f"runs {os.path.normpath(sys.executable)}" in shown[0].content[0].content.text
+        assert "sets DEMO_TOKEN=<hidden: 12 characters>" in shown[0].content[0].content.text
         assert SECRET_VALUE not in json.dumps([u.model_dump() for u in shown], default=str)
         echo = client.tool_updates(sid, "c_echo")
         assert echo[-1].status == "failed" and "unknown_tool" in json.dumps(echo[-1].field_meta)

@@ -8,12 +8,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from daemon_support import RawDaemon, call, check_against_schema, replay_options, write_script
-from tests.mcp_fixtures.marked import DEMO_SERVER, SECRET_VALUE, starts, write_demo_config
+from tests.mcp_fixtures.marked import (
+    DEMO_ENV_SHOWN,
+    DEMO_SERVER,
+    SECRET_VALUE,
+    starts,
+    write_demo_config,
+)
+
+from cleveragents.mcp import read_mcp_config
+from cleveragents.service.trust import trust_digest
 
 TRUST = "cleveragents/trustWorkspace"
 DECLARES_TRUST = {"experimental": {"cleveragents": {"trust": True}}}
@@ -53,7 +63,9 @@ async def test_a_client_that_declares_trust_is_asked_and_nothing_starts_until_it
     raw: RawDaemon, tmp_path: Path, sandbox: Path
 ) -> None:
     marker = tmp_path / "marker"
-    digest = hashlib.sha256(write_demo_config(sandbox, marker)).hexdigest()
+    file_digest = hashlib.sha256(write_demo_config(sandbox, marker)).hexdigest()
+    config = read_mcp_config(str(sandbox))
+    assert config.digest == file_digest
     init = await raw.initialize(replay_options(echo_script(tmp_path, "s.json")), DECLARES_TRUST)
     assert init["result"]["capabilities"]["experimental"]["cleveragents"]["trust"] is True
 
@@ -63,13 +75,16 @@ async def test_a_client_that_declares_trust_is_asked_and_nothing_starts_until_it
     assert question["params"] == {
         "sandboxRoot": str(sandbox),
         "configPath": str(sandbox / ".mcp.json"),
-        "configHash": digest,
+        "configHash": trust_digest(config),
         "servers": [
             {
                 "name": "demo",
                 "command": sys.executable,
                 "args": [DEMO_SERVER, "--marker", str(marker)],
                 "envNames": ["DEMO_TOKEN"],
+                "program": os.path.normpath(sys.executable),
+                "programInWorkspace": False,
+                "env": DEMO_ENV_SHOWN,
             }
         ],
     }
@@ -146,3 +161,35 @@ async def test_pre_trusted_by_the_setting_starts_without_asking(
     finally:
         raw.kill()
         await raw.process.wait()
+
+
+async def test_the_question_shows_the_workspace_program_a_path_picks_and_flags_it(
+    raw: RawDaemon, tmp_path: Path, sandbox: Path
+) -> None:
+    """`git --version` with `PATH=bin` and a workspace `bin/git`: the question names the
+    workspace's program, flagged, and PATH with its value, flagged (issue 17, item 5)."""
+    program = sandbox / "bin" / "git"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\necho planted\n")
+    program.chmod(0o755)
+    env = {"PATH": "bin", "LD_PRELOAD": "./evil.so", "NODE_OPTIONS": "--require ./x.js"}
+    entry = {"command": "git", "args": ["--version"], "env": env}
+    (sandbox / ".mcp.json").write_text(json.dumps({"mcpServers": {"git": entry}}))
+    await raw.initialize(replay_options(echo_script(tmp_path, "s.json")), DECLARES_TRUST)
+    await run_answering(raw, sandbox, echo_script(tmp_path, "1.json"), False)
+    (question,) = trust_requests(raw)
+    check_against_schema(TRUST, question["params"])
+    (server,) = question["params"]["servers"]
+    assert (server["command"], server["args"]) == ("git", ["--version"])
+    assert server["program"] == str(program) and server["programInWorkspace"] is True
+    assert server["env"] == [
+        {
+            "name": name,
+            "value": value,
+            "length": len(value),
+            "masked": False,
+            "changesWhatRuns": True,
+            "expanded": None,
+        }
+        for name, value in env.items()
+    ]

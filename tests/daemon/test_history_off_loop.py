@@ -121,5 +121,6 @@ async def test_a_record_the_client_was_sent_survives_kill_9(
     with RunHistory(history) as stored:
         (summary,) = stored.list_runs(10, 0)
         detail = stored.get_run(summary.run_id)
-        assert detail is not None and detail.status == "running"
+        # Killed mid-run: every reader names the run interrupted, and its record is there.
+        assert detail is not None and detail.status == "interrupted"
         assert [r.inputs["label"] for r in detail.records] == ["seen"]

@@ -327,6 +327,93 @@ async def test_the_socket_of_a_live_daemon_is_not_taken_but_a_stale_one_is(
         await daemon.kill()
 
 
+def connect_and_close(address: str | tuple[str, int]) -> None:
+    """A liveness probe or a port scan: connect, then close without a byte."""
+    family = socket.AF_UNIX if isinstance(address, str) else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.connect(address)
+
+
+@unix_only
+async def test_a_second_start_and_a_probe_leave_a_waiting_socket_daemon_serving(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    """Found open (issue 17): a second `serve --socket` on a live daemon's socket was refused,
+    but its liveness probe was taken by the waiting daemon as its one client, which then
+    removed its socket and exited 1, taking down a daemon waiting for its `ssh -L` client."""
+    path = tmp_path / "daemon.sock"
+    daemon = await Listening.start(tmp_path, "--socket", str(path))
+    try:
+        other_home = tmp_path / "second"
+        other_home.mkdir()
+        second = await Listening.start(other_home, "--socket", str(path))
+        try:
+            assert await second.wait() == 2
+            assert "already listens" in second.lines[0] + await second.stderr()
+        finally:
+            await second.kill()
+        for _ in range(3):
+            connect_and_close(str(path))
+        assert daemon.process.returncode is None and stat.S_ISSOCK(path.lstat().st_mode)
+        # Still waiting, and the real client is served (the probes were accepted before it).
+        peer = await Peer.unix(path)
+        await full_session(peer, replay_options(script(tmp_path)), sandbox)
+        assert await daemon.wait() == 0
+        peer.close()
+    finally:
+        await daemon.kill()
+
+
+async def test_a_tcp_daemon_outlives_connect_and_close_probes(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    daemon = await Listening.start(tmp_path, "--tcp", "127.0.0.1:0", lines=2)
+    try:
+        for _ in range(3):
+            connect_and_close(("127.0.0.1", daemon.port))
+        owner = await Peer.tcp(daemon.port)
+        token = daemon.token_file.read_text().strip()
+        await full_session(owner, replay_options(script(tmp_path), token=token), sandbox)
+        assert await daemon.wait() == 0
+        owner.close()
+    finally:
+        await daemon.kill()
+
+
+@unix_only
+async def test_a_socket_client_is_admitted_only_once_it_sends_a_message(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Over a socket, no token: the first complete message admits, with every byte read so far
+    (noise before it included) handed to the session; closing first, or staying silent past
+    the handshake timeout, is not being the client."""
+    monkeypatch.setattr(remote, "HANDSHAKE_TIMEOUT_S", 0.2)
+    admitted: list[bytes] = []
+
+    async def session(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, received: bytes
+    ) -> int:
+        admitted.append(received)
+        writer.close()
+        return 7
+
+    path = tmp_path / "d.sock"
+    serving = asyncio.ensure_future(remote.serve_endpoint(remote.SocketEndpoint(path), session))
+    while not path.exists():
+        await asyncio.sleep(0.01)
+    connect_and_close(str(path))
+    silent = await Peer.unix(path)
+    assert await silent.receive() is None  # closed at the timeout, without being served
+    half = await Peer.unix(path)
+    await half.send(b"Content-Length: 40\r\n\r\n{")  # an unfinished message: not yet
+    assert await half.receive() is None
+    owner = await Peer.unix(path)
+    first = b"noise\r\n" + encode(json.dumps(initialize(None)).encode())
+    await owner.send(first)
+    assert await asyncio.wait_for(serving, WAIT_S) == 7
+    assert admitted == [first] and not path.exists()
+
+
 # -- the checks themselves -------------------------------------------------------------------
 
 

@@ -28,6 +28,19 @@ def write_demo_config(sandbox: Path, marker: Path, *extra: str) -> bytes:
     return data
 
 
+# DEMO_TOKEN as the workspace-trust question shows it: masked, its length only.
+DEMO_ENV_SHOWN = [
+    {
+        "name": "DEMO_TOKEN",
+        "value": None,
+        "length": len(SECRET_VALUE),
+        "masked": True,
+        "changesWhatRuns": False,
+        "expanded": None,
+    }
+]
+
+
 def starts(marker: Path) -> int:
     """How many times the server started."""
     return len(marker.read_text().splitlines()) if marker.exists() else 0

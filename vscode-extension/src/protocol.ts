@@ -571,7 +571,7 @@ export interface TrustWorkspaceParams {
   sandboxRoot: string;
   /** The `.mcp.json` file. */
   configPath: string;
-  /** SHA-256 (hex) of the file's exact bytes. */
+  /** SHA-256 (hex) over the file's exact bytes and what this question shows beyond them (each resolved `program`, the content of one inside the workspace, the expanded values of variables that change what runs): the answer is kept under it. */
   configHash: string;
   /** Every server it would start. */
   servers: TrustedServer[];
@@ -582,7 +582,7 @@ export interface TrustWorkspaceResult {
   trusted: boolean;
 }
 
-/** A program the workspace's `.mcp.json` would start, as written in the file. */
+/** A program the workspace's `.mcp.json` would start: as written in the file, and what will actually run. Show `program` (flagged when `programInWorkspace`) and every `env` entry. */
 export interface TrustedServer {
   /** The server's name in `mcpServers`. */
   name: string;
@@ -590,8 +590,30 @@ export interface TrustedServer {
   command: string;
   /** Its arguments as written. */
   args: string[];
-  /** Names of the variables it sets (never their values). */
+  /** Names of the variables it sets. */
   envNames: string[];
+  /** The absolute path that will be started: `command` resolved with the server's own `PATH` (else the daemon's) and working folder (the sandbox root), exactly as the start does (the start runs this path). Null when nothing was found (the start fails). */
+  program: string | null;
+  /** `program` (or the file its links lead to) lies inside the workspace: the workspace chose the program itself. Flag it. */
+  programInWorkspace: boolean;
+  /** Every variable it sets, in the file's order, with its value. */
+  env: TrustedVariable[];
+}
+
+/** A variable a server would be started with, as the question shows it. */
+export interface TrustedVariable {
+  /** Its name. */
+  name: string;
+  /** Its value as written (`${VAR}` references unexpanded); null when `masked`. */
+  value: string | null;
+  /** The length of the value as written. */
+  length: number;
+  /** The value looks like a secret and is not sent: show that the variable is set, and its length. */
+  masked: boolean;
+  /** It changes which program runs or what it loads (`PATH`, `LD_*`, `DYLD_*`, `NODE_OPTIONS`, `PYTHON*`, `BASH_ENV`, `GIT_*`, ...): never masked; flag it. */
+  changesWhatRuns: boolean;
+  /** For a variable that `changesWhatRuns`, its value after `${VAR}` expansion when that differs from `value`; else null. */
+  expanded: string | null;
 }
 
 /** Tokens the provider reported (zero for providers that report none) and their estimated cost: of one model call, or summed over a run. */

@@ -35,6 +35,7 @@ from acp.schema import (
 from ..service.errors import INVALID_PARAMS, ServiceError
 from ..service.runs import RunManager
 from ..service.undo import RestoreOutcome
+from ..workspace.names import shown_path
 from .session import AcpSession
 from .updates import META_KEY
 
@@ -149,7 +150,9 @@ def _describe(outcome: RestoreOutcome) -> str:
     if not outcome.changed_files:
         return "Nothing to restore: the files are already as they were."
     lines = [f"Restored {len(outcome.changed_files)} file(s) in {outcome.sandbox_root}:"]
-    lines += [f"  {_MARKS[c.change]} {c.path} ({c.change})" for c in outcome.changed_files]
+    lines += [
+        f"  {_MARKS[c.change]} {shown_path(c.path)} ({c.change})" for c in outcome.changed_files
+    ]
     lines += [f"  kept {k.path}: an ignored or too-large file is in the way" for k in outcome.kept]
     lines.append("Type /undo to undo this restore.")
     return "\n".join(lines)

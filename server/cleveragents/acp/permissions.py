@@ -142,15 +142,7 @@ def _trust_input(request: TrustRequest) -> dict[str, object]:
         "sandboxRoot": request.sandbox_root,
         "configPath": request.config_path,
         "configHash": request.config_hash,
-        "servers": [
-            {
-                "name": server.name,
-                "command": server.command,
-                "args": list(server.args),
-                "envNames": list(server.env_names),
-            }
-            for server in request.servers
-        ],
+        "servers": [server.to_dict() for server in request.servers],
     }
 
 

@@ -10,7 +10,12 @@ A Unix socket is guarded by the file system instead: it is created readable and 
 its owner alone (0600), which is also what makes it the way to reach a daemon on another
 machine, through `ssh -L` forwarding of the socket.
 
-Either way the daemon serves one client (the first admitted), then exits.
+Either way a connection becomes the client only once it speaks: its first complete message
+(over TCP, `initialize` with the token; over a socket, any well-framed message). A connection
+that closes without a byte (a liveness probe, a port scan, a second `serve --socket` checking
+whether this socket is live) or stays silent past HANDSHAKE_TIMEOUT_S is closed and the daemon
+goes on waiting. The daemon then serves that one client and exits when it leaves (or on
+`shutdown`/`exit`); SIGTERM or SIGINT while it waits end it with 0.
 """
 
 from __future__ import annotations
@@ -147,7 +152,7 @@ async def handshake(
         async with asyncio.timeout(HANDSHAKE_TIMEOUT_S):
             while not items:
                 chunk = await reader.read(65536)
-                if not chunk:
+                if not chunk:  # closed without a message: a probe, never the client
                     writer.close()
                     return None
                 received += chunk
@@ -166,6 +171,36 @@ async def handshake(
     with contextlib.suppress(ConnectionError, OSError):
         writer.write(encode(json.dumps(body).encode("utf-8")))
         await writer.drain()
+    writer.close()
+    return None
+
+
+async def first_words(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes | None:
+    """A socket client's handshake: read until one complete message has arrived; the bytes
+    read (for the session, which answers them all, noise before the message included), or
+    None when the connection closed first, stayed silent past HANDSHAKE_TIMEOUT_S, or sent
+    more than HANDSHAKE_MAX_BODY without one (it has been closed).
+
+    Nothing is checked: the socket's file permissions already chose who may connect. This
+    only keeps a connection that never speaks from being taken for the client."""
+    parser = FrameParser(max_body=HANDSHAKE_MAX_BODY)
+    received = bytearray()
+    why = "closed without a message"
+    try:
+        async with asyncio.timeout(HANDSHAKE_TIMEOUT_S):
+            while chunk := await reader.read(65536):
+                received += chunk
+                if any(isinstance(item, Frame) for item in parser.feed(chunk)):
+                    return bytes(received)
+                if len(received) > HANDSHAKE_MAX_BODY:
+                    why = f"no complete message in its first {HANDSHAKE_MAX_BODY} bytes"
+                    break
+    except TimeoutError:
+        why = f"no complete message within {HANDSHAKE_TIMEOUT_S:g} s"
+    except (ConnectionError, OSError) as exc:
+        why = f"the connection failed: {exc}"
+    if received or why != "closed without a message":  # a bare connect-close is routine
+        log.warning("closed a connection that did not speak the protocol: %s", why)
     writer.close()
     return None
 
@@ -264,10 +299,12 @@ def parse_tcp_address(value: str) -> TcpEndpoint:
 
 
 async def serve_endpoint(endpoint: Endpoint, session: Session) -> int:
-    """Listen, admit the first client that passes (a token over TCP), serve it with
-    `session(reader, writer, bytes_already_read)`, and return its exit code.
+    """Listen, admit the first client that speaks (its first complete message; over TCP,
+    `initialize` with the token), serve it with `session(reader, writer, bytes_already_read)`,
+    and return its exit code.
 
-    SIGTERM/SIGINT while nobody is admitted end the daemon with 0.
+    A connection that closes or stays silent before its first message is not the client: the
+    daemon goes on waiting. SIGTERM/SIGINT while nobody is admitted end the daemon with 0.
     """
     loop = asyncio.get_running_loop()
     admitted: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter, bytes]] = (
@@ -286,23 +323,23 @@ async def serve_endpoint(endpoint: Endpoint, session: Session) -> int:
         if admitted.done():
             writer.close()  # one client per daemon: start another daemon for another client
             return
-        received = b""
-        if secret is not None:
-            if len(pending) >= MAX_PENDING_HANDSHAKES:
-                # The oldest waiting connection makes room, not the newcomer: refusing the
-                # newcomer let anyone who opens MAX_PENDING_HANDSHAKES silent connections (and
-                # opens them again as they time out) keep the real client out for good.
-                log.warning("too many connections waiting to authenticate: dropped the oldest")
-                pending.pop(0).close()
-            pending.append(writer)
-            try:
-                answer = await handshake(reader, writer, secret)
-            finally:
-                with contextlib.suppress(ValueError):
-                    pending.remove(writer)
-            if answer is None:
-                return
-            received = answer
+        if len(pending) >= MAX_PENDING_HANDSHAKES:
+            # The oldest waiting connection makes room, not the newcomer: refusing the
+            # newcomer let anyone who opens MAX_PENDING_HANDSHAKES silent connections (and
+            # opens them again as they time out) keep the real client out for good.
+            log.warning("too many connections waiting for their first message: dropped the oldest")
+            pending.pop(0).close()
+        pending.append(writer)
+        try:
+            if secret is not None:
+                received = await handshake(reader, writer, secret)
+            else:
+                received = await first_words(reader, writer)
+        finally:
+            with contextlib.suppress(ValueError):
+                pending.remove(writer)
+        if received is None:
+            return
         if admitted.done():
             writer.close()
             return

@@ -39,6 +39,7 @@ from .translate import (
     run_summary,
     tool_info,
     wire_record,
+    wire_trusted_server,
     wire_usage,
 )
 
@@ -164,15 +165,7 @@ class ClientSink:
             sandbox_root=request.sandbox_root,
             config_path=request.config_path,
             config_hash=request.config_hash,
-            servers=[
-                wire.TrustedServer(
-                    name=server.name,
-                    command=server.command,
-                    args=list(server.args),
-                    env_names=list(server.env_names),
-                )
-                for server in request.servers
-            ],
+            servers=[wire_trusted_server(server) for server in request.servers],
         )
         answer = await self.client.request(TRUST_METHOD, unstructure(params))
         try:

@@ -9,11 +9,13 @@ from ..service.history import IterationUsage, RunSummary, StoredCheckpoint, Stor
 from ..service.resources import ResourceRequest
 from ..service.runs import RunOutcome, RunRequest
 from ..service.settings import COMMAND_LIMITS, CommandSettings
+from ..service.trust import TrustedServer
 from ..service.undo import RestoreOutcome
 from ..tool.messages import AssistantMessage, Message, UserMessage
 from ..tool.records import ToolCallRecord, Usage
 from ..tool.registry import ToolSpec
 from ..tool.resources import Resource
+from ..workspace.names import shown_path
 from . import wire
 
 
@@ -119,7 +121,7 @@ def run_result(outcome: RunOutcome, continued_from: str | None) -> wire.RunResul
 
 
 def wire_changes(changed_files: list[ChangedFile] | None) -> list[wire.ChangedFile]:
-    return [wire.ChangedFile(path=c.path, change=c.change) for c in changed_files or []]
+    return [wire.ChangedFile(path=shown_path(c.path), change=c.change) for c in changed_files or []]
 
 
 def wire_checkpoints(checkpoints: list[StoredCheckpoint]) -> list[wire.Checkpoint]:
@@ -229,3 +231,26 @@ def wire_message(message: Message) -> wire.ConversationMessage:
 def profile(value: str) -> wire.AutomationProfile:
     # The runtime checked the name against AUTOMATION_PROFILES before the run began.
     return cast(wire.AutomationProfile, value)
+
+
+def wire_trusted_server(server: TrustedServer) -> wire.TrustedServer:
+    """A server of a workspace-trust question, as `cleveragents/trustWorkspace` sends it."""
+    return wire.TrustedServer(
+        name=server.name,
+        command=server.command,
+        args=list(server.args),
+        env_names=list(server.env_names),
+        program=server.program or None,
+        program_in_workspace=server.program_in_workspace,
+        env=[
+            wire.TrustedVariable(
+                name=variable.name,
+                value=variable.value,
+                length=variable.length,
+                masked=variable.masked,
+                changes_what_runs=variable.changes_what_runs,
+                expanded=variable.expanded,
+            )
+            for variable in server.env
+        ],
+    )

@@ -834,16 +834,61 @@ class ApproveToolCallResult:
 
 
 @attrs.frozen(kw_only=True)
+class TrustedVariable:
+    """A variable a server would be started with, as the question shows it."""
+
+    name: str = attrs.field(metadata=doc("Its name."))
+    value: str | None = attrs.field(
+        metadata=doc("Its value as written (`${VAR}` references unexpanded); null when `masked`.")
+    )
+    length: int = attrs.field(metadata=doc("The length of the value as written."))
+    masked: bool = attrs.field(
+        metadata=doc(
+            "The value looks like a secret and is not sent: show that the variable is set, "
+            "and its length."
+        )
+    )
+    changes_what_runs: bool = attrs.field(
+        metadata=doc(
+            "It changes which program runs or what it loads (`PATH`, `LD_*`, `DYLD_*`, "
+            "`NODE_OPTIONS`, `PYTHON*`, `BASH_ENV`, `GIT_*`, ...): never masked; flag it."
+        )
+    )
+    expanded: str | None = attrs.field(
+        metadata=doc(
+            "For a variable that `changesWhatRuns`, its value after `${VAR}` expansion when "
+            "that differs from `value`; else null."
+        )
+    )
+
+
+@attrs.frozen(kw_only=True)
 class TrustedServer:
-    """A program the workspace's `.mcp.json` would start, as written in the file."""
+    """A program the workspace's `.mcp.json` would start: as written in the file, and what will
+    actually run. Show `program` (flagged when `programInWorkspace`) and every `env` entry."""
 
     name: str = attrs.field(metadata=doc("The server's name in `mcpServers`."))
     command: str = attrs.field(
         metadata=doc("The command as written (`${VAR}` references unexpanded).")
     )
     args: list[str] = attrs.field(metadata=doc("Its arguments as written."))
-    env_names: list[str] = attrs.field(
-        metadata=doc("Names of the variables it sets (never their values).")
+    env_names: list[str] = attrs.field(metadata=doc("Names of the variables it sets."))
+    program: str | None = attrs.field(
+        metadata=doc(
+            "The absolute path that will be started: `command` resolved with the server's own "
+            "`PATH` (else the daemon's) and working folder (the sandbox root), exactly as the "
+            "start does (the start runs this path). Null when nothing was found (the start "
+            "fails)."
+        )
+    )
+    program_in_workspace: bool = attrs.field(
+        metadata=doc(
+            "`program` (or the file its links lead to) lies inside the workspace: the "
+            "workspace chose the program itself. Flag it."
+        )
+    )
+    env: list[TrustedVariable] = attrs.field(
+        metadata=doc("Every variable it sets, in the file's order, with its value.")
     )
 
 
@@ -856,7 +901,13 @@ class TrustWorkspaceParams:
 
     sandbox_root: str = attrs.field(metadata=doc("The folder (resolved)."))
     config_path: str = attrs.field(metadata=doc("The `.mcp.json` file."))
-    config_hash: str = attrs.field(metadata=doc("SHA-256 (hex) of the file's exact bytes."))
+    config_hash: str = attrs.field(
+        metadata=doc(
+            "SHA-256 (hex) over the file's exact bytes and what this question shows beyond "
+            "them (each resolved `program`, the content of one inside the workspace, the "
+            "expanded values of variables that change what runs): the answer is kept under it."
+        )
+    )
     servers: list[TrustedServer] = attrs.field(metadata=doc("Every server it would start."))
 
 

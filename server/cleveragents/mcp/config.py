@@ -7,8 +7,12 @@ The format is the `mcpServers` one other agents use::
 `${VAR}` and `${VAR:-default}` are expanded in the command, the arguments and the env values
 from the environment cleveragents runs in. Entries for other transports (`"type": "http"`,
 `"sse"`, or a `url`) are skipped with a reason, since only stdio servers can be started here.
-`McpConfig.digest` is the SHA-256 of the file's exact bytes: what workspace trust is given to
-(`service/trust.py`). This module does not import the MCP SDK: reading the file stays cheap.
+`McpConfig.digest` is the SHA-256 of the file's exact bytes. Each server's program is resolved
+here, once, exactly as the operating system would find it for the server (its own `PATH`, else
+the inherited one; relative `PATH` entries and relative commands against the server's working
+folder, the sandbox root): `McpServerConfig.program` is the absolute path the workspace-trust
+question shows (`service/trust.py`) and the one the connection starts, so the two cannot
+disagree. This module does not import the MCP SDK: reading the file stays cheap.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import json
 import os
 import re
 import shlex
+import shutil
 import stat
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -50,6 +56,14 @@ class McpServerConfig:
     # The command and arguments as written (what the user is asked to trust).
     written_command: str = ""
     written_args: tuple[str, ...] = ()
+    # The variables' values as written (`${VAR}` unexpanded), in the file's order.
+    written_env: Mapping[str, str] = field(default_factory=dict)
+    # The absolute path that will be started ("" when nothing was found: the start fails), and
+    # whether it lies in the workspace (the path or where its links lead); for such a program,
+    # the SHA-256 of its content, so a trust answer covers what it ran.
+    program: str = ""
+    program_in_workspace: bool = False
+    program_digest: str = ""
 
     def command_line(self) -> str:
         return self.written or shlex.join([self.command, *self.args])
@@ -136,12 +150,17 @@ def read_mcp_config(sandbox_root: str, environ: Mapping[str, str] | None = None)
             kind = transport if transport != "stdio" else "url"
             skipped[name] = f"transport {kind!r} is not supported (only stdio servers are)"
             continue
-        servers.append(_server(name, entry, where, path, variables))
+        servers.append(_server(name, entry, where, path, variables, sandbox_root))
     return McpConfig(path, tuple(servers), skipped, digest)
 
 
 def _server(
-    name: str, entry: dict[str, Any], where: str, path: str, variables: Mapping[str, str]
+    name: str,
+    entry: dict[str, Any],
+    where: str,
+    path: str,
+    variables: Mapping[str, str],
+    sandbox_root: str,
 ) -> McpServerConfig:
     command = entry.get("command")
     if not isinstance(command, str) or not command.strip():
@@ -154,16 +173,90 @@ def _server(
         raise McpConfigError(f"{where}: 'env' must map names to strings")
     for key in env:
         _check_shown_name(key, f"MCP server {name!a}: variable name", path)
+    expanded_command = _expand(command, where, variables)
+    expanded_env = {key: _expand(value, where, variables) for key, value in env.items()}
+    search_path = expanded_env["PATH"] if "PATH" in expanded_env else variables.get("PATH")
+    program = resolve_program(expanded_command, search_path, sandbox_root) or ""
+    in_workspace = bool(program) and program_in_folder(program, sandbox_root)
     return McpServerConfig(
         name=name,
-        command=_expand(command, where, variables),
+        command=expanded_command,
         args=tuple(_expand(a, where, variables) for a in args),
-        env={key: _expand(value, where, variables) for key, value in env.items()},
+        env=expanded_env,
         config_path=path,
         written=shlex.join([command, *args]),
         written_command=command,
         written_args=tuple(args),
+        written_env=dict(env),
+        program=program,
+        program_in_workspace=in_workspace,
+        program_digest=_content_digest(program) if in_workspace else "",
     )
+
+
+def resolve_program(command: str, search_path: str | None, cwd: str) -> str | None:
+    """The absolute path the system starts for `command`, run in `cwd` with `search_path` as
+    its `PATH` (None: unset), or None when no executable is found.
+
+    The rules are the ones `subprocess` (so the MCP SDK) applies on POSIX: a command holding a
+    slash is a path, relative to `cwd`; otherwise each `PATH` entry in turn, an empty or
+    relative entry taken against `cwd` (the child changes folder before it looks), and the
+    first regular file it may execute wins; an unset `PATH` searches `os.defpath`.
+    """
+    if os.sep in command or (os.altsep and os.altsep in command):
+        return _absolute(command, cwd)
+    if sys.platform == "win32":  # PATHEXT and the current folder first: the system's rules
+        found = shutil.which(command, path=search_path)
+        return _absolute(found, cwd) if found else None
+    entries = (search_path if search_path is not None else os.defpath).split(os.pathsep)
+    for entry in entries:
+        candidate = _absolute(os.path.join(entry or os.curdir, command), cwd)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _absolute(path: str, cwd: str) -> str:
+    """`path` made absolute against `cwd`. `.` and doubled slashes are tidied away, but not
+    `..`: after a symbolic link the system resolves `..` from the link's target, so tidying it
+    could name another file than the one that runs."""
+    joined = os.path.join(cwd, path)
+    parts = joined.split(os.sep)
+    if os.pardir in parts:
+        return joined
+    return os.path.normpath(joined)
+
+
+def program_in_folder(program: str, folder: str) -> bool:
+    """Whether `program`, or the file its links lead to, lies inside `folder` (as named, or
+    where its own links lead)."""
+    roots = {os.path.abspath(folder), os.path.realpath(folder)}
+    for candidate in (program, os.path.realpath(program)):
+        for root in roots:
+            if candidate == root or candidate.startswith(root.rstrip(os.sep) + os.sep):
+                return True
+    return False
+
+
+MAX_PROGRAM_DIGEST_BYTES = 256 * 1024 * 1024
+
+
+def _content_digest(program: str) -> str:
+    """SHA-256 of a workspace program's content ("" when it cannot be read as a regular file:
+    then the start fails or runs what the path names, and the path is what is shown)."""
+    try:
+        fd = os.open(program, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return ""
+        digest = hashlib.sha256()
+        left = MAX_PROGRAM_DIGEST_BYTES
+        while left > 0 and (chunk := handle.read(min(left, 1024 * 1024))):
+            digest.update(chunk)
+            left -= len(chunk)
+    return digest.hexdigest()
 
 
 def _check_shown_name(name: str, what: str, path: str) -> None:

@@ -24,7 +24,7 @@ from mcp.types import CONNECTION_CLOSED, Implementation, PaginatedRequestParams,
 
 from .. import __version__
 from ..tool.errors import ToolError
-from .config import DEFAULT_STARTUP_TIMEOUT_S, McpServerConfig
+from .config import DEFAULT_STARTUP_TIMEOUT_S, McpServerConfig, resolve_program
 from .errors import McpStartError
 from .results import output_of
 
@@ -229,7 +229,7 @@ class McpServerConnection:
         self._stderr = stderr
         try:
             parameters = StdioServerParameters(
-                command=self.config.command,
+                command=self._program(),
                 args=list(self.config.args),
                 env=dict(self.config.env),
                 cwd=self._sandbox_root,
@@ -264,6 +264,19 @@ class McpServerConnection:
                 ready.set_exception(
                     McpStartError(f"MCP server {self.name!r} was stopped before it was ready")
                 )
+
+    def _program(self) -> str:
+        """The absolute path to start: the one resolved when the config was read (what the
+        workspace-trust question showed), else resolved now by the same rules. Never a bare
+        name: the system's own `PATH` search could pick another file than the one shown."""
+        program = self.config.program
+        if not program:
+            env = self.config.env
+            search_path = env["PATH"] if "PATH" in env else os.environ.get("PATH")
+            program = resolve_program(self.config.command, search_path, self._sandbox_root) or ""
+        if not program:
+            raise FileNotFoundError(self.config.command)
+        return program
 
     async def _handshake(self, session: ClientSession) -> list[Tool]:
         try:
@@ -306,7 +319,8 @@ class McpServerConnection:
 
     async def _start_error(self, cause: BaseException) -> McpStartError:
         if isinstance(cause, FileNotFoundError):
-            reason = f"the command {self.config.command!r} was not found"
+            where = "" if os.sep in self.config.command else " on its PATH"
+            reason = f"the command {self.config.command!r} was not found{where}"
         elif isinstance(cause, PermissionError):
             reason = f"the command {self.config.command!r} cannot be run: {cause.strerror}"
         elif isinstance(cause, OSError):

@@ -9,16 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..workspace.names import shown_path
+
 ChangeKind = Literal["added", "modified", "deleted"]
 CHANGE_KINDS: tuple[ChangeKind, ...] = ("added", "modified", "deleted")
 
 
 @dataclass(frozen=True, slots=True)
 class ChangedFile:
-    """One path that differs between two states of a folder (relative, `/`-separated)."""
+    """One path that differs between two states of a folder (relative, `/`-separated; a name
+    that is not UTF-8 keeps its bytes as surrogates: `to_dict` shows it C-quoted)."""
 
     path: str
     change: ChangeKind
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "change": self.change}
+        return {"path": shown_path(self.path), "change": self.change}

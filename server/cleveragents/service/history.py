@@ -80,6 +80,34 @@ INTERRUPTED_ERROR = "the process running this run ended before the run finished"
 # daemons with the same pid), so `mark_interrupted` can recognise that earlier one as dead.
 _PROCESS_TOKEN = uuid.uuid4().hex
 
+
+def process_start_key(pid: int) -> str | None:
+    """What tells a process apart from any other that has had or will have its pid: the boot
+    and the moment (in clock ticks since boot) the process started, from Linux's /proc. None
+    where that cannot be read (another system, a process that is gone): then a run's owner
+    is judged by whether its pid exists."""
+    state = _process_state(pid)
+    return None if state is None else state[1]
+
+
+def _process_state(pid: int) -> tuple[str, str] | None:
+    """A process's state letter (R, S, Z, ...) and `process_start_key`, from /proc."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            boot = handle.read().strip()
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            stat_line = handle.read()
+    except OSError:
+        return None
+    # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after the last.
+    fields = stat_line[stat_line.rfind(")") + 2 :].split()
+    if len(fields) < 20:
+        return None
+    return fields[0], f"{boot}:{fields[19]}"  # fields 3 and 22 of stat: state, starttime
+
+
+_OWNER_STARTED = process_start_key(os.getpid())
+
 # Migration i takes the database from user_version i to i + 1. Append, never edit: a
 # database already at version n has run the first n entries. Statements run one by one in a
 # single transaction (`executescript` would commit half way).
@@ -168,6 +196,12 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE runs ADD COLUMN resources TEXT",
         "ALTER TABLE assistant_messages ADD COLUMN usage TEXT",
         "ALTER TABLE assistant_messages ADD COLUMN cost_usd REAL",
+    ),
+    (
+        # When the owning process started (`process_start_key`), so a run whose pid now
+        # belongs to another process is seen as dead. NULL: unknown (older rows, or a system
+        # that does not say): then only whether the pid exists counts.
+        "ALTER TABLE runs ADD COLUMN owner_started TEXT",
     ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -411,6 +445,7 @@ class RunHistory:
             check_same_thread=False,  # guarded by self._lock
         )
         try:
+            _add_functions(self._conn)
             self._configure()
             self._migrate()
         except BaseException:
@@ -481,6 +516,7 @@ class RunHistory:
                     check_same_thread=False,  # closed by `close`, from another thread
                 )
                 conn.execute("PRAGMA query_only=ON")
+                _add_functions(conn)
                 self._readers.append(conn)
             self._local.conn = conn
         return conn
@@ -557,7 +593,8 @@ class RunHistory:
         self._execute(
             "INSERT INTO runs (run_id, prompt, plan_id, sandbox_root, automation_profile, "
             "max_iterations, status, started_at, continued_from, owner_host, owner_pid, "
-            "owner_token, resources) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+            "owner_token, owner_started, resources) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
             (
                 event.run_id,
                 event.prompt,
@@ -570,6 +607,7 @@ class RunHistory:
                 socket.gethostname(),
                 os.getpid(),
                 _PROCESS_TOKEN,
+                _OWNER_STARTED,
                 _dumps([r.to_dict() for r in event.resources]) if event.resources else None,
             ),
         )
@@ -686,18 +724,18 @@ class RunHistory:
             )
 
     def mark_interrupted(self) -> list[str]:
-        """Mark runs whose process has died as "interrupted"; returns their ids, oldest first.
+        """Store "interrupted" for runs whose process has died; returns their ids, oldest first.
 
-        Call at daemon start. Runs of live processes (another editor window's daemon, or
-        this process) are left running. A run counts as dead when it was started on this
-        host by a pid that no longer exists, or by an earlier process that had our pid.
+        Every read already shows such runs as interrupted (`owner_gone`); this writes it down,
+        with the time it was noticed (a daemon does it at start). Runs of live processes
+        (another editor window's daemon, a CLI run, this process) are left running.
         """
         with self._transaction(immediate=True) as conn:
             rows = conn.execute(
-                "SELECT run_id, owner_host, owner_pid, owner_token FROM runs "
+                "SELECT run_id, owner_host, owner_pid, owner_token, owner_started FROM runs "
                 "WHERE status = 'running' ORDER BY seq"
             ).fetchall()
-            dead = [run_id for run_id, *owner in rows if _owner_is_dead(*owner)]
+            dead = [run_id for run_id, *owner in rows if owner_gone(*owner)]
             now = time.time()
             conn.executemany(
                 "UPDATE runs SET status = 'interrupted', error = ?, finished_at = ? "
@@ -738,8 +776,8 @@ class RunHistory:
                 "INSERT INTO runs (run_id, prompt, plan_id, sandbox_root, automation_profile, "
                 "max_iterations, status, started_at, finished_at, content, error, kind, "
                 "changed_files, restored_run_id, restored_iteration, owner_host, owner_pid, "
-                "owner_token) VALUES (?, ?, '', ?, '', 0, ?, ?, ?, ?, ?, 'restore', ?, ?, ?, "
-                "?, ?, ?)",
+                "owner_token, owner_started) VALUES (?, ?, '', ?, '', 0, ?, ?, ?, ?, ?, "
+                "'restore', ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.restore_id,
                     _text(record.description),
@@ -755,6 +793,7 @@ class RunHistory:
                     socket.gethostname(),
                     os.getpid(),
                     _PROCESS_TOKEN,
+                    _OWNER_STARTED,
                 ),
             )
             if record.checkpoint is not None:
@@ -830,10 +869,12 @@ class RunHistory:
     def get_run(self, run_id: str) -> StoredRun | None:
         with self._transaction(immediate=False) as conn:
             row = conn.execute(
-                f"SELECT {_SUMMARY_COLUMNS}, max_iterations, content, stop_reason, error, "
+                f"SELECT {_SUMMARY_COLUMNS}, max_iterations, content, stop_reason, "
+                f"CASE WHEN status != 'running' THEN error WHEN {_OWNER_GONE} THEN ? "
+                "ELSE error END, "
                 "error_type, resources, changed_files, checkpoint_warning FROM runs "
                 "WHERE run_id = ?",
-                (run_id,),
+                (INTERRUPTED_ERROR, run_id),
             ).fetchone()
             if row is None:
                 return None
@@ -924,7 +965,7 @@ class RunHistory:
         with self._transaction(immediate=False) as conn:
             rows = conn.execute(
                 "SELECT seq, run_id, continued_from, sandbox_root, substr(prompt, 1, ?), "
-                "status, started_at, finished_at FROM runs ORDER BY seq",
+                f"{_STATUS}, started_at, finished_at FROM runs ORDER BY seq",
                 (TITLE_CHARS,),
             ).fetchall()
         parent = {row[1]: row[2] for row in rows}
@@ -970,8 +1011,14 @@ class RunHistory:
 
 
 # -- helpers -------------------------------------------------------------------------------
+# A run's status as every read shows it: "running" only while its owning process lives.
+_OWNER_GONE = "owner_gone(owner_host, owner_pid, owner_token, owner_started)"
+_STATUS = (
+    f"CASE WHEN status != 'running' THEN status WHEN {_OWNER_GONE} THEN 'interrupted' "
+    "ELSE status END"
+)
 _SUMMARY_COLUMNS = (
-    "run_id, prompt, status, started_at, finished_at, iterations, "
+    f"run_id, prompt, {_STATUS}, started_at, finished_at, iterations, "
     "(SELECT COUNT(*) FROM tool_calls WHERE tool_calls.run_id = runs.run_id), "
     "sandbox_root, plan_id, automation_profile, continued_from, kind, restored_run_id, "
     "restored_iteration, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
@@ -1151,13 +1198,40 @@ def _request_order(
     return [arrived[i] for i in order]
 
 
-def _owner_is_dead(host: str, pid: int, token: str) -> bool:
-    """Whether the process that started a run is gone; runs of other hosts are left alone."""
+def owner_gone(host: str, pid: int, token: str, started: str | None = None) -> bool:
+    """Whether the process that started a run is gone, so the run can never finish: what
+    every reader of the history calls a run's "interrupted" (the SQL function `owner_gone`
+    in every read, and `mark_interrupted`).
+
+    Runs of other hosts are left alone (their processes cannot be seen from here). Gone: our
+    own pid with another process's token (an earlier process that had our pid), a pid that no
+    longer exists (or is a zombie), or a pid that now belongs to a process started at
+    another moment than the run's owner (`started`, from `process_start_key`).
+    """
     if host != socket.gethostname():
         return False
     if pid == os.getpid():
-        return token != _PROCESS_TOKEN  # an earlier process that had our pid
-    return not _process_alive(pid)
+        return token != _PROCESS_TOKEN
+    if not _process_alive(pid):
+        return True
+    state = _process_state(pid)
+    if state is None:  # no /proc to ask: the pid exists, so the owner is taken to live
+        return False
+    letter, now = state
+    if letter in ("Z", "X"):  # killed, not yet reaped by its parent: it runs no more
+        return True
+    return started is not None and now != started
+
+
+def _add_functions(conn: sqlite3.Connection) -> None:
+    def gone(host: Any, pid: Any, token: Any, started: Any) -> int:
+        try:
+            return int(owner_gone(str(host), int(pid), str(token), started))
+        except Exception:  # a read must not fail over one odd row: it stays as stored
+            log.exception("run history: cannot tell whether pid %r is alive", pid)
+            return 0
+
+    conn.create_function("owner_gone", 4, gone)
 
 
 def _process_alive(pid: int) -> bool:

@@ -1,11 +1,18 @@
 """Workspace trust: a sandbox's `.mcp.json` starts no program until the user trusts it.
 
 Cloning a repository and asking a question must not run the repository's code. The servers a
-`.mcp.json` names start only once the user has trusted that exact file (its SHA-256, over the
-bytes) in that folder; when the file changes, they are asked again. Each front asks in its
-own way (the daemon's `cleveragents/trustWorkspace` request, a terminal prompt, ACP's
-`session/request_permission`), showing each server's name, command, arguments and the NAMES
-of the variables it sets (never their values).
+`.mcp.json` names start only once the user has trusted exactly what they were shown in that
+folder; when it changes, they are asked again. Each front asks in its own way (the daemon's
+`cleveragents/trustWorkspace` request, a terminal prompt, ACP's `session/request_permission`),
+showing for each server its name, the command and arguments as written, the program that will
+run (the absolute path, resolved with the server's own `PATH` and working folder: the one the
+connection starts; flagged when it lies in the workspace) and every variable it sets with its
+value. Values that look like secrets are masked (their presence and length shown); variables
+that change which program runs or what it loads (`PATH`, `LD_*`, `NODE_OPTIONS`, `PYTHON*`,
+... `RUNS_CODE_VARIABLES`) are never masked and are flagged. The digest the answer is kept
+under (`trust_digest`) covers the file's bytes and what the question shows beyond them: each
+resolved program (and the content of one inside the workspace) and the expanded values of the
+flagged variables.
 
 - Answers (yes and no) are remembered per folder and digest in `trusted-workspaces.json` in
   the user data folder, next to the run history (created 0600; a store that other users could
@@ -20,6 +27,8 @@ of the variables it sets (never their values).
 from __future__ import annotations
 
 import asyncio
+import fnmatch
+import hashlib
 import json
 import logging
 import os
@@ -36,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..mcp.config import CONFIG_FILE, HIDDEN_CHARACTERS, McpConfig
+from ..mcp.config import CONFIG_FILE, HIDDEN_CHARACTERS, McpConfig, McpServerConfig
 from .errors import ClientRequestError
 from .history import default_history_path
 
@@ -50,15 +59,169 @@ CANNOT_ASK = (
 )
 
 
+RUNS_CODE_VARIABLES = (
+    "PATH",
+    "LD_*",
+    "DYLD_*",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "NODE_EXTRA_CA_CERTS",
+    "NPM_CONFIG_*",
+    "npm_config_*",
+    "PYTHON*",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "UV_*",
+    "PIP_*",
+    "BASH_ENV",
+    "ENV",
+    "ZDOTDIR",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "IFS",
+    "PERL5LIB",
+    "PERL5OPT",
+    "PERLLIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "GEM_HOME",
+    "GEM_PATH",
+    "BUNDLE_*",
+    "GIT_*",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "CLASSPATH",
+    "DOTNET_*",
+    "GCONV_PATH",
+    "GLIBC_TUNABLES",
+    "MALLOC_*",
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_DIRS",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "SHELL",
+)
+"""Variables that change which program runs, or what code it loads or runs first (the dynamic
+loader's, the interpreters', the shells' start-up files, git's, and the folders programs read
+their configuration from). Their values are shown in full and flagged, never masked."""
+
+_SECRET_NAME = re.compile(
+    r"TOKEN|SECRET|PASSW|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|"
+    r"SESSION|(^|_)KEY($|_)|(^|_)PAT($|_)|(^|_)PWD($|_)",
+    re.IGNORECASE,
+)
+_SECRET_VALUE = re.compile(
+    r"(?<![A-Za-z0-9])(sk|pk|rk)-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_\w{16,}|"
+    r"glpat-[\w-]{16,}|xox[abprs]-[\w-]{8,}|A[KS]IA[0-9A-Z]{16}|AIza[\w-]{30,}|"
+    r"eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]*|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+)
+_RANDOM_LOOKING = re.compile(r"[A-Za-z0-9_+=.-]{24,}")
+_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}")
+
+
+def changes_what_runs(name: str) -> bool:
+    """Whether a variable changes which program runs or what it loads (`RUNS_CODE_VARIABLES`).
+    Compared without case: Windows reads `Path` as `PATH`, and flagging too much is safe."""
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, pattern.upper()) for pattern in RUNS_CODE_VARIABLES)
+
+
+def looks_secret(name: str, written: str) -> bool:
+    """Whether a value as written looks like a secret: by its variable's name, a known token
+    format, or a long random-looking word. A value that only refers to the user's own
+    environment (`${GITHUB_TOKEN}`) holds no secret of the file's, so it is shown."""
+    literal = _REFERENCE.sub("", written)
+    if not literal.strip():
+        return False
+    if _SECRET_NAME.search(name) or _SECRET_VALUE.search(literal):
+        return True
+    return any(
+        re.search(r"[A-Za-z]", word) and re.search(r"[0-9]", word)
+        for word in _RANDOM_LOOKING.findall(literal)
+        if not word.startswith((".", "/"))
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ShownVariable:
+    """One variable a server sets, as the question shows it.
+
+    `value` is as written (`${VAR}` unexpanded), or None when `masked` (it looks like a secret:
+    only its presence and `length` are shown). For a variable that `changes_what_runs`,
+    `expanded` is its value after `${VAR}` expansion when that differs from what is written."""
+
+    name: str
+    value: str | None
+    length: int
+    masked: bool
+    changes_what_runs: bool
+    expanded: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "value": self.value,
+            "length": self.length,
+            "masked": self.masked,
+            "changesWhatRuns": self.changes_what_runs,
+            "expanded": self.expanded,
+        }
+
+    def shown(self) -> str:
+        if self.value is None:
+            return f"{self.name}=<hidden: {self.length} characters>"
+        line = f"{self.name}={_shell_word(self.value)}"
+        if self.expanded is not None:
+            line += f" (= {_shell_word(self.expanded)})"
+        if self.changes_what_runs:
+            line += "  [!] changes which program runs or what it loads"
+        return line
+
+
 @dataclass(frozen=True, slots=True)
 class TrustedServer:
     """One server as the user is shown it: the command and arguments as written in the file
-    (`${VAR}` unexpanded) and the names of the variables it sets."""
+    (`${VAR}` unexpanded), the program that will run, and each variable it sets."""
 
     name: str
     command: str
     args: tuple[str, ...]
     env_names: tuple[str, ...]
+    # The absolute path that will be started; "" when none was found (the start then fails).
+    program: str = ""
+    program_in_workspace: bool = False
+    env: tuple[ShownVariable, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The server as the question's JSON shows it (the daemon's `TrustedServer`)."""
+        return {
+            "name": self.name,
+            "command": self.command,
+            "args": list(self.args),
+            "envNames": list(self.env_names),
+            "program": self.program or None,
+            "programInWorkspace": self.program_in_workspace,
+            "env": [variable.to_dict() for variable in self.env],
+        }
+
+    def describe(self) -> list[str]:
+        """The first line `name: command args`, then one indented line for the program and
+        one per variable; control and invisible format characters escaped throughout."""
+        lines = [f"{self.name}: {shell_line(self.command, self.args)}"]
+        if not self.program:
+            lines.append("    runs nothing: the command was not found on its PATH")
+        else:
+            line = f"    runs {_shell_word(self.program)}"
+            if self.program_in_workspace:
+                line += "  [!] a program inside the workspace"
+            lines.append(line)
+        lines.extend(f"    sets {variable.shown()}" for variable in self.env)
+        return lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,14 +234,9 @@ class TrustRequest:
     servers: tuple[TrustedServer, ...]
 
     def describe(self) -> list[str]:
-        """One line per server: `name: command args (sets VAR, VAR)`, for prompts."""
-        lines = []
-        for server in self.servers:
-            line = f"{server.name}: {shell_line(server.command, server.args)}"
-            if server.env_names:
-                line += f"  (sets {', '.join(server.env_names)})"
-            lines.append(line)
-        return lines
+        """The question's lines, for prompts: per server `name: command args`, then indented
+        `runs /absolute/program` and `sets NAME=value` lines (see `TrustedServer.describe`)."""
+        return [line for server in self.servers for line in server.describe()]
 
 
 TrustAsker = Callable[[TrustRequest], Awaitable[bool | None]]
@@ -116,17 +274,55 @@ def trust_request(sandbox_root: str, config: McpConfig) -> TrustRequest:
     return TrustRequest(
         sandbox_root=sandbox_root,
         config_path=config.path,
-        config_hash=config.digest,
-        servers=tuple(
-            TrustedServer(
-                name=server.name,
-                command=server.written_command or server.command,
-                args=server.written_args if server.written_command else server.args,
-                env_names=tuple(server.env),
-            )
-            for server in config.servers
-        ),
+        config_hash=trust_digest(config),
+        servers=tuple(_shown_server(server) for server in config.servers),
     )
+
+
+def _shown_server(server: McpServerConfig) -> TrustedServer:
+    written_env = server.written_env or server.env
+    variables = []
+    for name, value in server.env.items():
+        written = written_env.get(name, value)
+        flagged = changes_what_runs(name)
+        masked = not flagged and looks_secret(name, written)
+        variables.append(
+            ShownVariable(
+                name=name,
+                value=None if masked else written,
+                length=len(written),
+                masked=masked,
+                changes_what_runs=flagged,
+                expanded=value if flagged and value != written else None,
+            )
+        )
+    return TrustedServer(
+        name=server.name,
+        command=server.written_command or server.command,
+        args=server.written_args if server.written_command else server.args,
+        env_names=tuple(server.env),
+        program=server.program,
+        program_in_workspace=server.program_in_workspace,
+        env=tuple(variables),
+    )
+
+
+def trust_digest(config: McpConfig) -> str:
+    """What an answer is remembered under: SHA-256 over the file's bytes and what the question
+    shows beyond them, so a change of either asks again: each server's resolved program, the
+    content of a program inside the workspace, and the expanded values of the variables that
+    change what runs (`${PATH}` follows the user's environment)."""
+    shown = [
+        {
+            "name": server.name,
+            "program": server.program,
+            "programDigest": server.program_digest,
+            "runsCode": {k: v for k, v in server.env.items() if changes_what_runs(k)},
+        }
+        for server in config.servers
+    ]
+    document = json.dumps({"file": config.digest, "servers": shown}, sort_keys=True)
+    return hashlib.sha256(document.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 NOTE_MAX_NAMES = 20
@@ -317,17 +513,17 @@ class WorkspaceTrust:
         """`config` itself when trusted, else the same with its servers withheld."""
         if not config.servers or self.pre_trusted:
             return config
+        request = trust_request(sandbox_root, config)
         # The store is a file another daemon may hold locked: read and written off the loop.
-        remembered = await asyncio.to_thread(self.store.decision, sandbox_root, config.digest)
+        remembered = await asyncio.to_thread(self.store.decision, sandbox_root, request.config_hash)
         if remembered is True:
             return config
         declined = (
-            f"not trusted: you declined this {CONFIG_FILE} ({config.digest[:12]}); "
+            f"not trusted: you declined this {CONFIG_FILE} ({request.config_hash[:12]}); "
             f"`cleveragents trust forget {shlex.quote(sandbox_root)}` to be asked again"
         )
         if remembered is False:
             return config.withheld(declined)
-        request = trust_request(sandbox_root, config)
         answer, why = await self._ask(request)
         if answer is None:
             log.warning("MCP servers of %s not started: not trusted (%s)", config.path, why)

@@ -57,6 +57,7 @@ from .command_policy import (
     human_size,
 )
 from .limits import MAX_OUTPUT_BYTES
+from .names import shown_path
 from .private import private_folder
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 
@@ -556,7 +557,7 @@ async def _run_prepared(
         "stderr": stderr.text(),
         "truncated": stdout.truncated or stderr.truncated,
         "confined": confined,
-        "cwd": cwd.relative,
+        "cwd": shown_path(cwd.relative),  # C-quoted when not plain text (names.py)
     }
     if not confined:
         result["confinement"] = (

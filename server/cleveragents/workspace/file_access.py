@@ -41,6 +41,7 @@ from .files import (
     replace_text,
     write_text,
 )
+from .names import shown_path, with_note
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 
 
@@ -99,7 +100,8 @@ class _ThroughAccess:
         await asyncio.to_thread(_check_readable, sandbox, target)
         text = await self._read(sandbox, target)
         stream = io.BytesIO(text.encode("utf-8", errors="replace"))
-        return read_window(stream, target.relative, offset, limit)
+        shown = shown_path(target.relative)
+        return with_note(read_window(stream, shown, offset, limit), shown)
 
     async def write_file(
         self,
@@ -112,11 +114,13 @@ class _ThroughAccess:
         target = sandbox.resolve(path)
         created = await asyncio.to_thread(_prepare_write, sandbox, target, create_dirs)
         await self._write(sandbox, target, content)
-        return {
-            "path": target.relative,
+        shown = shown_path(target.relative)
+        written = {
+            "path": shown,
             "bytes_written": len(content.encode("utf-8", errors="surrogateescape")),
             "created": created,
         }
+        return with_note(written, shown)
 
     async def edit_file(
         self,
@@ -134,13 +138,14 @@ class _ThroughAccess:
             text = await self._read(sandbox, target)
         else:
             text = await asyncio.to_thread(read_text, sandbox, target)
-        updated, count = replace_text(text, old_text, new_text, replace_all, target.relative)
+        shown = shown_path(target.relative)
+        updated, count = replace_text(text, old_text, new_text, replace_all, shown)
         if self.access.writes:
             await asyncio.to_thread(_prepare_write, sandbox, target, False)
             await self._write(sandbox, target, updated)
         else:
             await asyncio.to_thread(write_text, sandbox, target, updated)
-        return {"path": target.relative, "replacements": count}
+        return with_note({"path": shown, "replacements": count}, shown)
 
     async def _read(self, sandbox: Sandbox, target: SandboxPath) -> str:
         try:

@@ -9,6 +9,7 @@ from typing import Any
 from cleveragents.tool.errors import ToolError
 
 from .limits import MAX_OUTPUT_BYTES, cut_utf8
+from .names import shown_path, with_note
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 
 DEFAULT_READ_LIMIT = 2000
@@ -40,10 +41,11 @@ def read_file(
     check_window(offset, limit)
     sandbox = require_sandbox(sandbox_root)
     target = sandbox.resolve(path)
+    shown = shown_path(target.relative)
     with closing_fd(sandbox.open_regular_file(target)) as fd:
         refuse_binary(fd, path)
         with os.fdopen(os.dup(fd), "rb") as stream:
-            return read_window(stream, target.relative, offset, limit)
+            return with_note(read_window(stream, shown, offset, limit), shown)
 
 
 def refuse_binary(fd: int, path: str) -> None:
@@ -133,7 +135,8 @@ def write_file(
         raise ToolError(f"{path!r} is the workspace root directory, not a file")
     data = content.encode("utf-8")
     created = sandbox.write_bytes(target, data, create_dirs=create_dirs)
-    return {"path": target.relative, "bytes_written": len(data), "created": created}
+    shown = shown_path(target.relative)
+    return with_note({"path": shown, "bytes_written": len(data), "created": created}, shown)
 
 
 def edit_file(
@@ -160,9 +163,10 @@ def edit_file(
     check_edit(old_text, new_text)
     target = sandbox.resolve(path)
     text = read_text(sandbox, target)
-    updated, count = replace_text(text, old_text, new_text, replace_all, target.relative)
+    shown = shown_path(target.relative)
+    updated, count = replace_text(text, old_text, new_text, replace_all, shown)
     write_text(sandbox, target, updated)
-    return {"path": target.relative, "replacements": count}
+    return with_note({"path": shown, "replacements": count}, shown)
 
 
 def check_edit(old_text: str, new_text: str) -> None:
@@ -227,26 +231,29 @@ def list_dir(path: str = ".", sandbox_root: str | None = None) -> dict[str, Any]
         hidden = sandbox.hidden_under(target.parts)
         found = [entry for entry in found if entry.name not in hidden]
         entries = [_describe_entry(fd, entry) for entry in found[:MAX_LIST_ENTRIES]]
-    return {
-        "path": target.relative,
-        "entries": entries,
-        "truncated": len(found) > MAX_LIST_ENTRIES,
-    }
+    shown = shown_path(target.relative)
+    listing = {"path": shown, "entries": entries, "truncated": len(found) > MAX_LIST_ENTRIES}
+    return with_note(listing, shown, *(e["name"] for e in entries), *_targets(entries))
+
+
+def _targets(entries: list[dict[str, Any]]) -> list[str]:
+    return [entry["target"] for entry in entries if "target" in entry]
 
 
 def _describe_entry(dir_fd: int, entry: os.DirEntry[str]) -> dict[str, Any]:
+    name = shown_path(entry.name)  # names that are not plain text are C-quoted (names.py)
     try:
         info = entry.stat(follow_symlinks=False)
     except OSError:
-        return {"name": entry.name, "type": "other"}
+        return {"name": name, "type": "other"}
     if stat.S_ISLNK(info.st_mode):
         try:
             link_target = os.readlink(entry.name, dir_fd=dir_fd)
         except OSError:
             link_target = ""
-        return {"name": entry.name, "type": "symlink", "target": link_target}
+        return {"name": name, "type": "symlink", "target": shown_path(link_target)}
     if stat.S_ISDIR(info.st_mode):
-        return {"name": entry.name, "type": "dir"}
+        return {"name": name, "type": "dir"}
     if stat.S_ISREG(info.st_mode):
-        return {"name": entry.name, "type": "file", "size": info.st_size}
-    return {"name": entry.name, "type": "other"}
+        return {"name": name, "type": "file", "size": info.st_size}
+    return {"name": name, "type": "other"}

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from cleveragents.tool.errors import SandboxViolation, ToolError
 
 from .command_policy import never_visible_to_tools
+from .names import read_back
 
 MAX_SYMLINK_FOLLOWS = 40
 """Same bound as Linux's MAXSYMLINKS: more links than this in one path is a loop."""
@@ -166,20 +167,21 @@ class Sandbox:
         """Check `path` against the wall; raises SandboxViolation naming `path` on any escape."""
         if not isinstance(path, str):
             raise ToolError(f"path must be a string, not {type(path).__name__}")
+        requested, path = path, read_back(path)  # a name the tools showed quoted (names.py)
         if "\0" in path:
-            raise SandboxViolation(path, "contains a NUL byte")
+            raise SandboxViolation(requested, "contains a NUL byte")
         if path.split("/", 1)[0].startswith("~"):
             raise SandboxViolation(
-                path, "starts with '~': home directories are outside the sandbox"
+                requested, "starts with '~': home directories are outside the sandbox"
             )
         if os.path.isabs(path):
             inside = self.relative_to_root(path)
             if inside is None:
-                raise SandboxViolation(path, "is an absolute path outside the sandbox root")
+                raise SandboxViolation(requested, "is an absolute path outside the sandbox root")
             components = inside.split("/")
         else:
             components = path.split("/")
-        return SandboxPath(path, self._walk_beneath(path, components))
+        return SandboxPath(requested, self._walk_beneath(requested, components))
 
     def hidden_by(self, parts: tuple[str, ...]) -> str | None:
         """The never-visible path (relative to the root) that `parts` lies in, if any."""

@@ -27,6 +27,7 @@ from .grep_engine import (
     grep_in_process,
 )
 from .limits import MAX_OUTPUT_BYTES, shorten_line
+from .names import QUOTED_NAMES_NOTE, shown_path, with_note
 from .sandbox import DIR_OPEN_FLAGS, Sandbox, closing_fd, open_file_at, require_sandbox
 
 MAX_WALK_DEPTH = 64
@@ -186,14 +187,14 @@ def glob(pattern: str, path: str = ".", sandbox_root: str | None = None) -> dict
             for entry in walk.walk(start):
                 if entry.kind not in ("file", "symlink") or not matches_path(entry.relative):
                     continue
-                found = _join(base.relative, *literal, entry.relative)
+                found = shown_path(_join(base.relative, *literal, entry.relative))
                 size += len(found.encode()) + 1
                 if len(matches) >= MAX_GLOB_RESULTS or size > MAX_OUTPUT_BYTES:
                     truncated = True
                     break
                 matches.append(found)
         truncated = truncated or walk.cut_short
-    return {"matches": matches, "count": len(matches), "truncated": truncated}
+    return with_note({"matches": matches, "count": len(matches), "truncated": truncated}, *matches)
 
 
 def grep(
@@ -257,7 +258,7 @@ def search_files(
     fd, is_dir = sandbox.open_entry(target)
     with closing_fd(fd):
         if not is_dir:
-            search.search_file(fd, target.relative)
+            search.search_file(fd, shown_path(target.relative))
         else:
             walk = TreeWalk(sandbox.hidden_under(target.parts))
             for entry in walk.walk(fd):
@@ -274,15 +275,19 @@ def search_files(
                 except ToolError:
                     continue  # Vanished or replaced since the walk saw it.
                 with closing_fd(file_fd):
-                    search.search_file(file_fd, _join(target.relative, entry.relative))
+                    shown = shown_path(_join(target.relative, entry.relative))
+                    search.search_file(file_fd, shown)
             search.truncated = search.truncated or walk.cut_short
-    return {
+    result: dict[str, Any] = {
         "matches": search.matches,
         "count": len(search.matches),
         "truncated": search.truncated,
         "files_searched": search.files_searched,
         "engine": matcher.engine,
     }
+    if search.quoted_names:
+        result["note"] = QUOTED_NAMES_NOTE
+    return result
 
 
 class _GrepSearch:
@@ -300,6 +305,7 @@ class _GrepSearch:
         self.files_searched = 0
         self.truncated = False
         self.stopped = False
+        self.quoted_names = False  # a match's path is C-quoted: the result gets the note
 
     def _check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -311,6 +317,8 @@ class _GrepSearch:
             )
 
     def search_file(self, fd: int, shown_path: str) -> None:
+        """Search one open file; `shown_path` is its path as the results show it (quoted when
+        its name is not plain text: names.py)."""
         self._check_deadline()
         if b"\0" in os.pread(fd, _BINARY_SNIFF_BYTES, 0):
             return
@@ -369,6 +377,7 @@ class _GrepSearch:
                 return
 
     def _add(self, line: str) -> None:
+        self.quoted_names = self.quoted_names or line.startswith('"')
         self.size += len(line.encode("utf-8")) + 1
         if len(self.matches) >= self.max_results or self.size > MAX_OUTPUT_BYTES:
             self.truncated = True

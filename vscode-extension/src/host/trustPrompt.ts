@@ -1,6 +1,7 @@
 // The question `cleveragents/trustWorkspace` puts to the user: may this folder's MCP config
-// start these programs? Shows the exact command lines, quoted as a shell would need them, so
-// what is trusted is what will run. Pure.
+// start these programs? Shows the exact command lines, quoted as a shell would need them, the
+// absolute program each one runs and every variable with its value, so what is trusted is what
+// will run. Pure.
 
 import type { TrustWorkspaceParams } from '../shared/wireAdditions';
 
@@ -12,23 +13,58 @@ export interface TrustQuestion {
   detail: string;
 }
 
-export function trustQuestion(params: TrustWorkspaceParams): TrustQuestion {
+type Server = TrustWorkspaceParams['servers'][number];
+type Variable = Server['env'][number];
+/** A server as any daemon sends it: one before protocol 1.2 sends no `program` nor `env`. */
+export type ShownServer = Omit<Server, 'program' | 'programInWorkspace' | 'env'> &
+  Partial<Pick<Server, 'program' | 'programInWorkspace' | 'env'>>;
+
+export function trustQuestion(params: Omit<TrustWorkspaceParams, 'servers'> & { servers: ShownServer[] }): TrustQuestion {
   const count = params.servers.length === 1 ? 'one program' : `${params.servers.length} programs`;
-  const lines = params.servers.map((server) => {
-    const line = `${server.name}: ${[server.command, ...server.args].map(shellQuote).join(' ')}`;
-    const env = server.envNames ?? [];
-    return env.length > 0 ? `${line} (sets ${env.join(', ')})` : line;
-  });
+  const lines = params.servers.flatMap(serverLines);
   return {
     message: `${params.configPath} asks to start ${count} as tools for runs in ${params.sandboxRoot}. Trust it?`,
     detail: [
       ...lines,
       '',
-      'They run with your permissions, outside the sandbox. Trust is kept for this exact file ' +
-        `(sha256 ${params.configHash.slice(0, 12)}…): a change to it asks again. ` +
+      'They run with your permissions, outside the sandbox. Trust is kept for exactly what is shown ' +
+        `(sha256 ${params.configHash.slice(0, 12)}…): a change to the file, to a program or to a flagged value asks again. ` +
         "Don't Trust: runs go on without these tools.",
     ].join('\n'),
   };
+}
+
+const FLAG_PROGRAM = '  [!] a program inside the workspace';
+const FLAG_VARIABLE = '  [!] changes which program runs or what it loads';
+
+/**
+ * One server as the daemon's other fronts show it (service/trust.py, `TrustedServer.describe`):
+ * the command as written, the program that will run (flagged when the workspace holds it) and
+ * every variable with its value (secret-looking ones masked, those that change what runs
+ * flagged). Older daemons send only `envNames`: then the names are listed.
+ */
+export function serverLines(server: ShownServer): string[] {
+  const lines = [`${server.name}: ${[server.command, ...server.args].map(shellQuote).join(' ')}`];
+  if (server.env === undefined) {
+    const names = server.envNames ?? [];
+    if (names.length > 0) lines[0] += ` (sets ${names.join(', ')})`;
+    return lines;
+  }
+  if (server.program) {
+    lines.push(`    runs ${shellQuote(server.program)}${server.programInWorkspace ? FLAG_PROGRAM : ''}`);
+  } else {
+    lines.push('    runs nothing: the command was not found on its PATH');
+  }
+  for (const variable of server.env) lines.push(`    sets ${variableLine(variable)}`);
+  return lines;
+}
+
+function variableLine(variable: Variable): string {
+  if (variable.masked || variable.value === null) return `${variable.name}=<hidden: ${variable.length} characters>`;
+  let line = `${variable.name}=${shellQuote(variable.value)}`;
+  if (variable.expanded !== null && variable.expanded !== undefined) line += ` (= ${shellQuote(variable.expanded)})`;
+  if (variable.changesWhatRuns) line += FLAG_VARIABLE;
+  return line;
 }
 
 // Control characters (C0, DEL, C1) and invisible format characters: zero-width ones, line and

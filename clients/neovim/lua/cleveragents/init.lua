@@ -358,8 +358,30 @@ local function shell_word(word)
   return "$'" .. escaped .. "'"
 end
 
---- The lines that show what a `.mcp.json` would start: each server's command as written and
---- the names (never the values) of the variables it sets.
+local FLAG_PROGRAM = '  [!] a program inside the workspace'
+local FLAG_VARIABLE = '  [!] changes which program runs or what it loads'
+
+--- One variable a server sets: secret-looking values masked (length shown), those that
+--- change what runs flagged, with their expanded value when it differs.
+local function variable_line(variable)
+  local name = shell_word(variable.name)
+  if variable.masked == true or type(variable.value) ~= 'string' then
+    return string.format('%s=<hidden: %s characters>', name, tostring(variable.length))
+  end
+  local line = name .. '=' .. shell_word(variable.value)
+  if type(variable.expanded) == 'string' then
+    line = line .. ' (= ' .. shell_word(variable.expanded) .. ')'
+  end
+  if variable.changesWhatRuns == true then
+    line = line .. FLAG_VARIABLE
+  end
+  return line
+end
+
+--- The lines that show what a `.mcp.json` would start, as the daemon's other fronts show it:
+--- each server's command as written, the absolute program that will run (flagged when the
+--- workspace holds it) and every variable it sets with its value. A daemon that sends only
+--- `envNames` (older) gets those names listed.
 local function trust_lines(params)
   local lines = { string.format('%s asks to start these MCP servers:', tostring(params.configPath)) }
   for _, server in ipairs(type(params.servers) == 'table' and params.servers or {}) do
@@ -368,10 +390,25 @@ local function trust_lines(params)
       words[#words + 1] = shell_word(arg)
     end
     local line = string.format('  %s: %s', shell_word(server.name), table.concat(words, ' '))
-    if type(server.envNames) == 'table' and #server.envNames > 0 then
-      line = line .. ' (sets ' .. table.concat(server.envNames, ', ') .. ')'
+    if type(server.env) ~= 'table' then
+      if type(server.envNames) == 'table' and #server.envNames > 0 then
+        line = line .. ' (sets ' .. table.concat(server.envNames, ', ') .. ')'
+      end
+      lines[#lines + 1] = line
+    else
+      lines[#lines + 1] = line
+      if type(server.program) == 'string' then
+        local flag = server.programInWorkspace == true and FLAG_PROGRAM or ''
+        lines[#lines + 1] = '      runs ' .. shell_word(server.program) .. flag
+      else
+        lines[#lines + 1] = '      runs nothing: the command was not found on its PATH'
+      end
+      for _, variable in ipairs(server.env) do
+        if type(variable) == 'table' then
+          lines[#lines + 1] = '      sets ' .. variable_line(variable)
+        end
+      end
     end
-    lines[#lines + 1] = line
   end
   return lines
 end
