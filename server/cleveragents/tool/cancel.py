@@ -69,20 +69,9 @@ class CancelToken:
 
         return remove
 
-    def wait_future(self) -> asyncio.Future[None]:
-        """A future on the running loop that completes when the token is cancelled."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.on_cancel(lambda: _resolve(future))
-        return future
-
 
 def _nothing() -> None:
     pass
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 async def unless_cancelled(token: CancelToken | None, question: Awaitable[T]) -> T | None:
