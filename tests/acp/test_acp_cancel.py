@@ -29,6 +29,7 @@ from acp_support import (
     write_script,
 )
 from test_acp_loop import open_session, ours
+from tests.mcp_fixtures.marked import starts, write_demo_config
 
 from cleveragents.service.history import RunHistory
 
@@ -129,3 +130,56 @@ async def test_a_cancelled_permission_request_stops_the_turn_in_every_order(
             stored = history.get_run(run_id)
             assert stored is not None and stored.status == "cancelled", run_id
             assert [(r.call_id, r.error_kind) for r in stored.records] == [("c1", "cancelled")]
+
+
+@pytest.mark.parametrize("answered", ["never", "trusted_in_the_same_write"])
+async def test_a_cancel_during_the_trust_question_starts_nothing(
+    answered: str, tmp_path: Path, sandbox: Path, start_agent: StartAgent
+) -> None:
+    """session/cancel while the workspace-trust question is open (left open, or answered
+    `trust` right behind the cancel): no server starts, nothing is remembered, the model is
+    never asked (no tool_call), and the prompt answers `cancelled`."""
+    marker = tmp_path / "marker"
+    write_demo_config(sandbox, marker)
+    script = write_script(
+        tmp_path / "script.json",
+        {"tool_calls": [call("demo__echo", "c_echo", text="hi")]},
+        {"text": "Should not get here."},
+    )
+    client = RecordingClient()
+    marks: list[int] = []
+    never = asyncio.Event()
+
+    async def answer(tool_call: ToolCallUpdate, options: list[PermissionOption]) -> str | None:
+        assert tool_call.tool_call_id.startswith("trust_")
+        marks.append(len(agent.wire))
+        cancel = {"method": "session/cancel", "params": {"sessionId": sid}}
+        if answered == "never":
+            send_together(agent, cancel)
+        else:
+            request_id = json.loads(
+                [ln for d, ln in agent.wire if d == TO_CLIENT and PERMISSION.encode() in ln][-1]
+            )["id"]
+            trusted = {
+                "id": request_id,
+                "result": {"outcome": {"outcome": "selected", "optionId": "trust"}},
+            }
+            send_together(agent, cancel, trusted)
+        await never.wait()
+        return None
+
+    client.answer = answer
+    env = replay_env(tmp_path, script, CLEVERAGENTS_PROFILE="full-auto")
+    async with start_agent(env, client=client) as agent:
+        sid = await open_session(agent.conn, sandbox)
+        for n in range(PROMPTS):
+            response = await agent.conn.prompt(session_id=sid, prompt=[text_block("Echo.")])
+            assert response.stop_reason == "cancelled", n
+            # Not remembered: every prompt asks again, once.
+            assert len(agent.received(PERMISSION)) == n + 1, n
+            after = sent_after(agent, marks[-1])
+            updates = [m["params"]["update"] for m in after if m.get("method") == "session/update"]
+            assert [u["sessionUpdate"] for u in updates] == ["tool_call_update"], updates
+            assert updates[0]["status"] == "failed"  # the question's own call: not trusted
+            assert not any(m.get("method") == PERMISSION for m in after)
+            assert starts(marker) == 0, n
