@@ -51,6 +51,19 @@ def answer(question: dict[str, Any], result: dict[str, Any]) -> bytes:
     return message({"id": question["id"], "result": result})
 
 
+async def run_until(
+    raw: RawDaemon, run_id: str, method: str, sandbox: Path, **params: Any
+) -> tuple[int, dict[str, Any]]:
+    """Start a run and wait for its first `method` message: (the run request's id, it)."""
+    start = len(raw.received)
+    run_request = raw.send_request(
+        "cleveragents/run",
+        {"prompt": "go", "sandboxRoot": str(sandbox), "runId": run_id, **params},
+    )
+    found = await raw.wait_for(lambda m: m.get("method") == method, start)
+    return run_request, found
+
+
 async def check_stopped(
     raw: RawDaemon, run_request: int, run_id: str, mark: int, pending: str | None
 ) -> dict[str, Any]:
@@ -90,17 +103,9 @@ async def test_a_cancel_while_an_approval_is_open_wins_whatever_the_answer(
         order = rng.choice(["same_write", "after_cancelled", "decision_cancel"])
         decision = rng.choice(["deny", "allow", "allow_for_run"])
         run_id = f"approval_{seed}"
-        start = len(raw.received)
-        run_request = raw.send_request(
-            "cleveragents/run",
-            {
-                "prompt": "write",
-                "sandboxRoot": str(sandbox),
-                "runId": run_id,
-                "automationProfile": "ask",
-            },
+        run_request, question = await run_until(
+            raw, run_id, APPROVE, sandbox, automationProfile="ask"
         )
-        question = await raw.wait_for(lambda m: m.get("method") == APPROVE, start)
         mark = len(raw.received)
         if order == "decision_cancel":
             raw.write(answer(question, {"decision": "cancel"}))
@@ -139,11 +144,7 @@ async def test_a_cancel_during_a_tool_stops_it_and_starts_nothing_more(
     await raw.initialize(replay_options(script, automationProfile="full-auto"), ASKING)
     for seed in range(SEEDS):
         run_id = f"tool_{seed}"
-        start = len(raw.received)
-        run_request = raw.send_request(
-            "cleveragents/run", {"prompt": "wait", "sandboxRoot": str(sandbox), "runId": run_id}
-        )
-        await raw.wait_for(lambda m: m.get("method") == "cleveragents/toolCallStarted", start)
+        run_request, _ = await run_until(raw, run_id, "cleveragents/toolCallStarted", sandbox)
         mark = len(raw.received)
         cancel_id, cancel = cancel_message(raw, run_id)
         raw.write(cancel)
@@ -177,18 +178,10 @@ async def test_a_cancel_during_the_model_stream_aborts_the_request(
                     )
                 )
                 run_id = f"stream_{seed}"
-                start = len(raw.received)
                 requests_before = len(fake.requests)
-                run_request = raw.send_request(
-                    "cleveragents/run",
-                    {
-                        "prompt": "talk",
-                        "sandboxRoot": str(sandbox),
-                        "runId": run_id,
-                        "promptCaching": False,
-                    },
+                run_request, _ = await run_until(
+                    raw, run_id, "cleveragents/textDelta", sandbox, promptCaching=False
                 )
-                await raw.wait_for(lambda m: m.get("method") == "cleveragents/textDelta", start)
                 mark = len(raw.received)
                 cancel_id, cancel = cancel_message(raw, run_id)
                 raw.write(cancel)
@@ -213,11 +206,7 @@ async def test_a_cancel_during_a_trust_question_withdraws_it_and_starts_nothing(
     await raw.initialize(replay_options(writes(tmp_path, "s.json")), ASKING)
     for seed in range(SEEDS):
         run_id = f"trust_{seed}"
-        start = len(raw.received)
-        run_request = raw.send_request(
-            "cleveragents/run", {"prompt": "write", "sandboxRoot": str(sandbox), "runId": run_id}
-        )
-        question = await raw.wait_for(lambda m: m.get("method") == TRUST, start)
+        run_request, question = await run_until(raw, run_id, TRUST, sandbox)
         mark = len(raw.received)
         cancel_id, cancel = cancel_message(raw, run_id)
         if answered == "never":
