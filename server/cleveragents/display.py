@@ -234,7 +234,13 @@ def usage_summary(usage: Usage, cost_usd: float | None) -> str:
 
 
 class TerminalApprover:
-    """Asks at the terminal: allow, deny, or allow this tool for the rest of the run."""
+    """Asks at the terminal: allow, deny, or allow this tool for the rest of the run.
+
+    Ctrl-C at the prompt stops the run (the `cancel` decision): the call does not run and is
+    recorded as cancelled. The CLI's SIGINT handler usually gets there first (it cancels the
+    run's token, which withdraws this question); a KeyboardInterrupt that reaches the reading
+    thread means the same.
+    """
 
     def __init__(self, display: RunDisplay) -> None:
         self.display = display
@@ -255,6 +261,8 @@ class TerminalApprover:
                 )
             except EOFError:  # Ctrl-D, or the terminal went away: nobody said yes
                 return "deny"
+            except KeyboardInterrupt:  # Ctrl-C: stop, not "no"
+                return "cancel"
             choice = answer.strip().lower()[:1]
             if choice in ("y", "n", "a"):
                 break

@@ -76,7 +76,7 @@ def test_nested_objects_name_the_full_path() -> None:
     with pytest.raises(ParamsError) as raised:
         structure({"decision": "perhaps"}, wire.ApproveToolCallResult, where="result")
     assert raised.value.problems == [
-        "result.decision: must be one of 'allow', 'deny', 'allow_for_run', got 'perhaps'"
+        "result.decision: must be one of 'allow', 'deny', 'allow_for_run', 'cancel', got 'perhaps'"
     ]
 
 

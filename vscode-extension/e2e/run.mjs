@@ -44,6 +44,7 @@ const SETUP_TIMEOUT_MS = 6 * 60_000;
 const RUN1_PROMPT = 'Write hello.txt with the greeting.';
 const RUN2_PROMPT = 'Take your time.';
 const UNDO_PROMPT = 'Add notes, then change the greeting.';
+const STOP_PROMPT = 'Write stop.txt (stopped while asked).';
 const NOTES_CONTENT = 'Notes from the undo run.\n';
 /** Long enough that only Stop can end run 2 within STOP_TIMEOUT_MS. */
 const SLOW_RESPONSE_DELAY_MS = 300_000;
@@ -626,6 +627,42 @@ async function main() {
     }
     step('deny-from-diff');
 
+    // -- Stop while an approval (and its diff) is showing: the card closes at once, the diff
+    //    goes, nothing more is asked, the call is recorded cancelled and no file is written ----
+    writeReplayScript(sandbox, [
+      {
+        text: 'I will write stop.txt.',
+        tool_calls: [{ id: 'call_write_stop', name: 'write_file', arguments: { path: 'stop.txt', content: 'no' } }],
+      },
+      {
+        text: 'Should not get here.',
+        tool_calls: [{ id: 'call_write_after', name: 'write_file', arguments: { path: 'after.txt', content: 'no' } }],
+      },
+      { text: 'Should not get here either.' },
+    ]);
+    await prompt.fill(STOP_PROMPT);
+    await view.locator('button[data-testid="run"]').click();
+    const stopCard = view.locator('[data-testid="tool-call"][data-call-id="call_write_stop"] [data-testid="approval"]');
+    await stopCard.locator('button[data-testid="approve-allow"]').waitFor();
+    // Its diff: the proposal's own tab (an earlier step's "before the run" diff stays open).
+    const stopDiff = page.locator('.editor-group-container .tab', { hasText: 'stop.txt (new file)' });
+    await stopDiff.waitFor();
+    await screenshot(page, 'stop-while-asking');
+    await view.locator('button[data-testid="stop"]').click();
+    await view.locator('[data-testid="tool-call"][data-call-id="call_write_stop"] [data-testid="approval"][data-state="cancel"]').waitFor();
+    await stopDiff.waitFor({ state: 'detached' });
+    await view.locator('[data-testid="tool-call"][data-call-id="call_write_stop"][data-status="failure"][data-error-kind="cancelled"]').waitFor();
+    await view.locator('[data-testid="run-end"][data-stop-reason="cancelled"]').last().waitFor();
+    if (await view.locator('[data-testid="tool-call"][data-call-id="call_write_after"]').count() !== 0) {
+      fail('the run went on to another call after Stop');
+    }
+    if (await view.locator('[data-testid="approval"][data-state="pending"]').count() !== 0) fail('a question is still open after Stop');
+    for (const name of ['stop.txt', 'after.txt']) {
+      if (fs.existsSync(path.join(sandbox.workspace, name))) fail(`${name} was written although the run was stopped`);
+    }
+    await screenshot(page, 'stopped-while-asking');
+    step('stop-while-asking');
+
     // -- undo: a run that adds notes.txt (step 1) and edits hello.txt (step 2), restored to
     //    before step 2 from its iteration row, then undone whole from its end, files checked --
     writeReplayScript(sandbox, [
@@ -846,6 +883,10 @@ async function main() {
     }
     if (byPrompt.get(RUN2_PROMPT)?.status !== 'cancelled') fail(`the slow run is stored as ${JSON.stringify(byPrompt.get(RUN2_PROMPT))}`);
     if (byPrompt.get('Are you back?')?.status !== 'finished') fail('the run after the restart is not stored as finished');
+    const stopped = byPrompt.get(STOP_PROMPT);
+    if (stopped?.status !== 'cancelled' || stopped.tool_call_count !== 1) {
+      fail(`the run stopped while asking is stored as ${JSON.stringify(stopped)}`);
+    }
     step('history');
     passed = true;
   } catch (error) {

@@ -28,8 +28,8 @@ export interface ApproveToolCallParams {
 }
 
 export interface ApproveToolCallResult {
-  /** `allow_for_run`: allow this tool without asking again in this run. */
-  decision: "allow" | "deny" | "allow_for_run";
+  /** `allow_for_run`: allow this tool without asking again in this run. `cancel`: stop the whole run (as `cleveragents/cancel` does); the call is recorded as cancelled. */
+  decision: "allow" | "deny" | "allow_for_run" | "cancel";
 }
 
 /** Stop a run. The run's own request then returns with `stopReason: cancelled`. */

@@ -2,7 +2,9 @@
 
 The options map one to one onto the runtime's decisions: `allow` (allow_once),
 `allow_for_run` (allow_always: the session remembers it for its later prompts too) and
-`deny` (reject_once). An answer we do not recognise, or a cancelled request, is a denial.
+`deny` (reject_once). An answer we do not recognise is a denial. The `cancelled` outcome (the
+client cancelled the prompt turn while asking) is the runtime's `cancel`: the run stops there,
+asks nothing more, and records the call as cancelled, with or without a `session/cancel`.
 
 Workspace trust (`service/trust.py`) asks the same way, about a call of its own (`trust_...`,
 kind `execute`) that lists the programs the workspace's `.mcp.json` would start: `trust`
@@ -101,7 +103,7 @@ def turn_cancelled(response: RequestPermissionResponse) -> bool:
 def decision_from(response: RequestPermissionResponse) -> ApprovalDecision:
     outcome = response.outcome
     if not isinstance(outcome, AllowedOutcome):
-        return "deny"
+        return "cancel"
     decision = DECISIONS.get(outcome.option_id)
     if decision is None:
         log.warning("unknown permission option %r: denied", outcome.option_id)

@@ -15,15 +15,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp import Client
-from acp.schema import AgentMessageChunk, ToolCallProgress, ToolCallStart, ToolCallStatus
+from acp.schema import (
+    AgentMessageChunk,
+    RequestPermissionResponse,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolCallStatus,
+)
 
 from ..mcp import McpToolset
 from ..service.trust import TrustRequest
+from ..tool.cancel import CancelToken, unless_cancelled
 from ..tool.events import RunEvent, RunStarted, TextDelta, ToolCallFinished, ToolCallStarted
 from ..tool.messages import Message
 from ..tool.policy import ApprovalDecision, ApprovalRequest, verdict
 from ..tool.registry import ToolRegistry
-from ..tool.runtime import CancelToken
 from ..workspace.file_access import FileAccess
 from ..workspace.terminal import TerminalHost
 from .permissions import (
@@ -183,10 +189,10 @@ class PromptTurn:
             log.warning("permission request for %s failed (%s): denied", request.tool_name, exc)
             return "deny"
         if turn_cancelled(response):
-            # The client answers `cancelled` when it cancelled the prompt turn; the cancel
-            # notification may still be on its way, so stop the run here too.
+            # The client cancelled the prompt turn; its session/cancel may still be on its way
+            # (or never come): the run stops here either way.
             self.cancel.cancel()
-            return "deny"
+            return "cancel"
         decision = decision_from(response)
         if decision == "allow_for_run":
             self.session.always_allowed.add(request.tool_name)
@@ -197,23 +203,31 @@ class PromptTurn:
     async def ask_trust(self, request: TrustRequest) -> bool | None:
         """Ask whether the workspace's `.mcp.json` servers may start (`service/trust.py`), as
         a pending call of its own; None when the client gave no answer (not remembered)."""
+        if self.cancel.cancelled:
+            return None  # the turn was cancelled: nothing more is asked
         self.updates.put(trust_call(request))
-        await self.updates.flush()
         trusted: bool | None = None
         try:
-            response = await self.client.request_permission(
-                self.session.session_id, trust_tool_call(request), trust_options()
-            )
+            # A cancel meanwhile withdraws the question (ACP cannot take a request back: the
+            # client's late answer is ignored) and the run then stops before its first step.
+            response = await unless_cancelled(self.cancel, self._ask_trust(request))
         except Exception as exc:  # an error answer, a malformed one, or a closed connection
             log.warning("workspace-trust request failed (%s): not trusted", exc)
         else:
-            if turn_cancelled(response):
-                self.cancel.cancel()  # as for approvals: the client cancelled the turn
-            trusted = trusted_from(response)
+            if response is not None:
+                if turn_cancelled(response):
+                    self.cancel.cancel()  # as for approvals: the client cancelled the turn
+                trusted = trusted_from(response)
         finally:
             # Also when the question times out (the caller cancels us): the call ends.
             self.updates.put(trust_answered(request, trusted))
         return trusted
+
+    async def _ask_trust(self, request: TrustRequest) -> RequestPermissionResponse:
+        await self.updates.flush()  # the client knows the call before it is asked about it
+        return await self.client.request_permission(
+            self.session.session_id, trust_tool_call(request), trust_options()
+        )
 
     async def finish(self) -> None:
         """Send what is left; the prompt's response may go out after this."""

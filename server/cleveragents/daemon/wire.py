@@ -829,7 +829,10 @@ class ApproveToolCallParams:
 @attrs.frozen(kw_only=True)
 class ApproveToolCallResult:
     decision: ApprovalDecision = attrs.field(
-        metadata=doc("`allow_for_run`: allow this tool without asking again in this run.")
+        metadata=doc(
+            "`allow_for_run`: allow this tool without asking again in this run. `cancel`: stop "
+            "the whole run (as `cleveragents/cancel` does); the call is recorded as cancelled."
+        )
     )
 
 

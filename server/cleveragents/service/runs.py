@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlparse
 from ..assembly import build_runtime
 from ..mcp import McpError, McpToolset, McpToolsetPool, registry_with_mcp_tools
 from ..providers import PROVIDERS, ProviderConfigError, create_llm_caller
+from ..tool.cancel import CancelToken, unless_cancelled
 from ..tool.context import ToolActorContext
 from ..tool.events import RunObserver
 from ..tool.llm import LLMCaller
@@ -27,7 +28,7 @@ from ..tool.policy import ApprovalDecision, ApprovalRequest, Approver
 from ..tool.records import ToolCallRunResult
 from ..tool.registry import ToolRegistry, ToolSpec
 from ..tool.runner import ToolRunner
-from ..tool.runtime import CancelToken, new_run_id
+from ..tool.runtime import new_run_id
 from ..toolsets import with_command_policy
 from ..workspace.command_policy import CommandPolicy
 from ..workspace.sandbox import too_broad
@@ -377,7 +378,7 @@ class RunManager:
         checkpoints = self.undo.track(plan.run_id, plan.sandbox_root)
         try:
             async with self.sandbox_mcp(
-                plan.sandbox_root, plan.automation_profile, sink.ask_trust
+                plan.sandbox_root, plan.automation_profile, withdrawn_on_cancel(sink, active.cancel)
             ) as mcp_tools:
                 registry, runner = self._tools_for(plan.tools, mcp_tools)
                 if plan.command_policy is not None:
@@ -604,6 +605,16 @@ def make_approver(sink: RunSink, timeout_s: float) -> Approver:
             return "deny"
 
     return approve
+
+
+def withdrawn_on_cancel(sink: RunSink, cancel: CancelToken) -> TrustAsker:
+    """The sink's trust question, withdrawn when the run is cancelled while it is open (no
+    answer: not trusted, not remembered) and never asked once the run is cancelled."""
+
+    async def ask(request: TrustRequest) -> bool | None:
+        return await unless_cancelled(cancel, sink.ask_trust(request))
+
+    return ask
 
 
 def _root_ok(sandbox_root: str, problems: Sequence[str]) -> bool:

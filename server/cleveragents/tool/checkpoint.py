@@ -18,6 +18,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .cancel import CancelToken
 from .policy import Approver, Authorizer
 from .registry import ToolSpec
 
@@ -33,9 +34,14 @@ class CheckpointingAuthorizer(Authorizer):
     each iteration; concurrent calls of one iteration share that one await."""
 
     def __init__(
-        self, profile: str, approver: Approver | None, run_id: str, hook: BeforeMutation
+        self,
+        profile: str,
+        approver: Approver | None,
+        run_id: str,
+        hook: BeforeMutation,
+        cancel: CancelToken | None = None,
     ) -> None:
-        super().__init__(profile, approver, run_id)
+        super().__init__(profile, approver, run_id, cancel)
         self.hook = hook
         self._saved_for = 0  # the iteration the hook last ran for
         self._outcome: str | None = None

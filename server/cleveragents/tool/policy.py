@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from .cancel import CancelToken
 from .registry import ToolSpec
 
 AUTOMATION_PROFILES = ("read-only", "ask", "auto-edit", "full-auto")
 
 Verdict = Literal["allow", "ask", "deny"]
-ApprovalDecision = Literal["allow", "deny", "allow_for_run"]
+ApprovalDecision = Literal["allow", "deny", "allow_for_run", "cancel"]
+"""`cancel`: the user stopped the whole run while asked (ACP's `cancelled` outcome, Ctrl-C at
+the terminal prompt): the call does not run, is recorded as cancelled, and the run ends."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -76,13 +80,27 @@ async def unconfined_code(spec: ToolSpec) -> UnconfinedCode | None:
 
 
 class Authorizer:
-    """Applies a profile for one run, asking the approver and remembering 'allow for run'."""
+    """Applies a profile for one run, asking the approver and remembering 'allow for run'.
 
-    def __init__(self, profile: str, approver: Approver | None, run_id: str) -> None:
+    With a cancel token, a cancelled run asks nothing more: `check` raises CancelledError
+    instead of asking, when the question is answered `cancel` (it cancels the token), and when
+    the token was cancelled while the question was open, whatever the answer.
+    """
+
+    def __init__(
+        self,
+        profile: str,
+        approver: Approver | None,
+        run_id: str,
+        cancel: CancelToken | None = None,
+    ) -> None:
         self.profile = check_profile(profile)
         self.approver = approver
         self.run_id = run_id
+        self.cancel = cancel
         self._allowed_for_run: set[str] = set()
+        # Calls whose approval question the run's cancel cut short (they never ran).
+        self.cancelled_questions: set[str] = set()
 
     async def check(
         self, spec: ToolSpec, inputs: dict[str, Any], call_id: str, iteration: int
@@ -106,19 +124,31 @@ class Authorizer:
                 f"{spec.name} needs approval under the profile '{self.profile}' "
                 "and no one is there to approve it" + (f" ({note})" if note else "")
             )
-        decision = await self.approver(
-            ApprovalRequest(
-                run_id=self.run_id,
-                call_id=call_id,
-                tool_name=spec.name,
-                inputs=inputs,
-                mutating=spec.mutating,
-                executes_code=spec.executes_code,
-                automation_profile=self.profile,
-                iteration=iteration,
-                note=note,
+        token = self.cancel
+        if token is not None and token.cancelled:
+            raise asyncio.CancelledError  # never ask once the run is stopping
+        try:
+            decision = await self.approver(
+                ApprovalRequest(
+                    run_id=self.run_id,
+                    call_id=call_id,
+                    tool_name=spec.name,
+                    inputs=inputs,
+                    mutating=spec.mutating,
+                    executes_code=spec.executes_code,
+                    automation_profile=self.profile,
+                    iteration=iteration,
+                    note=note,
+                )
             )
-        )
+            if decision == "cancel" or (token is not None and token.cancelled):
+                # Any answer that comes with (or after) a cancel loses to it.
+                if token is not None:
+                    token.cancel()
+                raise asyncio.CancelledError
+        except asyncio.CancelledError:
+            self.cancelled_questions.add(call_id)
+            raise
         if decision == "allow_for_run":
             self._allowed_for_run.add(spec.name)
             return None

@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .cancel import CancelToken as CancelToken  # its home before cancel.py
 from .checkpoint import BeforeMutation, CheckpointingAuthorizer
 from .context import ToolActorContext
 from .context_guard import ContextGuard, ContextLimits, tools_chars
@@ -68,42 +69,6 @@ def new_run_id() -> str:
     return f"run_{os.urandom(8).hex()}"
 
 
-class CancelToken:
-    """Set from anywhere (any thread) to stop a run; the run returns its partial result."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
-        self._lock = threading.Lock()
-
-    def cancel(self) -> None:
-        with self._lock:
-            self._event.set()
-            waiters, self._waiters = self._waiters, []
-        for loop, future in waiters:
-            loop.call_soon_threadsafe(_resolve, future)
-
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
-
-    def wait_future(self) -> asyncio.Future[None]:
-        """A future on the running loop that completes when the token is cancelled."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-        with self._lock:
-            if self._event.is_set():
-                future.set_result(None)
-            else:
-                self._waiters.append((loop, future))
-        return future
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
 def close_dangling_calls(messages: Sequence[Message]) -> list[Message]:
     """Give every tool call without a result a cancelled one, so the history stays valid.
 
@@ -152,9 +117,11 @@ class _Run:
         authorizer: Authorizer,
         result_budget: int | None,
         context_window: int | None,
+        cancel: CancelToken,
     ) -> None:
         self.runtime = runtime
         self.run_id = run_id
+        self.cancel = cancel
         self.context = context
         self.observers = observers
         self.authorizer = authorizer
@@ -197,6 +164,16 @@ class _Run:
             messages=list(self.messages),
         )
 
+    def stop_if_cancelled(self) -> None:
+        """At a step boundary: a cancelled run takes no further step.
+
+        The token's callback cancels the run's task at once when the cancel comes from the
+        event loop's thread; this check covers a cancel from another thread, whose callback
+        waits for the next loop turn.
+        """
+        if self.cancel.cancelled:
+            raise asyncio.CancelledError
+
     def partial_content(self) -> str:
         return "\n\n".join(t for t in self.texts if t)
 
@@ -220,6 +197,7 @@ class _Run:
         repeats = [self.is_repeat(call) for call in calls]
 
         async def one(index: int, call: ToolCallRequest) -> None:
+            self.stop_if_cancelled()  # never announce a call of a stopped run
             started = time.perf_counter()
             if self.observers:
                 self.emit(
@@ -244,7 +222,11 @@ class _Run:
                 except asyncio.CancelledError:
                     record = ToolRunner.record(call, None, started, iteration)
                     record.success, record.error_kind = False, "cancelled"
-                    record.error = "the run was cancelled while this call was running"
+                    record.error = (
+                        "the run was cancelled while this call waited for approval; it did not run"
+                        if call.call_id in self.authorizer.cancelled_questions
+                        else "the run was cancelled while this call was running"
+                    )
                     slots[index] = record
                     self.finish(record)
                     raise
@@ -338,6 +320,7 @@ class _Run:
         for message in self.messages:
             guard.append(message)
         for iteration in range(1, runtime.max_iterations + 1):
+            self.stop_if_cancelled()  # no model request once the run is stopping
             if not guard.fit():
                 return self.exhausted(self.not_fitting(guard))
             self.iterations = iteration
@@ -345,7 +328,8 @@ class _Run:
                 self.emit(IterationStarted(self.run_id, iteration))
 
             def on_text(delta: str, iteration: int = iteration) -> None:
-                if delta:
+                # A stream being aborted by a cancel may still hand over what it had read.
+                if delta and not self.cancel.cancelled:
                     self.emit(TextDelta(self.run_id, iteration, delta))
 
             retried = False
@@ -534,12 +518,16 @@ class ToolCallingRuntime:
         window = _check_window(context_window)
         profile = check_profile(context.automation_profile)
         chosen_approver = approver if approver is not None else self.approver
+        # Always a token: an approver's `cancel` answer stops the run through it.
+        token = cancel if cancel is not None else CancelToken()
         authorizer = (
-            Authorizer(profile, chosen_approver, run_id)
+            Authorizer(profile, chosen_approver, run_id, token)
             if before_mutation is None
-            else CheckpointingAuthorizer(profile, chosen_approver, run_id, before_mutation)
+            else CheckpointingAuthorizer(profile, chosen_approver, run_id, before_mutation, token)
         )
-        run = _Run(self, run_id, context, (*self.observers, *observers), authorizer, budget, window)
+        run = _Run(
+            self, run_id, context, (*self.observers, *observers), authorizer, budget, window, token
+        )
         run.messages.extend(close_dangling_calls(history))
         run.emit(
             RunStarted(
@@ -553,31 +541,24 @@ class ToolCallingRuntime:
             )
         )
         body = asyncio.ensure_future(run.loop(prompt, resources))
-        waiter = cancel.wait_future() if cancel is not None else None
-        pending: list[asyncio.Future[Any]] = [body] if waiter is None else [body, waiter]
+        # The cancel stops the body where it is, inside `cancel()` when that runs on this
+        # loop: an open approval is withdrawn, a model stream aborted, a running tool stopped.
+        stop_body = token.on_cancel(body.cancel)
         try:
-            await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([body])
         except asyncio.CancelledError:
             await _stop(body)
             run.emit(RunFinished(run_id, run.result(run.partial_content(), "cancelled")))
             raise
         finally:
-            if waiter is not None:
-                waiter.cancel()
-        if not body.done():  # the cancel token fired first
-            interrupted = await _stop(body)
+            stop_body()
+        try:
+            result = body.result()
+        except asyncio.CancelledError:
             result = run.result(run.partial_content(), "cancelled")
-            if interrupted:  # our caller was cancelled too while the body wound down
-                run.emit(RunFinished(run_id, result))
-                raise asyncio.CancelledError
-        else:
-            try:
-                result = body.result()
-            except asyncio.CancelledError:
-                result = run.result(run.partial_content(), "cancelled")
-            except Exception as exc:
-                run.emit(RunFailed(run_id, str(exc), type(exc).__name__))
-                raise
+        except Exception as exc:
+            run.emit(RunFailed(run_id, str(exc), type(exc).__name__))
+            raise
         run.emit(RunFinished(run_id, result))
         return result
 

@@ -12,6 +12,7 @@ import type { ChangeReview } from './changeReview';
 import type { RunStore } from './runStore';
 import { confirmation, restoreDone, restoreErrorText, restoreTitle, type RestoreTarget } from './restorePlan';
 import { chooseSandbox } from './sandbox';
+import { stopRun } from './stopRun';
 import { isInside, resolveWorkspacePath } from './workspacePaths';
 import { newRunId, runParams, type Settings } from './settings';
 
@@ -204,8 +205,9 @@ export class RunController {
       return;
     }
     try {
-      const result = await this.deps.daemon.request('cleveragents/cancel', { runId: target });
-      if (!result.cancelled) {
+      const { daemon } = this.deps;
+      const running = await stopRun(this.deps.store, target, (runId) => daemon.request('cleveragents/cancel', { runId }));
+      if (!running) {
         this.deps.log.info(`run ${target} was not running any more`);
       }
     } catch (error) {

@@ -213,6 +213,18 @@ export class RunStore {
     return this.settleApproval(requestId, 'withdrawn');
   }
 
+  /**
+   * The user pressed Stop: the run's open approvals close at once (the panel's card and the
+   * diff), answered `cancel`, which the daemon takes as a stop too. How many there were.
+   */
+  stopApprovals(runId: string): number {
+    let closed = 0;
+    for (const [requestId, approval] of [...this.approvals.entries()]) {
+      if (approval.runId === runId && this.settleApproval(requestId, 'cancel')) closed += 1;
+    }
+    return closed;
+  }
+
   pendingApprovalCount(): number {
     return this.approvals.size;
   }

@@ -18,9 +18,11 @@ export type RunNotification = {
 
 export type { ChangedFile, UsageView };
 
-export type ApprovalDecision = 'allow' | 'deny' | 'allow_for_run';
+/** `cancel`: the user pressed Stop while asked; the daemon stops the whole run. */
+export type ApprovalDecision = 'allow' | 'deny' | 'allow_for_run' | 'cancel';
 
-/** Where an approval stands: waiting, answered, or withdrawn by the daemon (timeout, stop). */
+/** Where an approval stands: waiting, answered (`cancel`: closed by Stop), or withdrawn by the
+ * daemon (timeout, run stopped). */
 export type ApprovalState = 'pending' | ApprovalDecision | 'withdrawn';
 
 export interface ApprovalView {

@@ -740,6 +740,8 @@ function approvalOutcome(toolName: string, state: ApprovalState): string {
       return `Denied ${toolName}.`;
     case 'withdrawn':
       return `The daemon stopped waiting for an answer about ${toolName}.`;
+    case 'cancel':
+      return `Stopped: the run was stopped while it asked about ${toolName}; it did not run.`;
     case 'pending':
       return '';
   }

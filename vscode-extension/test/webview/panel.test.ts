@@ -42,7 +42,9 @@ async function replay(harness: PanelHarness, recorded: RecordedScenario, options
     await harness.delivered();
     const prompt = page.locator(`${row(message.params.callId)} [data-testid="approval"][data-state="pending"]`);
     await prompt.waitFor();
-    const button = { allow: 'approve-allow', deny: 'approve-deny', allow_for_run: 'approve-allow-run' }[message.answer.decision];
+    const buttons: Record<string, string> = { allow: 'approve-allow', deny: 'approve-deny', allow_for_run: 'approve-allow-run' };
+    const button = buttons[message.answer.decision];
+    assert.ok(button !== undefined, `no button answers ${message.answer.decision}`);
     await prompt.locator(`button[data-testid="${button}"]`).click();
     const posted = await harness.waitForPosted((m) => m.type === 'approve' && m.requestId === requestId);
     assert.deepEqual(posted, { type: 'approve', requestId, decision: message.answer.decision });
