@@ -34,11 +34,16 @@ from cleveragents.tool.errors import ToolError
 from cleveragents.tool.policy import UnconfinedCode
 
 from .bubblewrap import (
+    CommandIdentity,
     Confinement,
     bubblewrap_arguments,
     bubblewrap_status,
+    command_identity,
+    command_seccomp,
     probe_bubblewrap,
     shell_executable,
+    switch_user_argv,
+    view_for,
 )
 from .cgroups import CommandCgroup
 from .command_policy import (
@@ -59,6 +64,7 @@ from .command_policy import (
 from .limits import MAX_OUTPUT_BYTES
 from .private import private_folder
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
+from .seccomp import filter_fd
 
 _resource: Any
 try:
@@ -386,6 +392,15 @@ class _Prepared:
     confined: bool
     status: Confinement
     private_home: str | None  # unconfined: a temporary folder, removed afterwards
+    # Descriptors the command's launcher inherits (the seccomp filter); closed once started.
+    pass_fds: tuple[int, ...] = ()
+    identity: CommandIdentity | None = None
+
+    def close_fds(self) -> None:
+        for fd in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.pass_fds = ()
 
 
 def _prepare(
@@ -417,8 +432,17 @@ def _prepare(
         )
     inner = [shell_executable(), "-c", command]
     private_home: str | None = None
+    pass_fds: tuple[int, ...] = ()
+    identity: CommandIdentity | None = None
     if confined and status.executable is not None:
-        argv = [*bubblewrap_arguments(status.executable, view, cwd_path, status.features), *inner]
+        seccomp = command_seccomp(status)
+        seccomp_fd = filter_fd(seccomp.program) if seccomp.available else None
+        pass_fds = () if seccomp_fd is None else (seccomp_fd,)
+        identity = command_identity(policy, sandbox.root, status)
+        view = view_for(view, identity)
+        switch = switch_user_argv(identity.uid, identity.gid) if identity.switched else []
+        wall = bubblewrap_arguments(status.executable, view, cwd_path, status.features, seccomp_fd)
+        argv = [*switch, *wall, *inner]
         environment = command_environment(policy, home=view.home, tmpdir="/tmp", tag=tag)
     else:
         private_home = tempfile.mkdtemp(prefix="cleveragents-home-")
@@ -429,7 +453,7 @@ def _prepare(
     procs_files = cgroup.procs_files if cgroup is not None else []
     script = launcher_script(policy.limits, process_rlimit(policy.limits), procs_files)
     argv = [shell_executable(), "-c", script, "cleveragents-limits", *argv]
-    return _Prepared(argv, environment, confined, status, private_home)
+    return _Prepared(argv, environment, confined, status, private_home, pass_fds, identity)
 
 
 async def run_in_sandbox(
@@ -469,6 +493,7 @@ async def run_in_sandbox(
                 prepared, cwd, cwd_path, timeout_s, tag, cgroup, limits, sandbox.root, echo
             )
         finally:
+            prepared.close_fds()
             if prepared.private_home is not None:
                 shutil.rmtree(prepared.private_home, ignore_errors=True)
     finally:
@@ -499,11 +524,14 @@ async def _run_prepared(
             cwd=cwd_path,
             env=prepared.environment,
             start_new_session=True,
+            pass_fds=prepared.pass_fds,
         )
     except BaseException:
         for pipe in pipes:
             pipe.close()
         raise
+    finally:
+        prepared.close_fds()  # The launcher holds its own copy now.
     timed_out = False
     stopped: str | None = None
     waiter = asyncio.ensure_future(process.wait())

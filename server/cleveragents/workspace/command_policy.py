@@ -17,6 +17,7 @@ import fnmatch
 import glob
 import os
 import re
+import stat
 import sys
 import threading
 import time
@@ -38,6 +39,8 @@ ENV_MAX_CPU_SECONDS = "CLEVERAGENTS_COMMAND_MAX_CPU_SECONDS"
 ENV_MAX_MEMORY = "CLEVERAGENTS_COMMAND_MAX_MEMORY"
 ENV_TMP_SIZE = "CLEVERAGENTS_COMMAND_TMP_SIZE"
 ENV_MIN_FREE_DISK = "CLEVERAGENTS_COMMAND_MIN_FREE_DISK"
+ENV_COMMAND_USER = "CLEVERAGENTS_COMMAND_USER"
+COMMAND_USER_CHOICES = ("auto", "daemon")
 
 COMMAND_TAG_VARIABLE = "CLEVERAGENTS_COMMAND_ID"
 """Set in each command's environment so strays that left its process group can be found."""
@@ -199,6 +202,9 @@ class CommandPolicy:
     allow_unconfined: bool = False
     # The bubblewrap program: "auto" (found on PATH), a path, or "none" to never confine.
     bubblewrap: str = "auto"
+    # Who a confined command runs as when the daemon is root: "auto" (the sandbox folder's
+    # owner when that is not root) or "daemon" (root, without capabilities).
+    command_user: str = "auto"
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> CommandPolicy:
@@ -209,6 +215,12 @@ class CommandPolicy:
             if env.get(variable, "").strip():
                 limits[name] = parse_limit(env[variable], size=is_size, name=variable)
         bubblewrap = env.get(ENV_BUBBLEWRAP, "").strip() or "auto"
+        command_user = env.get(ENV_COMMAND_USER, "").strip() or "auto"
+        if command_user not in COMMAND_USER_CHOICES:
+            raise ValueError(
+                f"{ENV_COMMAND_USER}: {command_user!r} is not one of "
+                f"{', '.join(COMMAND_USER_CHOICES)}"
+            )
         return cls(
             extra_read_paths=_split_paths(env.get(ENV_READ_PATHS, "")),
             never_visible=_split_paths(env.get(ENV_NEVER_VISIBLE, "")),
@@ -216,6 +228,7 @@ class CommandPolicy:
             limits=replace(ResourceLimits(), **limits),
             allow_unconfined=_truthy(env.get(ENV_ALLOW_UNCONFINED, ""), ENV_ALLOW_UNCONFINED),
             bubblewrap=bubblewrap,
+            command_user=command_user,
         )
 
     def with_settings(
@@ -241,6 +254,7 @@ class CommandPolicy:
             if allow_unconfined is None
             else allow_unconfined,
             bubblewrap=self.bubblewrap if bubblewrap is None else bubblewrap,
+            command_user=self.command_user,
         )
 
 
@@ -370,6 +384,45 @@ def interpreter_prefix() -> str:
     return os.path.realpath(sys.base_prefix)
 
 
+# World-readable, but about other users and the kernel: the keys the uid outside holds.
+_PROC_HIDDEN = frozenset({"keys", "key-users", "kcore", "sched_debug", "timer_stats"})
+
+
+def proc_guards(proc: str = "/proc") -> list[Mount]:
+    """What of the fresh /proc would still reach the host, made read-only or hidden.
+
+    A new PID namespace gets its own /proc for processes, but the rest of /proc is the host
+    kernel's: `/proc/sys` (kernel.core_pattern names a program the kernel runs as root),
+    `/proc/sysrq-trigger`, `/proc/irq`... A command whose uid outside is root (a root
+    daemon's) would pass their owner check even without a capability. Every folder and every
+    writable file at the top of /proc becomes read-only (the host's own, bound over it); a
+    file only root may read (kcore, keys, timer_list...) becomes empty. /sys is not mounted
+    at all.
+    """
+    guards: list[Mount] = []
+    try:
+        names = sorted(os.listdir(proc))
+    except OSError:
+        return guards
+    for name in names:
+        if name.isdigit() or name in ("self", "thread-self"):
+            continue  # The command's own processes, from its own /proc.
+        path = f"{proc}/{name}"
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            continue  # self/..., resolved inside the command's /proc.
+        if stat.S_ISDIR(info.st_mode):
+            guards.append(Mount("ro", path, "host kernel settings: read-only"))
+        elif info.st_mode & 0o044 == 0 or name in _PROC_HIDDEN:
+            guards.append(Mount("hidden", path, "readable by root only on the host", "file"))
+        elif info.st_mode & 0o222:
+            guards.append(Mount("ro", path, "host kernel switch: read-only"))
+    return guards
+
+
 def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
     """Exactly what a confined command sees, in the order bubblewrap must mount it.
 
@@ -456,6 +509,7 @@ def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
         *ordered,
         Mount("dev", "/dev", "a minimal /dev (null, zero, random, tty, pts)"),
         Mount("proc", "/proc", "this command's own processes only"),
+        *proc_guards(),
         # A link cannot go where a mount already made a folder (a read path under /var/tmp).
         *[
             link
