@@ -35,6 +35,7 @@ import pytest
 from cleveragents.workspace import CommandPolicy, Sandbox, bubblewrap_status
 from cleveragents.workspace.bubblewrap import command_identity
 from cleveragents.workspace.command import run_in_sandbox
+from cleveragents.workspace.files import write_file
 from cleveragents.workspace.seccomp import seccomp_status
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,6 +56,7 @@ DRIVER = """
 import asyncio, json, sys
 from cleveragents.workspace import Sandbox
 from cleveragents.workspace.command import run_in_sandbox
+from cleveragents.workspace.files import write_file
 async def main():
     box = Sandbox(sys.argv[1])
     print(json.dumps(await run_in_sandbox(sys.argv[2], box, box.resolve('.'), 120.0)))
@@ -280,3 +282,22 @@ def test_a_root_daemon_runs_a_users_sandbox_as_that_user(make_sandbox: Any) -> N
     assert "CLEVERAGENTS_COMMAND_USER=daemon" in stay.reason
     own = command_identity(CommandPolicy(), str(make_sandbox("root")), BWRAP)
     assert (own.uid, own.switched) == (0, False) and "belongs to root" in own.reason
+
+
+async def test_what_the_file_tools_write_stays_writable_by_commands(make_sandbox: Any) -> None:
+    """A root daemon's write_file in a user's sandbox leaves files that user owns."""
+    skip_unless_possible("root-user-sandbox")
+    sandbox = make_sandbox("root-user-sandbox")
+    place(sandbox, "kept.txt", "old\n")
+    write_file("kept.txt", "replaced\n", sandbox_root=str(sandbox))
+    write_file("new/deeper/made.txt", "new\n", sandbox_root=str(sandbox))
+
+    output = await run(
+        "root-user-sandbox", sandbox, "echo more >> kept.txt && echo more >> new/deeper/made.txt"
+    )
+
+    assert output["exit_code"] == 0, output["stderr"]
+    user = nobody().pw_uid
+    for name in ("kept.txt", "new", "new/deeper", "new/deeper/made.txt"):
+        assert (sandbox / name).stat().st_uid == user, name
+    assert (sandbox / "kept.txt").read_text() == "replaced\nmore\n"
