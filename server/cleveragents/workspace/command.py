@@ -430,6 +430,13 @@ def _prepare(
             f"the sandbox lies inside {view.sandbox_hidden_by}, which commands may never see: "
             "run_command refuses to run there"
         )
+    if view.private_exposed is not None:
+        raise ToolError(
+            f"the run history {view.private_exposed} lies directly in the sandbox folder, "
+            "where a command could create its journal (-journal, -wal) before SQLite does and "
+            "destroy the history: run_command refuses to run here. Keep the history in a "
+            "folder of its own (--history .cleveragents/history.db) or outside the sandbox"
+        )
     inner = [shell_executable(), "-c", command]
     private_home: str | None = None
     pass_fds: tuple[int, ...] = ()

@@ -316,6 +316,9 @@ class CommandView:
     refused: tuple[str, ...]
     # The never-visible path the sandbox itself lies in: no command may run there.
     sandbox_hidden_by: str | None = None
+    # A private file (the run history) lying directly in the sandbox folder, which cannot be
+    # hidden with its folder: no command may run there either.
+    private_exposed: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -323,6 +326,7 @@ class CommandView:
             "home": self.home,
             "refused": list(self.refused),
             "sandbox_hidden_by": self.sandbox_hidden_by,
+            "private_exposed": self.private_exposed,
         }
 
 
@@ -479,6 +483,23 @@ def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
             links.append(Mount("symlink", lexical, f"read path {requested}", source=real))
     layers.append(Mount("rw", sandbox, "the sandbox"))
 
+    # A private file (the history, its -wal, -shm and -journal) is hidden with the folder that
+    # holds it: SQLite makes and deletes the side files as it goes, a file that does not
+    # exist yet cannot be covered, and a mount over one that SQLite later deletes is dropped
+    # (a command could then plant a hot journal that the next open rolls back). The folder
+    # stays. One that is the sandbox itself cannot be hidden: no command runs then.
+    private_exposed: str | None = None
+    private_folders: set[str] = set()
+    for path in private_paths():
+        if os.path.isdir(path) or not visible(path):
+            continue
+        folder = os.path.dirname(path)
+        if _inside(sandbox, folder):
+            private_exposed = private_exposed or path
+        else:
+            private_folders.add(folder)
+    deny = sorted({*deny, *private_folders})
+
     hidden: list[Mount] = []
     pinned: set[str] = set()
     for path in deny:
@@ -519,4 +540,4 @@ def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
         *sorted(hidden, key=lambda m: m.path.count("/")),
     ]
     sandbox_hidden_by = next((d for d in deny if _inside(sandbox, d)), None)
-    return CommandView(tuple(mounts), home, tuple(refused), sandbox_hidden_by)
+    return CommandView(tuple(mounts), home, tuple(refused), sandbox_hidden_by, private_exposed)
