@@ -7,11 +7,16 @@ import inspect
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .messages import ToolSchema
 from .schema import RESERVED_PARAMS, schema_from_function
 from .validation import ArgumentValidator
+
+if TYPE_CHECKING:
+    from .policy import ProtectedWrite
+
+    WriteGuard = Callable[[dict[str, Any]], ProtectedWrite | None]
 
 DEFAULT_TOOL_TIMEOUT_S = 60.0
 
@@ -38,6 +43,9 @@ class ToolSpec:
     context_params: frozenset[str] = frozenset()
     source: str = "python"
     is_async: bool = field(default=False)
+    # For tools that write files: the protected path (a git hook, editor tasks) a call would
+    # write, which the Authorizer asks about under every profile (policy.ProtectedWrite).
+    write_guard: WriteGuard | None = field(default=None, compare=False, repr=False)
     # Checks arguments against input_schema; compiled at the first call and kept here, so
     # every runner and run that offers this spec shares it.
     validator: ArgumentValidator = field(init=False, repr=False, compare=False)

@@ -63,6 +63,7 @@ from .command_policy import (
 )
 from .limits import MAX_OUTPUT_BYTES
 from .private import private_folder
+from .protected import command_targets, make_git_folders, placeholders_kept
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 from .seccomp import filter_fd
 
@@ -395,6 +396,7 @@ class _Prepared:
     # Descriptors the command's launcher inherits (the seccomp filter); closed once started.
     pass_fds: tuple[int, ...] = ()
     identity: CommandIdentity | None = None
+    placeholders: tuple[str, ...] = ()  # removed after the command (protected paths)
 
     def close_fds(self) -> None:
         for fd in self.pass_fds:
@@ -424,6 +426,8 @@ def _prepare(
         # Hidden only if it exists: else the command could make one (a planted checkpoint
         # store) that a later run with a history would trust.
         private_folder(data_folder, tighten=True)
+    if not policy.allow_protected_writes:
+        make_git_folders(command_targets(sandbox.root, policy.protected_paths))
     view = command_mounts(policy, sandbox.root)
     if view.sandbox_hidden_by is not None:
         raise ToolError(
@@ -460,7 +464,10 @@ def _prepare(
     procs_files = cgroup.procs_files if cgroup is not None else []
     script = launcher_script(policy.limits, process_rlimit(policy.limits), procs_files)
     argv = [shell_executable(), "-c", script, "cleveragents-limits", *argv]
-    return _Prepared(argv, environment, confined, status, private_home, pass_fds, identity)
+    placeholders = view.placeholders if confined else ()
+    return _Prepared(
+        argv, environment, confined, status, private_home, pass_fds, identity, placeholders
+    )
 
 
 async def run_in_sandbox(
@@ -496,9 +503,10 @@ async def run_in_sandbox(
             _prepare, command, sandbox, cwd_path, policy, confine, tag, cgroup
         )
         try:
-            return await _run_prepared(
-                prepared, cwd, cwd_path, timeout_s, tag, cgroup, limits, sandbox.root, echo
-            )
+            with placeholders_kept(list(prepared.placeholders)):
+                return await _run_prepared(
+                    prepared, cwd, cwd_path, timeout_s, tag, cgroup, limits, sandbox.root, echo
+                )
         finally:
             prepared.close_fds()
             if prepared.private_home is not None:

@@ -26,6 +26,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .private import DEFAULT_NEVER_VISIBLE, private_paths
+from .protected import (
+    ENV_ALLOW_PROTECTED_WRITES,
+    ENV_PROTECTED_PATHS,
+    ProtectedPaths,
+    command_targets,
+    split_patterns,
+)
 
 ENV_READ_PATHS = "CLEVERAGENTS_COMMAND_READ_PATHS"
 ENV_NEVER_VISIBLE = "CLEVERAGENTS_COMMAND_NEVER_VISIBLE"
@@ -205,6 +212,10 @@ class CommandPolicy:
     # Who a confined command runs as when the daemon is root: "auto" (the sandbox folder's
     # owner when that is not root) or "daemon" (root, without capabilities).
     command_user: str = "auto"
+    # Protected paths (protected.py): written by commands and the file tools without asking.
+    allow_protected_writes: bool = False
+    # More protected path patterns, added to protected.DEFAULT_PROTECTED.
+    protected_paths: tuple[str, ...] = ()
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> CommandPolicy:
@@ -229,6 +240,10 @@ class CommandPolicy:
             allow_unconfined=_truthy(env.get(ENV_ALLOW_UNCONFINED, ""), ENV_ALLOW_UNCONFINED),
             bubblewrap=bubblewrap,
             command_user=command_user,
+            allow_protected_writes=_truthy(
+                env.get(ENV_ALLOW_PROTECTED_WRITES, ""), ENV_ALLOW_PROTECTED_WRITES
+            ),
+            protected_paths=split_patterns(env.get(ENV_PROTECTED_PATHS, "")),
         )
 
     def with_settings(
@@ -240,6 +255,8 @@ class CommandPolicy:
         limits: Mapping[str, int | None] | None = None,
         allow_unconfined: bool | None = None,
         bubblewrap: str | None = None,
+        allow_protected_writes: bool | None = None,
+        protected_paths: Iterable[str] = (),
     ) -> CommandPolicy:
         """A later layer of settings: lists are added to, single values replaced."""
         unknown = set(limits or {}) - set(_LIMIT_VARIABLES)
@@ -255,7 +272,16 @@ class CommandPolicy:
             else allow_unconfined,
             bubblewrap=self.bubblewrap if bubblewrap is None else bubblewrap,
             command_user=self.command_user,
+            allow_protected_writes=self.allow_protected_writes
+            if allow_protected_writes is None
+            else allow_protected_writes,
+            protected_paths=(*self.protected_paths, *protected_paths),
         )
+
+    @property
+    def protection(self) -> ProtectedPaths:
+        """The protected-path settings, for the file tools' guard."""
+        return ProtectedPaths(self.allow_protected_writes, self.protected_paths)
 
 
 # -- environment --------------------------------------------------------------------------------
@@ -319,6 +345,9 @@ class CommandView:
     # A private file (the run history) lying directly in the sandbox folder, which cannot be
     # hidden with its folder: no command may run there either.
     private_exposed: str | None = None
+    # Protected paths that do not exist yet: bubblewrap makes an empty folder for each, which
+    # the command's caller removes afterwards (protected.placeholders_kept).
+    placeholders: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -482,6 +511,20 @@ def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
         if lexical != real:  # Reached through a link on the host: the same name works inside.
             links.append(Mount("symlink", lexical, f"read path {requested}", source=real))
     layers.append(Mount("rw", sandbox, "the sandbox"))
+    # What would run code later (hooks, git config, editor tasks): read-only, and an empty
+    # read-only placeholder where it does not exist yet (command.py removes it afterwards).
+    placeholders: list[Mount] = []
+    protected: list[str] = []
+    if not policy.allow_protected_writes:
+        for target in command_targets(sandbox, policy.protected_paths):
+            why = f"protected ({target.pattern}): runs code later"
+            if target.exists:
+                layers.append(Mount("ro", target.path, why))
+            else:
+                placeholders.append(
+                    Mount("hidden", target.path, f"{why}; not there yet", source="dir")
+                )
+            protected.append(target.path)
 
     # A private file (the history, its -wal, -shm and -journal) is hidden with the folder that
     # holds it: SQLite makes and deletes the side files as it goes, a file that does not
@@ -522,6 +565,18 @@ def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
         Mount("rw", folder, "holds a never-visible path: pinned, it cannot be moved or replaced")
         for folder in sorted(pinned)
     )
+    # The folders holding a protected path are pinned the same way: `mv .git aside`, then a
+    # new `.git` with a config of the command's own, would otherwise get around the mounts.
+    guarded: set[str] = set()
+    for path in protected:
+        folder = os.path.dirname(path)
+        while folder != sandbox and _inside(folder, sandbox):
+            guarded.add(folder)
+            folder = os.path.dirname(folder)
+    layers.extend(
+        Mount("rw", folder, "holds a protected path: pinned, it cannot be moved or replaced")
+        for folder in sorted(guarded - pinned)
+    )
 
     # A parent is mounted before what lies inside it; equal depths keep the order above, so an
     # explicit read path can cover the empty home and the sandbox covers a read path.
@@ -538,6 +593,14 @@ def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
             if not visible(link.path) and not any(_inside(m.path, link.path) for m in layers)
         ],
         *sorted(hidden, key=lambda m: m.path.count("/")),
+        *placeholders,
     ]
     sandbox_hidden_by = next((d for d in deny if _inside(sandbox, d)), None)
-    return CommandView(tuple(mounts), home, tuple(refused), sandbox_hidden_by, private_exposed)
+    return CommandView(
+        tuple(mounts),
+        home,
+        tuple(refused),
+        sandbox_hidden_by,
+        private_exposed,
+        tuple(m.path for m in placeholders),
+    )
