@@ -35,6 +35,7 @@ import pytest
 from cleveragents.workspace import CommandPolicy, Sandbox, bubblewrap_status
 from cleveragents.workspace.bubblewrap import command_identity
 from cleveragents.workspace.command import run_in_sandbox
+from cleveragents.workspace.doctor import command_policy_report, render_report
 from cleveragents.workspace.files import write_file
 from cleveragents.workspace.seccomp import seccomp_status
 
@@ -56,6 +57,7 @@ DRIVER = """
 import asyncio, json, sys
 from cleveragents.workspace import Sandbox
 from cleveragents.workspace.command import run_in_sandbox
+from cleveragents.workspace.doctor import command_policy_report, render_report
 from cleveragents.workspace.files import write_file
 async def main():
     box = Sandbox(sys.argv[1])
@@ -301,3 +303,18 @@ async def test_what_the_file_tools_write_stays_writable_by_commands(make_sandbox
     for name in ("kept.txt", "new", "new/deeper", "new/deeper/made.txt"):
         assert (sandbox / name).stat().st_uid == user, name
     assert (sandbox / "kept.txt").read_text() == "replaced\nmore\n"
+
+
+def test_doctor_says_who_commands_run_as_and_whether_seccomp_holds(make_sandbox: Any) -> None:
+    for daemon in ("root", "root-user-sandbox") if IS_ROOT else ("unprivileged",):
+        sandbox = make_sandbox(daemon)
+        report = command_policy_report(CommandPolicy(), str(sandbox))
+        assert report["command_user"]["uid"] == expected_uid(daemon)
+        assert report["seccomp"]["active"] is SECCOMP.available
+        if SECCOMP.available:
+            assert "keyctl" in report["seccomp"]["denied"]
+        text = render_report(report)
+        assert "runs as: " in text and "seccomp filter: " in text
+        assert ("uid 65534" in text) is (daemon == "root-user-sandbox")
+        proc = {m["path"]: m["kind"] for m in report["mounts"] if m["path"].startswith("/proc/")}
+        assert proc["/proc/sys"] == "ro"

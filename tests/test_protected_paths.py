@@ -36,6 +36,7 @@ from cleveragents.toolsets import with_command_policy
 from cleveragents.workspace import CommandPolicy, bubblewrap_status, register_builtin_tools
 from cleveragents.workspace.command_policy import command_mounts
 from cleveragents.workspace.protected import command_targets, matching_pattern
+from cleveragents.workspace.terminal_runner import read_spec, write_spec
 
 BWRAP = bubblewrap_status()
 needs_bwrap = pytest.mark.skipif(
@@ -317,3 +318,10 @@ def test_through_the_cli_refused_then_allowed_with_the_setting(repo: Path, tmp_p
     assert [r["success"] for r in allowed["tool_call_history"][:2]] == [True, True]
     assert (repo / ".git" / "hooks" / "pre-commit").read_text() == HOOK
     assert "fsmonitor" in (repo / ".git" / "config").read_text()
+
+
+def test_the_terminal_runner_gets_the_same_settings(tmp_path: Path) -> None:
+    policy = CommandPolicy(allow_protected_writes=True, protected_paths=("Makefile",))
+    spec = tmp_path / "spec.json"
+    write_spec(str(spec), policy, {})
+    assert read_spec(str(spec))[0] == policy
