@@ -244,6 +244,7 @@ def test_what_a_command_gets_read_only(repo: Path) -> None:
     git_dir = repo / ".git"
     for part in ("hooks", "config", "info"):
         assert targets[str(git_dir / part)].exists
+    assert str(git_dir / "modules") in targets  # made (empty) before a command runs
     for writable in ("objects", "refs", "logs", "index", "HEAD"):
         assert str(git_dir / writable) not in targets
     assert targets[str(repo / ".vscode")].exists
@@ -325,3 +326,28 @@ def test_the_terminal_runner_gets_the_same_settings(tmp_path: Path) -> None:
     spec = tmp_path / "spec.json"
     write_spec(str(spec), policy, {})
     assert read_spec(str(spec))[0] == policy
+
+
+@needs_bwrap
+def test_a_command_cannot_send_git_to_a_config_of_its_own(repo: Path) -> None:
+    """`.git/commondir` and a submodule's git folder: other ways to a planted config."""
+    evil = (
+        "cp -r .git evil && printf '[core]\\n\\tfsmonitor = touch fsmonitor-ran\\n' >> evil/config"
+    )
+    command = (
+        f'{evil}; echo "$PWD/evil" > .git/commondir; git status > /dev/null; '
+        "mkdir .git/modules/sub; ls .git/modules | wc -l"
+    )
+    [record], _ = run_loop(repo, [("run_command", {"command": command})])
+
+    assert record.success, record.error
+    # Inside the command git obeyed the redirect (its own business, inside the wall) ...
+    assert (repo / "fsmonitor-ran").exists()
+    assert ".git/modules/sub" in record.output["stderr"]
+    assert "Read-only file system" in record.output["stderr"]
+    # ... but the redirect is gone when it ends, and the output says so.
+    assert not (repo / ".git" / "commondir").exists()
+    assert "removed .git/commondir" in record.output["stderr"]
+    (repo / "fsmonitor-ran").unlink()
+    git(repo, "status")
+    assert not (repo / "fsmonitor-ran").exists()

@@ -63,7 +63,13 @@ from .command_policy import (
 )
 from .limits import MAX_OUTPUT_BYTES
 from .private import private_folder
-from .protected import command_targets, make_git_folders, placeholders_kept
+from .protected import (
+    command_targets,
+    git_redirects_missing,
+    make_git_folders,
+    placeholders_kept,
+    remove_git_redirects,
+)
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 from .seccomp import filter_fd
 
@@ -397,6 +403,7 @@ class _Prepared:
     pass_fds: tuple[int, ...] = ()
     identity: CommandIdentity | None = None
     placeholders: tuple[str, ...] = ()  # removed after the command (protected paths)
+    redirects: tuple[str, ...] = ()  # git redirect files missing before: removed if made
 
     def close_fds(self) -> None:
         for fd in self.pass_fds:
@@ -464,9 +471,17 @@ def _prepare(
     procs_files = cgroup.procs_files if cgroup is not None else []
     script = launcher_script(policy.limits, process_rlimit(policy.limits), procs_files)
     argv = [shell_executable(), "-c", script, "cleveragents-limits", *argv]
-    placeholders = view.placeholders if confined else ()
+    guarded = confined and not policy.allow_protected_writes
     return _Prepared(
-        argv, environment, confined, status, private_home, pass_fds, identity, placeholders
+        argv,
+        environment,
+        confined,
+        status,
+        private_home,
+        pass_fds,
+        identity,
+        placeholders=view.placeholders if confined else (),
+        redirects=tuple(git_redirects_missing(sandbox.root)) if guarded else (),
     )
 
 
@@ -504,9 +519,18 @@ async def run_in_sandbox(
         )
         try:
             with placeholders_kept(list(prepared.placeholders)):
-                return await _run_prepared(
-                    prepared, cwd, cwd_path, timeout_s, tag, cgroup, limits, sandbox.root, echo
+                try:
+                    result = await _run_prepared(
+                        prepared, cwd, cwd_path, timeout_s, tag, cgroup, limits, sandbox.root, echo
+                    )
+                finally:
+                    removed = remove_git_redirects(list(prepared.redirects), sandbox.root)
+            for name in removed:
+                result["stderr"] += (
+                    f"\ncleveragents: removed {name}, which the command created: it would send "
+                    "git to another folder's config and hooks (a protected path)\n"
                 )
+            return result
         finally:
             prepared.close_fds()
             if prepared.private_home is not None:

@@ -55,23 +55,27 @@ DEFAULT_PROTECTED = (
 # The parts of a repository's git folder that run code or decide what runs; a command gets
 # them read-only. Objects, refs, logs, the index, HEAD and the other state files stay
 # writable: committing, checking out, stashing, rebasing and fetching need them, and none of
-# them runs a program. `modules/*` and `worktrees/*` are submodules' and worktrees' own git
-# folders, with their own hooks and config.
+# them runs a program. `modules` holds submodules' own git folders (hooks, config), which
+# `git status` enters: all of it is read-only, so a command cannot add one either (`git
+# submodule add/update` fail inside). `worktrees/*` are linked worktrees' git folders.
 GIT_PROTECTED_PARTS = (
     "hooks",
     "config",
     "config.worktree",
     "info",
-    "modules/*/hooks",
-    "modules/*/config",
-    "modules/*/info",
+    "modules",
     "worktrees/*/config.worktree",
     "worktrees/*/commondir",
     "worktrees/*/gitdir",
 )
-# Made as empty folders when missing (git makes them on `init`; a placeholder that stays is
-# what git would have made): a command cannot then put a hook or an attributes file there.
-_GIT_FOLDERS_MADE = ("hooks", "info")
+# Made as empty folders when missing (git makes the first two on `init`, an empty `modules`
+# is what a repository without submodules may have): a command cannot then add to them.
+_GIT_FOLDERS_MADE = ("hooks", "info", "modules")
+# Files in a git folder that send git to another folder's config and hooks: `commondir`
+# ("../elsewhere"). No placeholder can stand in for a missing one (git refuses to run
+# beside an empty or unreadable `commondir`), so one a command creates is removed when it
+# ends (`remove_git_redirects`), and the command's output says so.
+GIT_REDIRECTS = ("commondir",)
 
 
 def _patterns(extra: tuple[str, ...]) -> tuple[tuple[bool, tuple[str, ...]], ...]:
@@ -236,3 +240,27 @@ def placeholders_kept(paths: list[str]) -> Iterator[None]:
                     del _placeholder_users[path]
                     with contextlib.suppress(OSError):
                         os.rmdir(path)  # Only an empty folder goes; anything else stays.
+
+
+def git_redirects_missing(sandbox_root: str) -> list[str]:
+    """The redirect files (GIT_REDIRECTS) the sandbox's git folder does not have now."""
+    git = os.path.join(os.path.realpath(sandbox_root), ".git")
+    if not os.path.isdir(git) or os.path.islink(git):
+        return []
+    return [
+        os.path.join(git, name)
+        for name in GIT_REDIRECTS
+        if not os.path.lexists(os.path.join(git, name))
+    ]
+
+
+def remove_git_redirects(missing_before: list[str], sandbox_root: str) -> list[str]:
+    """Remove the redirect files a command created (they were missing before it); returns
+    their paths relative to the sandbox, for the command's output."""
+    removed = []
+    for path in missing_before:
+        if os.path.lexists(path) and not os.path.isdir(path):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+                removed.append(os.path.relpath(path, os.path.realpath(sandbox_root)))
+    return removed
