@@ -144,22 +144,44 @@ def probe_bubblewrap(setting: str = "auto") -> Confinement:
         return Confinement(False, None, reason)
     features = bubblewrap_features(executable)
     with tempfile.TemporaryDirectory(prefix="cleveragents-bwrap-probe-") as probe_root:
-        view = command_mounts(CommandPolicy(), probe_root)
-        argv = bubblewrap_arguments(executable, view, probe_root, features)
-        try:
-            result = subprocess.run(
-                [*argv, shell_executable(), "-c", "true"],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=30,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return Confinement(False, executable, f"bubblewrap failed to start: {exc}")
-    if result.returncode != 0:
-        detail = result.stderr.decode("utf-8", errors="replace").strip()
-        return Confinement(False, executable, f"bubblewrap does not work here: {detail}")
+        problem = try_wall(executable, features, probe_root)
+    if problem is not None:
+        return Confinement(False, executable, f"bubblewrap does not work here: {problem}")
     return Confinement(True, executable, "bubblewrap", features)
+
+
+def try_wall(
+    executable: str,
+    features: frozenset[str],
+    root: str,
+    *,
+    identity: CommandIdentity | None = None,
+    seccomp_fd: int | None = None,
+) -> str | None:
+    """Run `true` behind the wall a command in `root` gets (as `identity`, with the filter in
+    `seccomp_fd`): None when it works, else bwrap's own words for why not."""
+    view = command_mounts(CommandPolicy(), root)
+    switch: list[str] = []
+    if identity is not None and identity.switched:
+        view = view_for(view, identity)
+        switch = switch_user_argv(identity.uid, identity.gid)
+    argv = bubblewrap_arguments(executable, view, root, features, seccomp_fd)
+    try:
+        result = subprocess.run(
+            [*switch, *argv, shell_executable(), "-c", "true"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=30,
+            check=False,
+            pass_fds=() if seccomp_fd is None else (seccomp_fd,),
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"it failed to start: {exc}"
+    if result.returncode != 0:
+        return (
+            result.stderr.decode("utf-8", errors="replace").strip() or f"exit {result.returncode}"
+        )
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,22 +294,10 @@ def _switch_problem(confinement: Confinement, uid: int, gid: int, sandbox_root: 
     with _switch_lock:
         if key not in _switch_results:
             trial = CommandIdentity(uid, gid, True, "trial")
-            view = view_for(command_mounts(CommandPolicy(), sandbox_root), trial)
-            argv = bubblewrap_arguments(
-                confinement.executable, view, sandbox_root, confinement.features
+            problem = try_wall(
+                confinement.executable, confinement.features, sandbox_root, identity=trial
             )
-            try:
-                result = subprocess.run(
-                    [*switch_user_argv(uid, gid), *argv, shell_executable(), "-c", "true"],
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    timeout=30,
-                    check=False,
-                )
-                detail = result.stderr.decode("utf-8", errors="replace").strip()
-                _switch_results[key] = "" if result.returncode == 0 else f"fails: {detail}"
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                _switch_results[key] = f"fails: {exc}"
+            _switch_results[key] = "" if problem is None else f"fails: {problem}"
         return _switch_results[key]
 
 
@@ -311,23 +321,11 @@ def _try_seccomp(confinement: Confinement, compiled: SeccompStatus) -> SeccompSt
     fd = filter_fd(compiled.program)
     try:
         with tempfile.TemporaryDirectory(prefix="cleveragents-seccomp-probe-") as probe_root:
-            view = command_mounts(CommandPolicy(), probe_root)
-            argv = bubblewrap_arguments(
-                confinement.executable, view, probe_root, confinement.features, fd
+            problem = try_wall(
+                confinement.executable, confinement.features, probe_root, seccomp_fd=fd
             )
-            result = subprocess.run(
-                [*argv, shell_executable(), "-c", "true"],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=30,
-                check=False,
-                pass_fds=(fd,),
-            )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return SeccompStatus(False, f"bubblewrap could not load the seccomp filter: {exc}")
     finally:
         os.close(fd)
-    if result.returncode != 0:
-        detail = result.stderr.decode("utf-8", errors="replace").strip()
-        return SeccompStatus(False, f"bubblewrap could not load the seccomp filter: {detail}")
+    if problem is not None:
+        return SeccompStatus(False, f"bubblewrap could not load the seccomp filter: {problem}")
     return compiled

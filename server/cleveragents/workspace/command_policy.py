@@ -456,6 +456,16 @@ def proc_guards(proc: str = "/proc") -> list[Mount]:
     return guards
 
 
+def _folders_between(sandbox: str, path: str) -> list[str]:
+    """The folders strictly between `sandbox` and `path` (none when `path` is not inside)."""
+    folders = []
+    folder = os.path.dirname(path)
+    while folder != sandbox and _inside(folder, sandbox) and _inside(path, sandbox):
+        folders.append(folder)
+        folder = os.path.dirname(folder)
+    return folders
+
+
 def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
     """Exactly what a confined command sees, in the order bubblewrap must mount it.
 
@@ -552,27 +562,18 @@ def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
             continue  # Inside another hidden path, which covers it already.
         what = "dir" if os.path.isdir(path) else "file"
         hidden.append(Mount("hidden", path, "never visible", source=what))
-        if _inside(path, sandbox):
-            # A mount point cannot be moved, but the folders above it could: `mv ~/.local/share
-            # elsewhere` would take the hidden data folder aside and let the command put its
-            # own (a checkpoint repository whose config runs programs) where the daemon looks.
-            # Each folder between the sandbox and the hidden path becomes a mount point too.
-            folder = os.path.dirname(path)
-            while folder != sandbox and _inside(folder, sandbox):
-                pinned.add(folder)
-                folder = os.path.dirname(folder)
+        # A mount point cannot be moved, but the folders above it could: `mv ~/.local/share
+        # elsewhere` would take the hidden data folder aside and let the command put its own
+        # (a checkpoint repository whose config runs programs) where the daemon looks. Each
+        # folder between the sandbox and the hidden path becomes a mount point too.
+        pinned.update(_folders_between(sandbox, path))
     layers.extend(
         Mount("rw", folder, "holds a never-visible path: pinned, it cannot be moved or replaced")
         for folder in sorted(pinned)
     )
     # The folders holding a protected path are pinned the same way: `mv .git aside`, then a
     # new `.git` with a config of the command's own, would otherwise get around the mounts.
-    guarded: set[str] = set()
-    for path in protected:
-        folder = os.path.dirname(path)
-        while folder != sandbox and _inside(folder, sandbox):
-            guarded.add(folder)
-            folder = os.path.dirname(folder)
+    guarded = {folder for path in protected for folder in _folders_between(sandbox, path)}
     layers.extend(
         Mount("rw", folder, "holds a protected path: pinned, it cannot be moved or replaced")
         for folder in sorted(guarded - pinned)
