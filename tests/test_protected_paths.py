@@ -217,7 +217,7 @@ def test_a_command_cannot_plant_a_hook_or_fsmonitor_but_git_commit_works(repo: P
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
     assert (repo / ".git" / "config").read_text() == config_before
     # The empty placeholders over paths that did not exist are gone afterwards.
-    for name in (".vscode", ".envrc", ".idea", ".husky", ".claude", ".git-aside"):
+    for name in (".vscode", ".envrc", ".idea", ".husky", ".claude", ".git-aside", ".git/modules"):
         assert not (repo / name).exists(), name
     assert git(repo, "log", "--oneline").count("\n") == 2
 
@@ -244,7 +244,7 @@ def test_what_a_command_gets_read_only(repo: Path) -> None:
     git_dir = repo / ".git"
     for part in ("hooks", "config", "info"):
         assert targets[str(git_dir / part)].exists
-    assert str(git_dir / "modules") in targets  # made (empty) before a command runs
+    assert not targets[str(git_dir / "modules")].exists  # a placeholder while one runs
     for writable in ("objects", "refs", "logs", "index", "HEAD"):
         assert str(git_dir / writable) not in targets
     assert targets[str(repo / ".vscode")].exists

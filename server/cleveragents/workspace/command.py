@@ -3,8 +3,11 @@
 Where bubblewrap works, a command sees only what `command_mounts` lists: the system read-only,
 the sandbox read-write, an empty private /tmp and home, the Python installation and any read
 paths the user added; never the rest of the home folder, other projects or the never-visible
-paths. It has no network, no capabilities, and a new PID namespace, so when its shell exits
-every process it started dies with the namespace. It gets only allow-listed environment
+paths. It has no network, no capabilities, a seccomp filter (`seccomp.py`), read-only host
+kernel knobs in /proc, and a new PID namespace, so when its shell exits every process it
+started dies with the namespace; a root daemon runs a user's sandbox as that user
+(`bubblewrap.command_identity`). The protected paths (`protected.py`: git hooks and config,
+editor tasks) are read-only to it. It gets only allow-listed environment
 variables, and runs under resource limits (rlimits, plus a cgroup where the daemon can make
 one). Without bubblewrap the command runs unconfined (the output says `"confined": false`, and
 the Authorizer asks before it runs): nothing stops it from touching files or the network
@@ -63,13 +66,7 @@ from .command_policy import (
 )
 from .limits import MAX_OUTPUT_BYTES
 from .private import private_folder
-from .protected import (
-    command_targets,
-    git_redirects_missing,
-    make_git_folders,
-    placeholders_kept,
-    remove_git_redirects,
-)
+from .protected import git_redirects_missing, placeholders_kept, remove_git_redirects
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 from .seccomp import filter_fd
 
@@ -433,8 +430,6 @@ def _prepare(
         # Hidden only if it exists: else the command could make one (a planted checkpoint
         # store) that a later run with a history would trust.
         private_folder(data_folder, tighten=True)
-    if not policy.allow_protected_writes:
-        make_git_folders(command_targets(sandbox.root, policy.protected_paths))
     view = command_mounts(policy, sandbox.root)
     if view.sandbox_hidden_by is not None:
         raise ToolError(

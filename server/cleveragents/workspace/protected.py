@@ -68,9 +68,10 @@ GIT_PROTECTED_PARTS = (
     "worktrees/*/commondir",
     "worktrees/*/gitdir",
 )
-# Made as empty folders when missing (git makes the first two on `init`, an empty `modules`
-# is what a repository without submodules may have): a command cannot then add to them.
-_GIT_FOLDERS_MADE = ("hooks", "info", "modules")
+# Covered by an empty read-only placeholder while a command runs when missing (as other
+# missing protected paths are): a command cannot then add a hook, an attributes file or a
+# submodule's git folder. An empty one of these is what git itself may have.
+_GIT_FOLDERS = ("hooks", "info", "modules")
 # Files in a git folder that send git to another folder's config and hooks: `commondir`
 # ("../elsewhere"). No placeholder can stand in for a missing one (git refuses to run
 # beside an empty or unreadable `commondir`), so one a command creates is removed when it
@@ -141,10 +142,11 @@ def _git_targets(git_folder: str) -> Iterator[tuple[str, bool]]:
                     yield found, True
             continue
         path = os.path.join(git_folder, part)
-        if os.path.lexists(path):
-            if not os.path.islink(path):
-                yield path, True
-        elif part in _GIT_FOLDERS_MADE:
+        if os.path.islink(path):
+            continue
+        if os.path.lexists(path) and not _is_placeholder(path):
+            yield path, True
+        elif part in _GIT_FOLDERS:
             yield path, False
 
 
@@ -188,25 +190,6 @@ def command_targets(sandbox_root: str, extra: tuple[str, ...] = ()) -> list[Prot
             targets.append(ProtectedTarget(first, label, False))
     unique = {target.path: target for target in reversed(targets)}
     return sorted(unique.values(), key=lambda target: target.path)
-
-
-def make_git_folders(targets: list[ProtectedTarget]) -> list[ProtectedTarget]:
-    """Make the missing `.git/hooks` and `.git/info` (as git would) so they can be bound."""
-    made = []
-    for target in targets:
-        if not target.exists and os.path.basename(target.path) in _GIT_FOLDERS_MADE:
-            parent = os.path.dirname(target.path)
-            if os.path.basename(parent) == ".git":
-                with contextlib.suppress(OSError):
-                    os.mkdir(target.path, 0o755)
-                    owner = os.stat(parent)
-                    if os.geteuid() == 0:
-                        os.chown(target.path, owner.st_uid, owner.st_gid)
-                if os.path.isdir(target.path):
-                    made.append(ProtectedTarget(target.path, target.pattern, True))
-                    continue
-        made.append(target)
-    return made
 
 
 _placeholder_lock = threading.Lock()
