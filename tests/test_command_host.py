@@ -346,3 +346,32 @@ async def test_without_libseccomp_commands_run_unfiltered_and_doctor_says_why(
     report = command_policy_report(CommandPolicy(), str(sandbox))
     assert report["seccomp"]["active"] is False
     assert "seccomp filter: NO (the pyseccomp package is not installed" in render_report(report)
+
+
+@pytest.mark.parametrize("daemon", DAEMONS)
+async def test_protected_paths_hold_whoever_runs_the_daemon(daemon: str, make_sandbox: Any) -> None:
+    """The read-only git hooks and config, and the placeholders, for every kind of daemon."""
+    skip_unless_possible(daemon)
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed here")
+    sandbox = make_sandbox(daemon)
+    subprocess.run(["git", "init", "-q", str(sandbox)], check=True)
+    if IS_ROOT:
+        info = sandbox.stat()
+        subprocess.run(["chown", "-R", f"{info.st_uid}:{info.st_gid}", str(sandbox)], check=True)
+    config_before = (sandbox / ".git" / "config").read_text()
+
+    output = await run(
+        daemon,
+        sandbox,
+        "echo '#!/bin/sh' > .git/hooks/pre-commit; git config core.fsmonitor 'touch x'; "
+        "echo '{}' > .envrc; echo hi > a && git add a && "
+        "git -c user.name=t -c user.email=t@example.invalid commit -q -m a && git log --oneline",
+    )
+
+    assert output["exit_code"] == 0, output["stderr"]
+    assert len(output["stdout"].splitlines()) == 1  # the commit went in
+    assert "pre-commit: Read-only file system" in output["stderr"]
+    assert not (sandbox / ".git" / "hooks" / "pre-commit").exists()
+    assert (sandbox / ".git" / "config").read_text() == config_before
+    assert not (sandbox / ".envrc").exists()
