@@ -203,7 +203,7 @@ _SWITCH_CODE = (
     "os.setresuid(u,u,u);os.execvp(sys.argv[3],sys.argv[3:])"
 )
 _switch_lock = threading.Lock()
-_switch_results: dict[tuple[str, int, int], str] = {}
+_switch_results: dict[tuple[str, int, int, str], str] = {}
 
 
 def switch_user_argv(uid: int, gid: int) -> list[str]:
@@ -290,7 +290,8 @@ def view_for(view: CommandView, identity: CommandIdentity) -> CommandView:
 def _switch_problem(confinement: Confinement, uid: int, gid: int, sandbox_root: str) -> str:
     """Whether bubblewrap runs as `uid` here (user namespaces may be root's only): once."""
     assert confinement.executable is not None
-    key = (confinement.executable, uid, gid)
+    # Per sandbox too: the uid must reach this sandbox (a folder above it may be root's).
+    key = (confinement.executable, uid, gid, os.path.realpath(sandbox_root))
     with _switch_lock:
         if key not in _switch_results:
             trial = CommandIdentity(uid, gid, True, "trial")
