@@ -100,13 +100,15 @@ def tools_from_entry_points() -> list[ToolSpec]:
 def with_command_policy(registry: ToolRegistry, policy: CommandPolicy) -> ToolRegistry:
     """A copy of `registry` whose built-in run_command reaches what `policy` allows (a run's
     own command settings); `registry` itself when it has no built-in run_command."""
-    from .workspace.builtins import with_builtins_replaced
+    from .workspace.builtins import with_builtins_replaced, with_write_guards
     from .workspace.command import CommandTool
 
     spec = registry.get("run_command")
     if spec is None or spec.source != "builtin":
         return registry
-    return with_builtins_replaced(registry, {"run_command": CommandTool(policy).run_command})
+    swapped = with_builtins_replaced(registry, {"run_command": CommandTool(policy).run_command})
+    # The file tools' protected-path guard follows the same settings.
+    return with_write_guards(swapped, policy.protection)
 
 
 def build_registry(

@@ -128,9 +128,19 @@ class CommandSettings:
     env: tuple[str, ...] = ()
     limits: Mapping[str, int | str] = field(default_factory=dict)
     allow_unconfined: bool | None = None
+    # Protected paths (workspace/protected.py): the explicit opt-in, and more patterns.
+    allow_protected_writes: bool | None = None
+    protected_paths: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.read_paths or self.env or self.limits or self.allow_unconfined is not None)
+        return bool(
+            self.read_paths
+            or self.env
+            or self.limits
+            or self.allow_unconfined is not None
+            or self.allow_protected_writes is not None
+            or self.protected_paths
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,6 +388,13 @@ def command_policy(
                 f"{where}.commandReadPaths[{index}]: must be an absolute path or start with ~, "
                 f"got {path!r}"
             )
+    for index, pattern in enumerate(layer.protected_paths):
+        parts = pattern.replace("\\", "/").strip("/").split("/")
+        if "\0" in pattern or not pattern.strip("/ ") or ".." in parts:
+            problems.append(
+                f"{where}.protectedPaths[{index}]: must be a path pattern inside the workspace "
+                f"(such as Makefile, /scripts or .github/workflows), got {pattern!r}"
+            )
     for index, name in enumerate(layer.env):
         problem = check_variable_pattern(name)
         if problem:
@@ -404,6 +421,8 @@ def command_policy(
             env_allow=layer.env,
             limits=limits,
             allow_unconfined=layer.allow_unconfined,
+            allow_protected_writes=layer.allow_protected_writes,
+            protected_paths=layer.protected_paths,
         ),
         [],
     )

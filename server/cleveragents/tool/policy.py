@@ -64,6 +64,16 @@ class UnconfinedCode:
     allowed_under_full_auto: bool  # the user's explicit "allow unconfined commands" setting
 
 
+@dataclass(slots=True, frozen=True)
+class ProtectedWrite:
+    """A call would write a protected path: code that could run later, outside every wall."""
+
+    path: str  # as the tool resolved it, relative to the sandbox
+    why: str
+    setting: str  # the explicit opt-in that lets such writes run without asking
+    allowed: bool  # the user gave that opt-in
+
+
 @runtime_checkable
 class ReportsConfinement(Protocol):
     """A tool handler's owner that can tell, before each call, whether it would be confined."""
@@ -117,9 +127,24 @@ class Authorizer:
             note = f"{spec.name} would run unconfined: {gap.reason}"
             if not (self.profile == "full-auto" and gap.allowed_under_full_auto):
                 rule = "ask"
-        if rule == "allow" or spec.name in self._allowed_for_run:
+        # A protected path is asked about every time, under every profile, unless the user
+        # opted in: an earlier "allow for this run" does not cover it.
+        protected = spec.write_guard(inputs) if spec.write_guard is not None else None
+        must_ask = protected is not None and not protected.allowed
+        if protected is not None and must_ask:
+            note = f"{spec.name} would write {protected.path}, {protected.why}" + (
+                f"; {note}" if note else ""
+            )
+            rule = "ask"
+        if rule == "allow" or (spec.name in self._allowed_for_run and not must_ask):
             return None
         if self.approver is None:
+            if protected is not None and must_ask:
+                return (
+                    f"{spec.name} would write {protected.path}, {protected.why}. Such writes "
+                    "are asked about under every profile and no one is there to approve it; "
+                    f"to allow them without asking, set {protected.setting}"
+                )
             return (
                 f"{spec.name} needs approval under the profile '{self.profile}' "
                 "and no one is there to approve it" + (f" ({note})" if note else "")

@@ -14,7 +14,10 @@ from .schema import RESERVED_PARAMS, describe_function
 from .validation import ArgumentValidator
 
 if TYPE_CHECKING:
+    from .policy import ProtectedWrite
     from .typed_arguments import TypedArguments
+
+    WriteGuard = Callable[[dict[str, Any]], ProtectedWrite | None]
 
 DEFAULT_TOOL_TIMEOUT_S = 60.0
 
@@ -45,6 +48,9 @@ class ToolSpec:
     # and converts the arguments in one pass; built once, at registration. None for a tool
     # whose parameters are plain JSON, which takes its arguments as they are.
     typed_arguments: TypedArguments | None = field(default=None, repr=False, compare=False)
+    # For tools that write files: the protected path (a git hook, editor tasks) a call would
+    # write, which the Authorizer asks about under every profile (policy.ProtectedWrite).
+    write_guard: WriteGuard | None = field(default=None, compare=False, repr=False)
     # Checks arguments against input_schema; compiled at the first call and kept here, so
     # every runner and run that offers this spec shares it (a typed tool's is its
     # typed_arguments, which answers the same `problems` question).

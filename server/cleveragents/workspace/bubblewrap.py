@@ -4,7 +4,14 @@ The command runs in new user, mount, PID, network, IPC, UTS (and, where possible
 namespaces with every capability dropped and no way to make further user namespaces: it can
 neither mount, nor remount a read-only folder writable, nor reach a socket outside, and when its
 shell exits every process it started dies with the PID namespace. Its filesystem is built from
-nothing: only the mounts `command_mounts` lists exist inside.
+nothing: only the mounts `command_mounts` lists exist inside. A seccomp filter
+(`seccomp.DENIED_SYSCALLS`) refuses the calls no build needs.
+
+Who it runs as (`command_identity`): a daemon that is not root gives commands its own uid. A
+root daemon gives them the uid of the sandbox folder's owner when that is not root (switched
+with `setpriv` before bubblewrap starts, so the uid is unprivileged outside the namespace as
+well as in it); a sandbox root owns stays with uid 0, which outside the namespace is still
+root: no capability, read-only /proc, no /sys and the seccomp filter are what hold it then.
 """
 
 from __future__ import annotations
@@ -12,11 +19,20 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from .command_policy import ENV_BUBBLEWRAP, CommandPolicy, CommandView, command_mounts
+from .command_policy import (
+    ENV_BUBBLEWRAP,
+    ENV_COMMAND_USER,
+    CommandPolicy,
+    CommandView,
+    Mount,
+    command_mounts,
+)
+from .seccomp import SeccompStatus, filter_fd, seccomp_status
 
 # Flags older bubblewrap releases lack; used when `bwrap --help` lists them.
 OPTIONAL_FEATURES = ("--disable-userns", "--size")
@@ -53,9 +69,17 @@ def locate_bubblewrap(setting: str) -> tuple[str | None, str]:
 
 
 def bubblewrap_arguments(
-    executable: str, view: CommandView, cwd: str, features: frozenset[str] = frozenset()
+    executable: str,
+    view: CommandView,
+    cwd: str,
+    features: frozenset[str] = frozenset(),
+    seccomp_fd: int | None = None,
 ) -> list[str]:
-    """The bwrap command line that shows a command `view` and nothing else, starting in `cwd`."""
+    """The bwrap command line that shows a command `view` and nothing else, starting in `cwd`.
+
+    `seccomp_fd`: a descriptor holding the compiled seccomp filter (`seccomp.filter_fd`),
+    which the caller passes on to bwrap; bwrap installs it just before it starts the command.
+    """
     argv = [executable]
     for mount in view.mounts:
         if mount.kind == "ro":
@@ -87,6 +111,7 @@ def bubblewrap_arguments(
         # Root outside stays uid 0 inside, but without a single capability.
         "--cap-drop", "ALL",
         "--die-with-parent",
+        *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []),
         "--chdir", cwd,
         "--",
     ]  # fmt: skip
@@ -119,19 +144,189 @@ def probe_bubblewrap(setting: str = "auto") -> Confinement:
         return Confinement(False, None, reason)
     features = bubblewrap_features(executable)
     with tempfile.TemporaryDirectory(prefix="cleveragents-bwrap-probe-") as probe_root:
-        view = command_mounts(CommandPolicy(), probe_root)
-        argv = bubblewrap_arguments(executable, view, probe_root, features)
-        try:
-            result = subprocess.run(
-                [*argv, shell_executable(), "-c", "true"],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=30,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return Confinement(False, executable, f"bubblewrap failed to start: {exc}")
-    if result.returncode != 0:
-        detail = result.stderr.decode("utf-8", errors="replace").strip()
-        return Confinement(False, executable, f"bubblewrap does not work here: {detail}")
+        problem = try_wall(executable, features, probe_root)
+    if problem is not None:
+        return Confinement(False, executable, f"bubblewrap does not work here: {problem}")
     return Confinement(True, executable, "bubblewrap", features)
+
+
+def try_wall(
+    executable: str,
+    features: frozenset[str],
+    root: str,
+    *,
+    identity: CommandIdentity | None = None,
+    seccomp_fd: int | None = None,
+) -> str | None:
+    """Run `true` behind the wall a command in `root` gets (as `identity`, with the filter in
+    `seccomp_fd`): None when it works, else bwrap's own words for why not."""
+    view = command_mounts(CommandPolicy(), root)
+    switch: list[str] = []
+    if identity is not None and identity.switched:
+        view = view_for(view, identity)
+        switch = switch_user_argv(identity.uid, identity.gid)
+    argv = bubblewrap_arguments(executable, view, root, features, seccomp_fd)
+    try:
+        result = subprocess.run(
+            [*switch, *argv, shell_executable(), "-c", "true"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=30,
+            check=False,
+            pass_fds=() if seccomp_fd is None else (seccomp_fd,),
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"it failed to start: {exc}"
+    if result.returncode != 0:
+        return (
+            result.stderr.decode("utf-8", errors="replace").strip() or f"exit {result.returncode}"
+        )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class CommandIdentity:
+    """The uid and gid a confined command runs as, outside its namespace, and why."""
+
+    uid: int
+    gid: int
+    switched: bool  # the daemon is root and switches to `uid` before bubblewrap starts
+    reason: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"uid": self.uid, "gid": self.gid, "switched": self.switched, "why": self.reason}
+
+
+# A switch to another uid without setpriv: the daemon's own interpreter does it.
+_SWITCH_CODE = (
+    "import os,sys;u,g=int(sys.argv[1]),int(sys.argv[2]);os.setgroups([]);os.setresgid(g,g,g);"
+    "os.setresuid(u,u,u);os.execvp(sys.argv[3],sys.argv[3:])"
+)
+_switch_lock = threading.Lock()
+_switch_results: dict[tuple[str, int, int, str], str] = {}
+
+
+def switch_user_argv(uid: int, gid: int) -> list[str]:
+    """The words that run the rest of a command line as `uid`:`gid`, no other group."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is not None:
+        return [setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
+    return [sys.executable, "-I", "-S", "-c", _SWITCH_CODE, str(uid), str(gid)]
+
+
+def command_identity(
+    policy: CommandPolicy, sandbox_root: str, confinement: Confinement
+) -> CommandIdentity:
+    """Who a confined command in `sandbox_root` runs as (see the module's docstring)."""
+    uid, gid = os.geteuid(), os.getegid()
+    if uid != 0:
+        return CommandIdentity(uid, gid, False, "the daemon's own user (not root)")
+    if policy.command_user == "daemon":
+        return CommandIdentity(0, 0, False, f"root without capabilities: {ENV_COMMAND_USER}=daemon")
+    try:
+        owner = os.stat(sandbox_root)
+    except OSError as exc:
+        return CommandIdentity(0, 0, False, f"root without capabilities: {exc.strerror}")
+    if owner.st_uid == 0:
+        return CommandIdentity(
+            0,
+            0,
+            False,
+            "root without capabilities: the sandbox folder belongs to root, and another uid "
+            "could not write its files",
+        )
+    if not confinement.available or confinement.executable is None:
+        return CommandIdentity(0, 0, False, "root: commands are not confined here")
+    problem = _switch_problem(confinement, owner.st_uid, owner.st_gid, sandbox_root)
+    if problem:
+        return CommandIdentity(
+            0, 0, False, f"root without capabilities: bubblewrap as uid {owner.st_uid} {problem}"
+        )
+    return CommandIdentity(owner.st_uid, owner.st_gid, True, "the owner of the sandbox folder")
+
+
+def reachable_by(path: str, uid: int, gid: int) -> bool:
+    """Whether `uid` (with `gid` and no other group) can read `path` and pass every folder
+    above it, by the mode bits (ACLs are not read: a path they open is left out all the same).
+    """
+    current = "/"
+    parts = [part for part in path.split("/") if part]
+    for index, part in enumerate(["", *parts]):
+        current = os.path.join(current, part) if part else "/"
+        try:
+            info = os.stat(current)
+        except OSError:
+            return False
+        last = index == len(parts)
+        need = 0o4 if last else 0o1
+        if last and os.path.isdir(current):
+            need |= 0o1
+        if info.st_uid == uid:
+            bits = (info.st_mode >> 6) & 0o7
+        elif info.st_gid == gid:
+            bits = (info.st_mode >> 3) & 0o7
+        else:
+            bits = info.st_mode & 0o7
+        if bits & need != need:
+            return False
+    return True
+
+
+def view_for(view: CommandView, identity: CommandIdentity) -> CommandView:
+    """`view` without the read-only mounts the command's uid could not read anyway (bwrap,
+    run as that uid, would fail on them): a root daemon's Python under /root, say."""
+    if not identity.switched:
+        return view
+    mounts: list[Mount] = []
+    refused = list(view.refused)
+    for mount in view.mounts:
+        if mount.kind == "ro" and not reachable_by(mount.path, identity.uid, identity.gid):
+            refused.append(f"{mount.path}: not readable by uid {identity.uid}, left out")
+            continue
+        mounts.append(mount)
+    return replace(view, mounts=tuple(mounts), refused=tuple(refused))
+
+
+def _switch_problem(confinement: Confinement, uid: int, gid: int, sandbox_root: str) -> str:
+    """Whether bubblewrap runs as `uid` here (user namespaces may be root's only): once."""
+    assert confinement.executable is not None
+    # Per sandbox too: the uid must reach this sandbox (a folder above it may be root's).
+    key = (confinement.executable, uid, gid, os.path.realpath(sandbox_root))
+    with _switch_lock:
+        if key not in _switch_results:
+            trial = CommandIdentity(uid, gid, True, "trial")
+            problem = try_wall(
+                confinement.executable, confinement.features, sandbox_root, identity=trial
+            )
+            _switch_results[key] = "" if problem is None else f"fails: {problem}"
+        return _switch_results[key]
+
+
+_seccomp_lock = threading.Lock()
+_seccomp_results: dict[str, SeccompStatus] = {}
+
+
+def command_seccomp(confinement: Confinement) -> SeccompStatus:
+    """The seccomp filter confined commands get here, tried once with this bubblewrap."""
+    compiled = seccomp_status()
+    if not confinement.available or confinement.executable is None or not compiled.available:
+        return compiled
+    with _seccomp_lock:
+        if confinement.executable not in _seccomp_results:
+            _seccomp_results[confinement.executable] = _try_seccomp(confinement, compiled)
+        return _seccomp_results[confinement.executable]
+
+
+def _try_seccomp(confinement: Confinement, compiled: SeccompStatus) -> SeccompStatus:
+    assert confinement.executable is not None
+    fd = filter_fd(compiled.program)
+    try:
+        with tempfile.TemporaryDirectory(prefix="cleveragents-seccomp-probe-") as probe_root:
+            problem = try_wall(
+                confinement.executable, confinement.features, probe_root, seccomp_fd=fd
+            )
+    finally:
+        os.close(fd)
+    if problem is not None:
+        return SeccompStatus(False, f"bubblewrap could not load the seccomp filter: {problem}")
+    return compiled

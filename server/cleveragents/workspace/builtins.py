@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from cleveragents.tool.registry import ToolRegistry, ToolSpec, make_spec
@@ -12,7 +14,8 @@ from cleveragents.tool.schema import schema_from_function
 
 from .command import MAX_COMMAND_TIMEOUT_S, CommandTool
 from .command_policy import CommandPolicy
-from .files import edit_file, list_dir, read_file, write_file
+from .files import edit_file, list_dir, protected_write, read_file, write_file
+from .protected import ProtectedPaths
 from .search import MAX_GREP_RESULTS, glob, grep
 
 # The runner's own deadline sits past the longest timeout a model may ask for, so the
@@ -52,10 +55,14 @@ def builtin_tools(command_policy: CommandPolicy | None = None) -> list[ToolSpec]
     (CommandPolicy.from_environment, which raises ValueError on a malformed setting).
     """
     commands = CommandTool(command_policy)
+    guard = partial(protected_write, commands.policy.protection)
     return [
         _spec(read_file, constraints={"offset": {"minimum": 1}, "limit": {"minimum": 1}}),
-        _spec(write_file, mutating=True),
-        _spec(edit_file, constraints={"old_text": {"minLength": 1}}, mutating=True),
+        replace(_spec(write_file, mutating=True), write_guard=guard),
+        replace(
+            _spec(edit_file, constraints={"old_text": {"minLength": 1}}, mutating=True),
+            write_guard=guard,
+        ),
         _spec(list_dir),
         _spec(glob, constraints={"pattern": {"minLength": 1}}),
         _spec(
@@ -105,3 +112,15 @@ def with_builtins_replaced(
             )
         swapped.add_spec(spec)
     return swapped
+
+
+def with_write_guards(registry: ToolRegistry, protection: ProtectedPaths) -> ToolRegistry:
+    """A copy of `registry` whose built-in file writers guard protected paths as `protection`
+    says (a run's own settings); every other spec is kept as it is."""
+    guard = partial(protected_write, protection)
+    guarded = ToolRegistry()
+    for spec in registry.specs():
+        if spec.source == "builtin" and spec.write_guard is not None:
+            spec = dataclasses.replace(spec, write_guard=guard)
+        guarded.add_spec(spec)
+    return guarded

@@ -3,8 +3,11 @@
 Where bubblewrap works, a command sees only what `command_mounts` lists: the system read-only,
 the sandbox read-write, an empty private /tmp and home, the Python installation and any read
 paths the user added; never the rest of the home folder, other projects or the never-visible
-paths. It has no network, no capabilities, and a new PID namespace, so when its shell exits
-every process it started dies with the namespace. It gets only allow-listed environment
+paths. It has no network, no capabilities, a seccomp filter (`seccomp.py`), read-only host
+kernel knobs in /proc, and a new PID namespace, so when its shell exits every process it
+started dies with the namespace; a root daemon runs a user's sandbox as that user
+(`bubblewrap.command_identity`). The protected paths (`protected.py`: git hooks and config,
+editor tasks) are read-only to it. It gets only allow-listed environment
 variables, and runs under resource limits (rlimits, plus a cgroup where the daemon can make
 one). Without bubblewrap the command runs unconfined (the output says `"confined": false`, and
 the Authorizer asks before it runs): nothing stops it from touching files or the network
@@ -34,11 +37,16 @@ from cleveragents.tool.errors import ToolError
 from cleveragents.tool.policy import UnconfinedCode
 
 from .bubblewrap import (
+    CommandIdentity,
     Confinement,
     bubblewrap_arguments,
     bubblewrap_status,
+    command_identity,
+    command_seccomp,
     probe_bubblewrap,
     shell_executable,
+    switch_user_argv,
+    view_for,
 )
 from .cgroups import CommandCgroup
 from .command_policy import (
@@ -59,7 +67,9 @@ from .command_policy import (
 from .limits import MAX_OUTPUT_BYTES
 from .names import shown_path
 from .private import private_folder
+from .protected import git_redirects_missing, placeholders_kept, remove_git_redirects
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
+from .seccomp import filter_fd
 
 _resource: Any
 try:
@@ -387,6 +397,17 @@ class _Prepared:
     confined: bool
     status: Confinement
     private_home: str | None  # unconfined: a temporary folder, removed afterwards
+    # Descriptors the command's launcher inherits (the seccomp filter); closed once started.
+    pass_fds: tuple[int, ...] = ()
+    identity: CommandIdentity | None = None
+    placeholders: tuple[str, ...] = ()  # removed after the command (protected paths)
+    redirects: tuple[str, ...] = ()  # git redirect files missing before: removed if made
+
+    def close_fds(self) -> None:
+        for fd in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.pass_fds = ()
 
 
 def _prepare(
@@ -416,10 +437,26 @@ def _prepare(
             f"the sandbox lies inside {view.sandbox_hidden_by}, which commands may never see: "
             "run_command refuses to run there"
         )
+    if view.private_exposed is not None:
+        raise ToolError(
+            f"the run history {view.private_exposed} lies directly in the sandbox folder, "
+            "where a command could create its journal (-journal, -wal) before SQLite does and "
+            "destroy the history: run_command refuses to run here. Keep the history in a "
+            "folder of its own (--history .cleveragents/history.db) or outside the sandbox"
+        )
     inner = [shell_executable(), "-c", command]
     private_home: str | None = None
+    pass_fds: tuple[int, ...] = ()
+    identity: CommandIdentity | None = None
     if confined and status.executable is not None:
-        argv = [*bubblewrap_arguments(status.executable, view, cwd_path, status.features), *inner]
+        seccomp = command_seccomp(status)
+        seccomp_fd = filter_fd(seccomp.program) if seccomp.available else None
+        pass_fds = () if seccomp_fd is None else (seccomp_fd,)
+        identity = command_identity(policy, sandbox.root, status)
+        view = view_for(view, identity)
+        switch = switch_user_argv(identity.uid, identity.gid) if identity.switched else []
+        wall = bubblewrap_arguments(status.executable, view, cwd_path, status.features, seccomp_fd)
+        argv = [*switch, *wall, *inner]
         environment = command_environment(policy, home=view.home, tmpdir="/tmp", tag=tag)
     else:
         private_home = tempfile.mkdtemp(prefix="cleveragents-home-")
@@ -430,7 +467,18 @@ def _prepare(
     procs_files = cgroup.procs_files if cgroup is not None else []
     script = launcher_script(policy.limits, process_rlimit(policy.limits), procs_files)
     argv = [shell_executable(), "-c", script, "cleveragents-limits", *argv]
-    return _Prepared(argv, environment, confined, status, private_home)
+    guarded = confined and not policy.allow_protected_writes
+    return _Prepared(
+        argv,
+        environment,
+        confined,
+        status,
+        private_home,
+        pass_fds,
+        identity,
+        placeholders=view.placeholders if confined else (),
+        redirects=tuple(git_redirects_missing(sandbox.root)) if guarded else (),
+    )
 
 
 async def run_in_sandbox(
@@ -466,10 +514,21 @@ async def run_in_sandbox(
             _prepare, command, sandbox, cwd_path, policy, confine, tag, cgroup
         )
         try:
-            return await _run_prepared(
-                prepared, cwd, cwd_path, timeout_s, tag, cgroup, limits, sandbox.root, echo
-            )
+            with placeholders_kept(list(prepared.placeholders)):
+                try:
+                    result = await _run_prepared(
+                        prepared, cwd, cwd_path, timeout_s, tag, cgroup, limits, sandbox.root, echo
+                    )
+                finally:
+                    removed = remove_git_redirects(list(prepared.redirects), sandbox.root)
+            for name in removed:
+                result["stderr"] += (
+                    f"\ncleveragents: removed {name}, which the command created: it would send "
+                    "git to another folder's config and hooks (a protected path)\n"
+                )
+            return result
         finally:
+            prepared.close_fds()
             if prepared.private_home is not None:
                 shutil.rmtree(prepared.private_home, ignore_errors=True)
     finally:
@@ -500,11 +559,14 @@ async def _run_prepared(
             cwd=cwd_path,
             env=prepared.environment,
             start_new_session=True,
+            pass_fds=prepared.pass_fds,
         )
     except BaseException:
         for pipe in pipes:
             pipe.close()
         raise
+    finally:
+        prepared.close_fds()  # The launcher holds its own copy now.
     timed_out = False
     stopped: str | None = None
     waiter = asyncio.ensure_future(process.wait())

@@ -17,6 +17,7 @@ import fnmatch
 import glob
 import os
 import re
+import stat
 import sys
 import threading
 import time
@@ -25,6 +26,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .private import DEFAULT_NEVER_VISIBLE, private_paths
+from .protected import (
+    ENV_ALLOW_PROTECTED_WRITES,
+    ENV_PROTECTED_PATHS,
+    ProtectedPaths,
+    command_targets,
+    split_patterns,
+)
 
 ENV_READ_PATHS = "CLEVERAGENTS_COMMAND_READ_PATHS"
 ENV_NEVER_VISIBLE = "CLEVERAGENTS_COMMAND_NEVER_VISIBLE"
@@ -38,6 +46,8 @@ ENV_MAX_CPU_SECONDS = "CLEVERAGENTS_COMMAND_MAX_CPU_SECONDS"
 ENV_MAX_MEMORY = "CLEVERAGENTS_COMMAND_MAX_MEMORY"
 ENV_TMP_SIZE = "CLEVERAGENTS_COMMAND_TMP_SIZE"
 ENV_MIN_FREE_DISK = "CLEVERAGENTS_COMMAND_MIN_FREE_DISK"
+ENV_COMMAND_USER = "CLEVERAGENTS_COMMAND_USER"
+COMMAND_USER_CHOICES = ("auto", "daemon")
 
 COMMAND_TAG_VARIABLE = "CLEVERAGENTS_COMMAND_ID"
 """Set in each command's environment so strays that left its process group can be found."""
@@ -199,6 +209,13 @@ class CommandPolicy:
     allow_unconfined: bool = False
     # The bubblewrap program: "auto" (found on PATH), a path, or "none" to never confine.
     bubblewrap: str = "auto"
+    # Who a confined command runs as when the daemon is root: "auto" (the sandbox folder's
+    # owner when that is not root) or "daemon" (root, without capabilities).
+    command_user: str = "auto"
+    # Protected paths (protected.py): written by commands and the file tools without asking.
+    allow_protected_writes: bool = False
+    # More protected path patterns, added to protected.DEFAULT_PROTECTED.
+    protected_paths: tuple[str, ...] = ()
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> CommandPolicy:
@@ -209,6 +226,12 @@ class CommandPolicy:
             if env.get(variable, "").strip():
                 limits[name] = parse_limit(env[variable], size=is_size, name=variable)
         bubblewrap = env.get(ENV_BUBBLEWRAP, "").strip() or "auto"
+        command_user = env.get(ENV_COMMAND_USER, "").strip() or "auto"
+        if command_user not in COMMAND_USER_CHOICES:
+            raise ValueError(
+                f"{ENV_COMMAND_USER}: {command_user!r} is not one of "
+                f"{', '.join(COMMAND_USER_CHOICES)}"
+            )
         return cls(
             extra_read_paths=_split_paths(env.get(ENV_READ_PATHS, "")),
             never_visible=_split_paths(env.get(ENV_NEVER_VISIBLE, "")),
@@ -216,6 +239,11 @@ class CommandPolicy:
             limits=replace(ResourceLimits(), **limits),
             allow_unconfined=_truthy(env.get(ENV_ALLOW_UNCONFINED, ""), ENV_ALLOW_UNCONFINED),
             bubblewrap=bubblewrap,
+            command_user=command_user,
+            allow_protected_writes=_truthy(
+                env.get(ENV_ALLOW_PROTECTED_WRITES, ""), ENV_ALLOW_PROTECTED_WRITES
+            ),
+            protected_paths=split_patterns(env.get(ENV_PROTECTED_PATHS, "")),
         )
 
     def with_settings(
@@ -227,6 +255,8 @@ class CommandPolicy:
         limits: Mapping[str, int | None] | None = None,
         allow_unconfined: bool | None = None,
         bubblewrap: str | None = None,
+        allow_protected_writes: bool | None = None,
+        protected_paths: Iterable[str] = (),
     ) -> CommandPolicy:
         """A later layer of settings: lists are added to, single values replaced."""
         unknown = set(limits or {}) - set(_LIMIT_VARIABLES)
@@ -241,7 +271,17 @@ class CommandPolicy:
             if allow_unconfined is None
             else allow_unconfined,
             bubblewrap=self.bubblewrap if bubblewrap is None else bubblewrap,
+            command_user=self.command_user,
+            allow_protected_writes=self.allow_protected_writes
+            if allow_protected_writes is None
+            else allow_protected_writes,
+            protected_paths=(*self.protected_paths, *protected_paths),
         )
+
+    @property
+    def protection(self) -> ProtectedPaths:
+        """The protected-path settings, for the file tools' guard."""
+        return ProtectedPaths(self.allow_protected_writes, self.protected_paths)
 
 
 # -- environment --------------------------------------------------------------------------------
@@ -302,6 +342,12 @@ class CommandView:
     refused: tuple[str, ...]
     # The never-visible path the sandbox itself lies in: no command may run there.
     sandbox_hidden_by: str | None = None
+    # A private file (the run history) lying directly in the sandbox folder, which cannot be
+    # hidden with its folder: no command may run there either.
+    private_exposed: str | None = None
+    # Protected paths that do not exist yet: bubblewrap makes an empty folder for each, which
+    # the command's caller removes afterwards (protected.placeholders_kept).
+    placeholders: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -309,6 +355,7 @@ class CommandView:
             "home": self.home,
             "refused": list(self.refused),
             "sandbox_hidden_by": self.sandbox_hidden_by,
+            "private_exposed": self.private_exposed,
         }
 
 
@@ -370,6 +417,55 @@ def interpreter_prefix() -> str:
     return os.path.realpath(sys.base_prefix)
 
 
+# World-readable, but about other users and the kernel: the keys the uid outside holds.
+_PROC_HIDDEN = frozenset({"keys", "key-users", "kcore", "sched_debug", "timer_stats"})
+
+
+def proc_guards(proc: str = "/proc") -> list[Mount]:
+    """What of the fresh /proc would still reach the host, made read-only or hidden.
+
+    A new PID namespace gets its own /proc for processes, but the rest of /proc is the host
+    kernel's: `/proc/sys` (kernel.core_pattern names a program the kernel runs as root),
+    `/proc/sysrq-trigger`, `/proc/irq`... A command whose uid outside is root (a root
+    daemon's) would pass their owner check even without a capability. Every folder and every
+    writable file at the top of /proc becomes read-only (the host's own, bound over it); a
+    file only root may read (kcore, keys, timer_list...) becomes empty. /sys is not mounted
+    at all.
+    """
+    guards: list[Mount] = []
+    try:
+        names = sorted(os.listdir(proc))
+    except OSError:
+        return guards
+    for name in names:
+        if name.isdigit() or name in ("self", "thread-self"):
+            continue  # The command's own processes, from its own /proc.
+        path = f"{proc}/{name}"
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            continue  # self/..., resolved inside the command's /proc.
+        if stat.S_ISDIR(info.st_mode):
+            guards.append(Mount("ro", path, "host kernel settings: read-only"))
+        elif info.st_mode & 0o044 == 0 or name in _PROC_HIDDEN:
+            guards.append(Mount("hidden", path, "readable by root only on the host", "file"))
+        elif info.st_mode & 0o222:
+            guards.append(Mount("ro", path, "host kernel switch: read-only"))
+    return guards
+
+
+def _folders_between(sandbox: str, path: str) -> list[str]:
+    """The folders strictly between `sandbox` and `path` (none when `path` is not inside)."""
+    folders = []
+    folder = os.path.dirname(path)
+    while folder != sandbox and _inside(folder, sandbox) and _inside(path, sandbox):
+        folders.append(folder)
+        folder = os.path.dirname(folder)
+    return folders
+
+
 def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
     """Exactly what a confined command sees, in the order bubblewrap must mount it.
 
@@ -425,6 +521,37 @@ def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
         if lexical != real:  # Reached through a link on the host: the same name works inside.
             links.append(Mount("symlink", lexical, f"read path {requested}", source=real))
     layers.append(Mount("rw", sandbox, "the sandbox"))
+    # What would run code later (hooks, git config, editor tasks): read-only, and an empty
+    # read-only placeholder where it does not exist yet (command.py removes it afterwards).
+    placeholders: list[Mount] = []
+    protected: list[str] = []
+    if not policy.allow_protected_writes:
+        for target in command_targets(sandbox, policy.protected_paths):
+            why = f"protected ({target.pattern}): runs code later"
+            if target.exists:
+                layers.append(Mount("ro", target.path, why))
+            else:
+                placeholders.append(
+                    Mount("hidden", target.path, f"{why}; not there yet", source="dir")
+                )
+            protected.append(target.path)
+
+    # A private file (the history, its -wal, -shm and -journal) is hidden with the folder that
+    # holds it: SQLite makes and deletes the side files as it goes, a file that does not
+    # exist yet cannot be covered, and a mount over one that SQLite later deletes is dropped
+    # (a command could then plant a hot journal that the next open rolls back). The folder
+    # stays. One that is the sandbox itself cannot be hidden: no command runs then.
+    private_exposed: str | None = None
+    private_folders: set[str] = set()
+    for path in private_paths():
+        if os.path.isdir(path) or not visible(path):
+            continue
+        folder = os.path.dirname(path)
+        if _inside(sandbox, folder):
+            private_exposed = private_exposed or path
+        else:
+            private_folders.add(folder)
+    deny = sorted({*deny, *private_folders})
 
     hidden: list[Mount] = []
     pinned: set[str] = set()
@@ -435,18 +562,21 @@ def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
             continue  # Inside another hidden path, which covers it already.
         what = "dir" if os.path.isdir(path) else "file"
         hidden.append(Mount("hidden", path, "never visible", source=what))
-        if _inside(path, sandbox):
-            # A mount point cannot be moved, but the folders above it could: `mv ~/.local/share
-            # elsewhere` would take the hidden data folder aside and let the command put its
-            # own (a checkpoint repository whose config runs programs) where the daemon looks.
-            # Each folder between the sandbox and the hidden path becomes a mount point too.
-            folder = os.path.dirname(path)
-            while folder != sandbox and _inside(folder, sandbox):
-                pinned.add(folder)
-                folder = os.path.dirname(folder)
+        # A mount point cannot be moved, but the folders above it could: `mv ~/.local/share
+        # elsewhere` would take the hidden data folder aside and let the command put its own
+        # (a checkpoint repository whose config runs programs) where the daemon looks. Each
+        # folder between the sandbox and the hidden path becomes a mount point too.
+        pinned.update(_folders_between(sandbox, path))
     layers.extend(
         Mount("rw", folder, "holds a never-visible path: pinned, it cannot be moved or replaced")
         for folder in sorted(pinned)
+    )
+    # The folders holding a protected path are pinned the same way: `mv .git aside`, then a
+    # new `.git` with a config of the command's own, would otherwise get around the mounts.
+    guarded = {folder for path in protected for folder in _folders_between(sandbox, path)}
+    layers.extend(
+        Mount("rw", folder, "holds a protected path: pinned, it cannot be moved or replaced")
+        for folder in sorted(guarded - pinned)
     )
 
     # A parent is mounted before what lies inside it; equal depths keep the order above, so an
@@ -456,6 +586,7 @@ def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
         *ordered,
         Mount("dev", "/dev", "a minimal /dev (null, zero, random, tty, pts)"),
         Mount("proc", "/proc", "this command's own processes only"),
+        *proc_guards(),
         # A link cannot go where a mount already made a folder (a read path under /var/tmp).
         *[
             link
@@ -463,6 +594,14 @@ def command_mounts(policy: CommandPolicy, sandbox_root: str) -> CommandView:
             if not visible(link.path) and not any(_inside(m.path, link.path) for m in layers)
         ],
         *sorted(hidden, key=lambda m: m.path.count("/")),
+        *placeholders,
     ]
     sandbox_hidden_by = next((d for d in deny if _inside(sandbox, d)), None)
-    return CommandView(tuple(mounts), home, tuple(refused), sandbox_hidden_by)
+    return CommandView(
+        tuple(mounts),
+        home,
+        tuple(refused),
+        sandbox_hidden_by,
+        private_exposed,
+        tuple(m.path for m in placeholders),
+    )

@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .bubblewrap import bubblewrap_status
+from .bubblewrap import bubblewrap_status, command_identity, command_seccomp, view_for
 from .cgroups import cgroup_support
 from .command import process_rlimit
 from .command_policy import (
     CORE_VARIABLES,
     ENV_ALLOW_UNCONFINED,
     ENV_BUBBLEWRAP,
+    ENV_COMMAND_USER,
     ENV_MAX_ADDRESS_SPACE,
     ENV_MAX_CPU_SECONDS,
     ENV_MAX_FILE_SIZE,
@@ -32,6 +33,7 @@ from .command_policy import (
     passes_variable,
 )
 from .grep_engine import re2_available
+from .protected import DEFAULT_PROTECTED, ENV_ALLOW_PROTECTED_WRITES, ENV_PROTECTED_PATHS
 
 
 def _limit_rows(policy: CommandPolicy, confined: bool, features: frozenset[str]) -> list[Any]:
@@ -77,7 +79,9 @@ def _limit_rows(policy: CommandPolicy, confined: bool, features: frozenset[str])
 def command_policy_report(policy: CommandPolicy, sandbox_root: str) -> dict[str, Any]:
     """What a command run in `sandbox_root` would see, get and be limited by, as plain data."""
     status = bubblewrap_status(policy.bubblewrap)
-    view = command_mounts(policy, sandbox_root)
+    identity = command_identity(policy, sandbox_root, status)
+    view = view_for(command_mounts(policy, sandbox_root), identity)
+    seccomp = command_seccomp(status)
     names = sorted(os.environ)
     support = cgroup_support()
     return {
@@ -90,6 +94,18 @@ def command_policy_report(policy: CommandPolicy, sandbox_root: str) -> dict[str,
             if policy.allow_unconfined
             else "asked about under every profile"
         ),
+        "command_user": identity.to_dict(),
+        "seccomp": {
+            "active": status.available and seccomp.available,
+            "why": seccomp.reason if status.available else "commands are not confined",
+            "denied": list(seccomp.denied),
+        },
+        "protected": {
+            "allow_writes": policy.allow_protected_writes,
+            "patterns": [*DEFAULT_PROTECTED, *policy.protected_paths],
+            "placeholders": list(view.placeholders),
+        },
+        "private_exposed": view.private_exposed,
         "home": view.home,
         "mounts": [mount.to_dict() for mount in view.mounts],
         "refused_read_paths": list(view.refused),
@@ -119,6 +135,9 @@ def command_policy_report(policy: CommandPolicy, sandbox_root: str) -> dict[str,
             ENV_PASS_VARIABLES,
             ENV_BUBBLEWRAP,
             ENV_ALLOW_UNCONFINED,
+            ENV_COMMAND_USER,
+            ENV_ALLOW_PROTECTED_WRITES,
+            ENV_PROTECTED_PATHS,
             ENV_MAX_PROCESSES,
             ENV_MAX_FILE_SIZE,
             ENV_MAX_ADDRESS_SPACE,
@@ -147,6 +166,9 @@ def render_report(report: dict[str, Any]) -> str:
         f"Commands in {report['sandbox']}",
         f"  confined: {'yes' if report['confined'] else 'NO'} ({report['confinement']})",
         f"  unconfined commands: {report['unconfined_commands']}",
+        _user_line(report["command_user"]),
+        _seccomp_line(report["seccomp"]),
+        _protected_line(report["protected"]),
         f"  HOME inside: {report['home']} (empty, private)",
         "",
         "What a command sees (nothing else of this machine exists for it):",
@@ -157,6 +179,11 @@ def render_report(report: dict[str, Any]) -> str:
         lines.append(f"  {what:<10} {mount['path']}{target}  ({mount['why']})")
     for refused in report["refused_read_paths"]:
         lines.append(f"  refused    {refused}")
+    if report["private_exposed"]:
+        lines.append(
+            f"  no command runs here: the run history {report['private_exposed']} lies directly "
+            "in the sandbox folder"
+        )
     if report["sandbox_hidden_by"]:
         lines.append(f"  no command runs here: the sandbox is inside {report['sandbox_hidden_by']}")
     environment = report["environment"]
@@ -177,3 +204,22 @@ def render_report(report: dict[str, Any]) -> str:
         lines.append(f"  {row['name']:<18} {value!s:<14} {row['enforced_by']}  [{row['setting']}]")
     lines += ["", f"grep: {report['grep_engine']}"]
     return "\n".join(lines)
+
+
+def _user_line(user: dict[str, Any]) -> str:
+    outside = "root" if user["uid"] == 0 else f"uid {user['uid']}"
+    return f"  runs as: {outside} (gid {user['gid']}) outside its namespace: {user['why']}"
+
+
+def _seccomp_line(seccomp: dict[str, Any]) -> str:
+    if not seccomp["active"]:
+        return f"  seccomp filter: NO ({seccomp['why']})"
+    return f"  seccomp filter: yes, {len(seccomp['denied'])} system calls refused (EPERM)"
+
+
+def _protected_line(protected: dict[str, Any]) -> str:
+    if protected["allow_writes"]:
+        return f"  protected paths: writable without asking ({ENV_ALLOW_PROTECTED_WRITES}=1)"
+    return "  protected paths (read-only to commands, asked about for file tools): " + ", ".join(
+        protected["patterns"]
+    )

@@ -7,9 +7,11 @@ import stat
 from typing import Any
 
 from cleveragents.tool.errors import ToolError
+from cleveragents.tool.policy import ProtectedWrite
 
 from .limits import MAX_OUTPUT_BYTES, cut_utf8
 from .names import shown_path, with_note
+from .protected import ENV_ALLOW_PROTECTED_WRITES, ProtectedPaths
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 
 DEFAULT_READ_LIMIT = 2000
@@ -257,3 +259,25 @@ def _describe_entry(dir_fd: int, entry: os.DirEntry[str]) -> dict[str, Any]:
     if stat.S_ISREG(info.st_mode):
         return {"name": name, "type": "file", "size": info.st_size}
     return {"name": name, "type": "other"}
+
+
+def protected_write(protection: ProtectedPaths, inputs: dict[str, Any]) -> ProtectedWrite | None:
+    """For the Authorizer: the protected path (protected.py) a write_file or edit_file call
+    would write, found the way the tool itself would find the file (through links)."""
+    path, root = inputs.get("path"), inputs.get("sandbox_root")
+    if not isinstance(path, str) or not isinstance(root, str):
+        return None
+    try:
+        target = Sandbox(root).resolve(path)
+    except (ToolError, OSError):  # The tool refuses the same path itself, saying why.
+        return None
+    pattern = protection.covering(target.parts)
+    if pattern is None:
+        return None
+    return ProtectedWrite(
+        path=shown_path(target.relative),
+        why=f"a protected path ({pattern}): what is written there can run programs later, "
+        "outside the sandbox",
+        setting=f"{ENV_ALLOW_PROTECTED_WRITES}=1",
+        allowed=protection.allow_writes,
+    )

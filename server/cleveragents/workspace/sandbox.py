@@ -297,6 +297,7 @@ class Sandbox:
                         raise self._explain(fd, name, where, path, exc) from None
                     try:
                         os.mkdir(name, 0o777, dir_fd=fd)
+                        _owned_like(fd, name, None)
                     except FileExistsError:
                         pass  # Someone else made it meanwhile; the O_NOFOLLOW open decides.
                     except OSError as mkdir_exc:
@@ -432,6 +433,7 @@ def _replace_atomically(
                 view = view[written:]
             if existing is not None:
                 os.fchmod(fd, stat.S_IMODE(existing.st_mode))
+            _owned_like(parent, None, existing, fd)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -444,6 +446,23 @@ def _replace_atomically(
         if isinstance(exc, OSError):
             raise ToolError(f"{path.requested!r}: cannot write: {exc.strerror}") from None
         raise
+
+
+def _owned_like(
+    parent: int, name: str | None, existing: os.stat_result | None, fd: int | None = None
+) -> None:
+    """A root daemon's new file or folder gets the owner of the file it replaces, or of its
+    folder: a user's project stays the user's, and commands, which run as the sandbox's
+    owner (bubblewrap.command_identity), can still change what the file tools wrote."""
+    if os.name != "posix" or os.geteuid() != 0:
+        return
+    owner = existing if existing is not None else os.fstat(parent)
+    if owner.st_uid == 0 and owner.st_gid == 0:
+        return
+    if fd is not None:
+        os.fchown(fd, owner.st_uid, owner.st_gid)
+    elif name is not None:
+        os.chown(name, owner.st_uid, owner.st_gid, dir_fd=parent, follow_symlinks=False)
 
 
 def _within(path: str, folder: str) -> bool:

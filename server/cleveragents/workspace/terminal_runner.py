@@ -125,6 +125,9 @@ def read_spec(path: str) -> tuple[CommandPolicy, dict[str, str]]:
         limits=ResourceLimits(**fields["limits"]),
         allow_unconfined=bool(fields["allow_unconfined"]),
         bubblewrap=str(fields["bubblewrap"]),
+        command_user=str(fields.get("command_user", "auto")),
+        allow_protected_writes=bool(fields.get("allow_protected_writes", False)),
+        protected_paths=tuple(fields.get("protected_paths", ())),
     )
     return policy, {str(k): str(v) for k, v in spec["environment"].items()}
 
