@@ -21,6 +21,8 @@ LOOP_VARIANTS = (
     "floor, async tool",
     "runtime, sync tool",
     "runtime, async tool",
+    "one JSON encode of 1 MiB",
+    "runtime, 1 MiB results",
 )
 
 
@@ -50,8 +52,9 @@ def test_loop_overhead_prints_every_variant_and_a_verdict_per_target() -> None:
                 for line in output.splitlines()
             ), f"no row for {variant} at N={n}"
     verdicts = verdict_lines(output)
-    # Per N: two targets and one informational ratio; then growth for both runtime variants.
-    assert len(verdicts) == 8, verdicts
+    # Per N: three targets and one informational ratio; then growth for both runtime variants.
+    assert len(verdicts) == 10, verdicts
+    assert sum("1 MiB results vs one JSON encode" in line for line in verdicts) == 2
     assert sum("growth" in line for line in verdicts) == 2
     assert sum(line.startswith("INFO ") for line in verdicts) == 2
 
