@@ -16,7 +16,7 @@ from typing import Any
 
 from .checkpoint import BeforeMutation, CheckpointingAuthorizer
 from .context import ToolActorContext
-from .context_guard import ContextGuard, ContextLimits, tools_chars
+from .context_guard import ContextGuard, ContextLimits, ContextPolicy, tools_chars
 from .errors import ContextLengthExceeded
 from .events import (
     IterationStarted,
@@ -334,9 +334,15 @@ class _Run:
         tools = [spec.to_schema() for spec in runtime.registry.specs()]
         self.messages.append(UserMessage(prompt_with_resources(prompt, resources)))
         system = runtime.system_prompt
-        guard = self.guard = ContextGuard(self.limits, len(system or "") + tools_chars(tools))
+        guard = self.guard = ContextGuard(
+            self.limits,
+            len(system or "") + tools_chars(tools),
+            runtime.context_policy,
+            frozenset(t.name for t in tools if t.mutating),
+        )
         for message in self.messages:
             guard.append(message)
+        guard.pin(self.messages[-1])  # the prompt: compaction never drops it
         for iteration in range(1, runtime.max_iterations + 1):
             if not guard.fit():
                 return self.exhausted(self.not_fitting(guard))
@@ -460,6 +466,7 @@ class ToolCallingRuntime:
         context_window: int | None = None,
         prices: Mapping[str, ModelPrice | Mapping[str, Any]] | None = None,
         cache: bool = True,
+        context_policy: ContextPolicy | None = None,
     ) -> None:
         if not isinstance(registry, ToolRegistry):
             raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
@@ -493,6 +500,12 @@ class ToolCallingRuntime:
         self.context_window = _check_window(context_window)
         self.prices = normalise_prices(prices)
         self.cache = bool(cache)
+        # When old tool results are cleared before the window requires it (context_guard.py).
+        if context_policy is not None and not isinstance(context_policy, ContextPolicy):
+            raise TypeError(
+                f"context_policy must be a ContextPolicy, not {type(context_policy).__name__}"
+            )
+        self.context_policy = context_policy if context_policy is not None else ContextPolicy()
 
     async def arun_tool_loop(
         self,
