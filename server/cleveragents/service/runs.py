@@ -170,6 +170,7 @@ class RunPlan:
             "context_window": self.context_window,
             "prices": defaults.prices,
             "cache": self.prompt_caching,
+            "context_policy": defaults.context_policy,
         }
 
 
