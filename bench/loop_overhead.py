@@ -329,16 +329,12 @@ FLOOR_ASYNC = "floor, async tool"
 LLM_ALONE = "fake LLM alone"
 RUNTIME_BIG = "runtime, 1 MiB results"
 ENCODE_BIG = "one JSON encode of 1 MiB"
-VARIANTS = (
-    LLM_ALONE,
-    FLOOR_DIRECT,
-    FLOOR_HOP,
-    FLOOR_ASYNC,
-    RUNTIME_SYNC,
-    RUNTIME_ASYNC,
-    ENCODE_BIG,
-    RUNTIME_BIG,
-)
+LOOP_VARIANTS = (LLM_ALONE, FLOOR_DIRECT, FLOOR_HOP, FLOOR_ASYNC, RUNTIME_SYNC, RUNTIME_ASYNC)
+# Timed in rounds of their own, after the others: megabytes allocated per iteration must not
+# sit in the caches and the allocator between the microsecond-sized runs.
+BIG_VARIANTS = (ENCODE_BIG, RUNTIME_BIG)
+BIG_REPS_SHARE = 5  # a fifth of the repetitions: each run is a thousand times longer
+VARIANTS = LOOP_VARIANTS + BIG_VARIANTS
 
 # (measured, floor, limit or None when it only informs). A sync tool runs in a worker thread
 # by design (it must not block the loop), so its target is the bare hop; against the direct
@@ -418,19 +414,33 @@ async def measure(plan: Plan) -> dict[int, dict[str, Row]]:
     # No collection between runs: a full collection evicts the caches and would add its
     # cold start (about 100 us here) to the first iteration of whichever run follows it.
     # Freezing what exists keeps the collections that do happen as cheap as in a live daemon.
+    big_plan = Plan(
+        plan.small_n,
+        plan.large_n,
+        max(3, plan.small_reps // BIG_REPS_SHARE),
+        max(3, plan.large_reps // BIG_REPS_SHARE),
+        plan.warmup,
+    )
+    phases = [
+        (LOOP_VARIANTS, schedule(plan)),
+        (BIG_VARIANTS, schedule(big_plan)),
+    ]
     gc.collect()
     gc.freeze()
     try:
-        for round_index, (counted, sizes) in enumerate(schedule(plan)):
-            # Rotate the order so no variant always follows the same neighbour.
-            shift = round_index % len(VARIANTS)
-            for name in VARIANTS[shift:] + VARIANTS[:shift]:
-                for n in sizes:
-                    started = time.perf_counter_ns()
-                    await jobs[n][name]()
-                    elapsed_us = (time.perf_counter_ns() - started) / 1000.0
-                    if counted:
-                        rows[n][name].by_round[round_index] = elapsed_us / n
+        round_index = 0
+        for variants, rounds in phases:
+            for counted, sizes in rounds:
+                # Rotate the order so no variant always follows the same neighbour.
+                shift = round_index % len(variants)
+                for name in variants[shift:] + variants[:shift]:
+                    for n in sizes:
+                        started = time.perf_counter_ns()
+                        await jobs[n][name]()
+                        elapsed_us = (time.perf_counter_ns() - started) / 1000.0
+                        if counted:
+                            rows[n][name].by_round[round_index] = elapsed_us / n
+                round_index += 1
     finally:
         gc.unfreeze()
         for runtime in runtimes:
