@@ -115,13 +115,15 @@ def estimate_request_tokens(request: LLMRequest, factor: float = 1.0) -> int:
     return estimate_tokens(request_chars(request), factor)
 
 
-def _clear_gain(message: Message, content_chars: Sequence[int] | None) -> int:
-    """Characters eliding a results message would save (0 for other messages)."""
-    if not isinstance(message, ToolResultsMessage):
-        return 0
+def _clear_gain(message: ToolResultsMessage, content_chars: Sequence[int] | None) -> int:
+    """Characters eliding a results message would save."""
     if content_chars is None:
         content_chars = [approx_chars(r.content) for r in message.results]
-    return sum(size - ELIDED_RESULT_CHARS for size in content_chars if size >= ELIDE_MIN_CHARS)
+    gain = 0
+    for size in content_chars:
+        if size >= ELIDE_MIN_CHARS:
+            gain += size - ELIDED_RESULT_CHARS
+    return gain
 
 
 def elision_note(chars: int) -> str:
@@ -266,6 +268,11 @@ class ContextGuard:
         self._fixed = fixed_chars
         self.chars = fixed_chars
         self.factor = 1.0
+        limit = limits.input_limit
+        trigger = self.policy.trigger_for(limit)
+        # Below this many tokens a check has nothing to do (the trigger, else the limit).
+        self._quiet_tokens = limit if trigger is None else min(trigger, limit)
+        self._quiet_chars = self._chars_for(self._quiet_tokens) - 1
         self.elided_messages = 0
         self.compactions = 0
         self.dropped_messages = 0
@@ -281,7 +288,9 @@ class ContextGuard:
         self.view.append(message)
         self._originals.append(message)
         self._sizes.append(size)
-        self._gains.append(_clear_gain(message, content_chars))
+        self._gains.append(
+            _clear_gain(message, content_chars) if type(message) is ToolResultsMessage else 0
+        )
         self.chars += size
         if len(self.view) == 1:
             self.pin(message)
@@ -319,6 +328,8 @@ class ContextGuard:
         and only if it still does not fit, the newest results (the note tells the model to
         ask for less).
         """
+        if self.chars <= self._quiet_chars:  # the usual case: one comparison
+            return True
         limit = self.limits.input_limit
         trigger = self.policy.trigger_for(limit)
         if trigger is not None and self.estimate() > trigger:
@@ -434,6 +445,7 @@ class ContextGuard:
         ratio = reported_tokens / estimated
         if self.factor < ratio <= MAX_CALIBRATION:
             self.factor = ratio
+            self._quiet_chars = self._chars_for(self._quiet_tokens) - 1
 
     def rejected(self, sent_chars: int) -> None:
         """The provider refused a request of `sent_chars` as too long: it held more tokens
@@ -441,3 +453,4 @@ class ContextGuard:
         estimated = max(1.0, sent_chars / CHARS_PER_TOKEN)
         needed = (self.limits.window - self.limits.max_output) / estimated * 1.05
         self.factor = max(self.factor * 1.25, needed)
+        self._quiet_chars = self._chars_for(self._quiet_tokens) - 1
