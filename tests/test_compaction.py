@@ -28,9 +28,10 @@ from cleveragents.tool import (
     ToolRegistry,
     ToolResultsMessage,
     ToolRunner,
+    Usage,
     UserMessage,
 )
-from cleveragents.tool.compaction import NOTE_MARKER, is_note
+from cleveragents.tool.compaction import NOTE_MARKER, SUMMARY_SYSTEM, is_note
 from cleveragents.tool.context_guard import (
     ContextGuard,
     ContextLimits,
@@ -412,3 +413,87 @@ def test_the_anthropic_fake_refuses_a_call_apart_from_its_result() -> None:
 
         with pytest.raises(anthropic.BadRequestError, match="tool_use_id"):
             asyncio.run(go())
+
+
+# -- the model-written summary ----------------------------------------------------------------
+def summary_run(
+    summarise: Callable[[LLMRequest], LLMResponse], enabled: bool = True
+) -> tuple[Any, list[LLMRequest], list[LLMRequest]]:
+    registry = dump_registry()
+    main: list[LLMRequest] = []
+    asked: list[LLMRequest] = []
+
+    def model(request: LLMRequest) -> LLMResponse:
+        if request.system == SUMMARY_SYSTEM:
+            asked.append(request)
+            return summarise(request)
+        main.append(request)
+        i = request.iteration
+        usage = Usage(input_tokens=1_000, output_tokens=10)
+        if i <= STEPS:
+            call = ToolCallRequest(f"d{i}", "dump", {"n": i})
+            return LLMResponse(text=f"Dumping {i}.", tool_calls=[call], usage=usage)
+        return LLMResponse(text="All dumped.", usage=usage)
+
+    class Small(FunctionLLMCaller):
+        context_window = 6_000
+        max_tokens = 500
+
+    runtime = ToolCallingRuntime(
+        registry,
+        ToolRunner(registry),
+        Small(model),
+        max_iterations=STEPS + 1,
+        compaction_summary=enabled,
+    )
+    return runtime.run_tool_loop("dump everything"), main, asked
+
+
+def test_with_the_setting_the_model_summarises_what_compaction_dropped() -> None:
+    def summarise(request: LLMRequest) -> LLMResponse:
+        (message,) = request.messages
+        assert isinstance(message, UserMessage) and request.tools == []
+        assert "Conversation being removed:" in message.text and "call dump" in message.text
+        done = message.text.count("call dump")
+        return LLMResponse(
+            text=f"Dumped {done} chunks; nothing failed.",
+            usage=Usage(input_tokens=500, output_tokens=20),
+        )
+
+    result, main, asked = summary_run(summarise)
+    assert result.stop_reason == "final_answer" and result.content == "All dumped."
+    assert asked, "the run compacted, so the model was asked"
+    notes = [m.text for r in main for m in r.messages if is_note(m)]
+    assert notes and "Summary of the removed turns" in notes[-1]
+    assert "chunks; nothing failed." in notes[-1]
+    assert notes[-1].startswith(NOTE_MARKER)  # the factual note stays first
+    # A later summary is asked with the one before it.
+    if len(asked) > 1:
+        assert "Summary so far:\nDumped" in asked[1].messages[0].text
+    # The summaries are billed: each with the iteration whose compaction asked for it.
+    assert result.usage.input_tokens == 1_000 * len(main) + 500 * len(asked)
+    total = Usage()
+    for usage in result.iteration_usage:
+        total.add(usage)
+    assert total == result.usage
+    for request in main:
+        assert_calls_answered(request.messages)
+
+
+def test_a_failed_summary_leaves_the_factual_note_and_the_run_goes_on() -> None:
+    def summarise(request: LLMRequest) -> LLMResponse:
+        raise RuntimeError("the model is down")
+
+    result, main, asked = summary_run(summarise)
+    assert result.stop_reason == "final_answer" and asked
+    notes = [m.text for r in main for m in r.messages if is_note(m)]
+    assert notes and all("Summary of the removed turns" not in n for n in notes)
+
+
+def test_without_the_setting_no_summary_is_asked() -> None:
+    def summarise(request: LLMRequest) -> LLMResponse:
+        raise AssertionError("not asked")
+
+    result, main, asked = summary_run(summarise, enabled=False)
+    assert result.stop_reason == "final_answer" and not asked
+    assert any(is_note(m) for r in main for m in r.messages)

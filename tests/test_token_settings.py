@@ -39,6 +39,7 @@ def test_defaults_with_nothing_set() -> None:
         "prices": {},
         "cache": True,
         "context_policy": ContextPolicy(100_000, 3, 20_000),
+        "compaction_summary": False,
     }
     assert defaults.provider_options() == {"cache": True}
     assert defaults.command_policy == CommandPolicy.from_environment({})
@@ -65,6 +66,7 @@ def test_the_environment_then_the_options_over_it() -> None:
         },
         "cache": False,
         "context_policy": ContextPolicy(100_000, 3, 20_000),
+        "compaction_summary": False,
     }
     options = ClientOptions(
         tool_result_budget=2_000,
@@ -92,9 +94,16 @@ def test_the_context_policy_from_the_environment_and_the_options() -> None:
     env = {
         "CLEVERAGENTS_CONTEXT_CLEAR_TRIGGER": "60_000",
         "CLEVERAGENTS_CONTEXT_KEEP_TOOL_USES": "5",
+        "CLEVERAGENTS_COMPACTION_SUMMARY": "1",
     }
-    assert session_settings(ClientOptions(), env).defaults.context_policy == ContextPolicy(
-        60_000, 5, 20_000
+    from_env = session_settings(ClientOptions(), env).defaults
+    assert from_env.context_policy == ContextPolicy(60_000, 5, 20_000)
+    assert from_env.compaction_summary is True
+    assert (
+        session_settings(ClientOptions(compaction_summary=False), env).defaults.runtime_options()[
+            "compaction_summary"
+        ]
+        is False
     )
     options = ClientOptions(context_clear_trigger=0, context_clear_at_least=1_000)
     chosen = session_settings(options, env).defaults.context_policy

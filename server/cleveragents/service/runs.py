@@ -171,6 +171,7 @@ class RunPlan:
             "prices": defaults.prices,
             "cache": self.prompt_caching,
             "context_policy": defaults.context_policy,
+            "compaction_summary": defaults.compaction_summary,
         }
 
 

@@ -53,6 +53,8 @@ ENV_PRICES = "CLEVERAGENTS_PRICES"
 ENV_CONTEXT_CLEAR_TRIGGER = "CLEVERAGENTS_CONTEXT_CLEAR_TRIGGER"
 ENV_CONTEXT_KEEP_TOOL_USES = "CLEVERAGENTS_CONTEXT_KEEP_TOOL_USES"
 ENV_CONTEXT_CLEAR_AT_LEAST = "CLEVERAGENTS_CONTEXT_CLEAR_AT_LEAST"
+# Ask the model for a summary of what compaction drops (an extra model call each time).
+ENV_COMPACTION_SUMMARY = "CLEVERAGENTS_COMPACTION_SUMMARY"
 
 MAX_RESULT_BUDGET_CHARS = 10_000_000
 MIN_CONTEXT_WINDOW = 1024
@@ -95,6 +97,7 @@ class RunDefaults:
     prompt_caching: bool = True
     # When old tool results are cleared before the window requires it, and how much.
     context_policy: ContextPolicy = field(default_factory=ContextPolicy)
+    compaction_summary: bool = False
     # Price overrides by model (tool/models.py's table covers the rest).
     prices: Mapping[str, ModelPrice] = field(default_factory=dict)
     # What run_command may reach; None: the environment's (CommandPolicy.from_environment).
@@ -120,6 +123,7 @@ class RunDefaults:
             "prices": self.prices,
             "cache": self.prompt_caching,
             "context_policy": self.context_policy,
+            "compaction_summary": self.compaction_summary,
         }
 
 
@@ -185,6 +189,7 @@ class ClientOptions:
     context_clear_trigger: int | None = None
     context_keep_tool_uses: int | None = None
     context_clear_at_least: int | None = None
+    compaction_summary: bool | None = None
     # {model: {input, output, cacheWrite?, cacheRead?}} in USD per million tokens.
     prices: Mapping[str, Mapping[str, Any]] | None = None
     command: CommandSettings = field(default_factory=CommandSettings)
@@ -256,6 +261,9 @@ def session_settings(
         problems, *pick("prompt_caching", options.prompt_caching, ENV_PROMPT_CACHING)
     )
     context_policy = _context_policy(problems, options, pick)
+    summary = _bool_setting(
+        problems, *pick("compaction_summary", options.compaction_summary, ENV_COMPACTION_SUMMARY)
+    )
     prices = _prices(problems, options.prices, env, options_name)
     policy = _command_policy(problems, options.command, env, options_name)
     trust_workspace = options.trust_workspace
@@ -279,6 +287,7 @@ def session_settings(
         context_window=window[0],
         prompt_caching=caching if caching is not None else True,
         context_policy=context_policy,
+        compaction_summary=summary is True,
         prices=prices,
         command_policy=policy,
         trust_workspace=trust_workspace,

@@ -23,6 +23,7 @@ turn.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -209,3 +210,46 @@ def droppable_units(
             return
         yield index, end
         index = end
+
+
+# -- the model-written summary (a setting, off by default) ------------------------------------
+SUMMARY_SYSTEM = (
+    "You condense part of a coding agent's conversation that is being removed to save room. "
+    "Write a short summary (at most 200 words) that lets the agent carry on without it: the "
+    "goal as understood, what was found (facts, file names, line numbers, decisions), what "
+    "was changed, what failed and why, and what was still to do. Plain sentences; no "
+    "preamble; do not invent anything that is not in the text."
+)
+MAX_SUMMARY_CHARS = 2_000
+MAX_TRANSCRIPT_CHARS = 60_000
+_TRANSCRIPT_ITEM_CHARS = 600
+
+
+def transcript(messages: Sequence[Message], previous: str, limit: int) -> str:
+    """The dropped turns as plain text for the summary request (at most `limit` characters:
+    the oldest and the newest of them, around a marker), after the summary so far."""
+    parts: list[str] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            if message.text.strip():
+                parts.append("assistant: " + _clip(message.text, _TRANSCRIPT_ITEM_CHARS))
+            for call in message.tool_calls:
+                arguments = json.dumps(call.arguments, ensure_ascii=False, default=str)
+                parts.append(f"call {call.tool_name} {_clip(arguments, _TRANSCRIPT_ITEM_CHARS)}")
+        elif isinstance(message, ToolResultsMessage):
+            for result in message.results:
+                content = json.dumps(result.content, ensure_ascii=False, default=str)
+                kind = "error" if result.is_error else "result"
+                parts.append(
+                    f"{kind} of {result.tool_name}: {_clip(content, _TRANSCRIPT_ITEM_CHARS)}"
+                )
+        elif not is_note(message):
+            parts.append("user: " + _clip(message.text, _TRANSCRIPT_ITEM_CHARS))
+    text = "\n".join(parts)
+    if len(text) > limit:
+        half = max(0, limit // 2 - 40)
+        text = f"{text[:half]}\n[... {len(text) - 2 * half:,} characters left out ...]\n" + (
+            text[-half:] if half else ""
+        )
+    head = f"Summary so far:\n{previous}\n\n" if previous.strip() else ""
+    return f"{head}Conversation being removed:\n{text}\n\nWrite the summary now."

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .compaction import Ledger, droppable_units
+from .compaction import MAX_SUMMARY_CHARS, Ledger, droppable_units
 from .messages import (
     AssistantMessage,
     LLMRequest,
@@ -277,6 +277,11 @@ class ContextGuard:
         self.compactions = 0
         self.dropped_messages = 0
         self.ledger = Ledger(mutating_tools)
+        # The model-written summary (runtime setting `compaction_summary`): what it has said
+        # so far, and the turns dropped since it last did (kept only when asked for).
+        self.summary = ""
+        self.keep_dropped = False
+        self.dropped_since_summary: list[Message] = []
         self._pinned: set[int] = set()  # ids of messages never dropped
         self._note_at: int | None = None
         self._results_from = 0  # no result before this index can be elided further
@@ -420,7 +425,9 @@ class ContextGuard:
         if not dropped:
             return
         self.ledger.add(self._originals[i] for i in dropped)
-        note = UserMessage(self.ledger.render())
+        if self.keep_dropped:
+            self.dropped_since_summary.extend(self._originals[i] for i in dropped)
+        note = UserMessage(self._note_text())
         head = start - 1 if note_at is not None else start  # the old note is replaced
         order = [*range(head), *kept]
         new_note_at = len(order)
@@ -435,6 +442,33 @@ class ContextGuard:
         self._texts_from = max(new_note_at + 1, self._texts_from + shift)
         self.compactions += 1
         self.dropped_messages += len(dropped)
+
+    def _note_text(self) -> str:
+        text = self.ledger.render()
+        if self.summary:
+            text += f"\nSummary of the removed turns, written by you earlier:\n{self.summary}"
+        return text
+
+    def set_summary(self, summary: str) -> bool:
+        """Put the model's summary in the note (cut to `MAX_SUMMARY_CHARS`); False, and the
+        note left as it was, when there is no note or the request would no longer fit."""
+        note_at = self._note_at
+        if note_at is None or not summary.strip():
+            return False
+        previous = self.summary
+        self.summary = summary.strip()[:MAX_SUMMARY_CHARS]
+        note = UserMessage(self._note_text())
+        size = message_chars(note)
+        if estimate_tokens(self.chars + size - self._sizes[note_at], self.factor) > (
+            self.limits.input_limit
+        ):
+            self.summary = previous
+            return False
+        self.chars += size - self._sizes[note_at]
+        self._sizes[note_at] = size
+        self.view[note_at] = note
+        self._originals[note_at] = note
+        return True
 
     # -- learning from the provider ------------------------------------------------------
     def calibrate(self, sent_chars: int, reported_tokens: int) -> None:

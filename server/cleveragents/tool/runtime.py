@@ -8,6 +8,7 @@ they run and are recorded and the result comes back with `terminated_by_limit=Tr
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 import time
@@ -15,8 +16,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .checkpoint import BeforeMutation, CheckpointingAuthorizer
+from .compaction import MAX_TRANSCRIPT_CHARS, SUMMARY_SYSTEM, transcript
 from .context import ToolActorContext
-from .context_guard import ContextGuard, ContextLimits, ContextPolicy, tools_chars
+from .context_guard import (
+    CHARS_PER_TOKEN,
+    ContextGuard,
+    ContextLimits,
+    ContextPolicy,
+    tools_chars,
+)
 from .errors import ContextLengthExceeded
 from .events import (
     IterationStarted,
@@ -55,6 +63,8 @@ from .resources import Resource, prompt_with_resources
 from .result_budget import DEFAULT_RESULT_BUDGET_CHARS, MIN_RESULT_BUDGET_CHARS
 from .router import ToolCallRouter, sized_result_from_record
 from .runner import ThreadBudget, ToolRunner
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_ITERATIONS = 25
 DEFAULT_MAX_REPEATED_CALLS = 3
@@ -326,8 +336,32 @@ class _Run:
     def not_fitting(self, guard: ContextGuard) -> str:
         return (
             f"The next request needs about {guard.estimate():,} tokens even with every older "
-            f"tool result and message elided, and {self.limits.input_limit:,} are available."
+            "tool result and message elided and the oldest turns compacted, and "
+            f"{self.limits.input_limit:,} are available."
         )
+
+    async def summarise(self, guard: ContextGuard, iteration: int) -> Usage | None:
+        """Ask the model for a summary of the turns compaction just dropped, for the note
+        (`compaction_summary`); its usage, or None when it failed (the factual note stands)."""
+        dropped, guard.dropped_since_summary = guard.dropped_since_summary, []
+        room = int(self.limits.input_limit * CHARS_PER_TOKEN / guard.factor / 2)
+        request = LLMRequest(
+            messages=[
+                UserMessage(transcript(dropped, guard.summary, min(room, MAX_TRANSCRIPT_CHARS)))
+            ],
+            tools=[],
+            system=SUMMARY_SYSTEM,
+            automation_profile=self.authorizer.profile,
+            iteration=iteration,
+            cache=self.runtime.cache,
+        )
+        try:
+            response = await self.runtime.llm_caller.complete(request, None)
+        except Exception as exc:  # a failed summary must not end the run
+            log.warning("run %s: the compaction summary failed: %s", self.run_id, exc)
+            return None
+        guard.set_summary(response.text)
+        return response.usage
 
     async def loop(self, prompt: str, resources: Sequence[Resource]) -> ToolCallRunResult:
         runtime = self.runtime
@@ -343,9 +377,14 @@ class _Run:
         for message in self.messages:
             guard.append(message)
         guard.pin(self.messages[-1])  # the prompt: compaction never drops it
+        guard.keep_dropped = runtime.compaction_summary
         for iteration in range(1, runtime.max_iterations + 1):
+            compactions = guard.compactions
             if not guard.fit():
                 return self.exhausted(self.not_fitting(guard))
+            summary_usage = None
+            if guard.compactions != compactions and runtime.compaction_summary:
+                summary_usage = await self.summarise(guard, iteration)
             self.iterations = iteration
             if self.observers:
                 self.emit(IterationStarted(self.run_id, iteration))
@@ -380,6 +419,14 @@ class _Run:
             usage = response.usage  # never changed by the runtime, so kept as it came
             if usage.input_tokens:
                 guard.calibrate(sent_chars, usage.input_tokens)
+            if summary_usage is not None:  # the iteration's bill includes its summary call
+                usage = Usage(
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens,
+                )
+                usage.add(summary_usage)
             self.usage.add(usage)
             self.iteration_usage.append(usage)
             calls = [
@@ -467,6 +514,7 @@ class ToolCallingRuntime:
         prices: Mapping[str, ModelPrice | Mapping[str, Any]] | None = None,
         cache: bool = True,
         context_policy: ContextPolicy | None = None,
+        compaction_summary: bool = False,
     ) -> None:
         if not isinstance(registry, ToolRegistry):
             raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
@@ -506,6 +554,8 @@ class ToolCallingRuntime:
                 f"context_policy must be a ContextPolicy, not {type(context_policy).__name__}"
             )
         self.context_policy = context_policy if context_policy is not None else ContextPolicy()
+        # After a compaction, ask the model to summarise the dropped turns for the note.
+        self.compaction_summary = bool(compaction_summary)
 
     async def arun_tool_loop(
         self,
