@@ -29,8 +29,10 @@ from cleveragents.tool.compaction import is_note
 from cleveragents.tool.context_guard import (
     ContextGuard,
     ContextLimits,
+    ContextPolicy,
     estimate_request_tokens,
 )
+from cleveragents.tool.messages import ToolResult
 
 MiB = 1024 * 1024
 
@@ -349,3 +351,49 @@ def test_a_hundred_iterations_of_one_mib_results_never_exceed_the_window(window:
         assert len(result.messages) == 1 + 2 * 100  # the run's own messages keep every turn
     else:
         assert not compacted
+
+
+# -- the cache-priced policy ------------------------------------------------------------------
+def results_turn(guard: ContextGuard, n: int, size: int) -> None:
+    call = ToolCallRequest(f"c{n}", "dump", {"n": n})
+    guard.append(AssistantMessage(f"step {n}", (call,)))
+    guard.append(ToolResultsMessage((ToolResult(f"c{n}", "dump", {"data": "d" * size}),)))
+
+
+def test_past_the_trigger_all_but_the_newest_results_are_cleared_in_one_step() -> None:
+    policy = ContextPolicy(trigger_tokens=20_000, keep_tool_uses=2, clear_at_least_tokens=5_000)
+    guard = ContextGuard(ContextLimits(200_000, 8_000, 4_000), 0, policy)
+    guard.append(UserMessage("go"))
+    elided_at: list[int] = []
+    for n in range(1, 40):
+        results_turn(guard, n, 7_000)  # about 2,000 tokens each
+        before = guard.elided_messages
+        assert guard.fit()
+        if guard.elided_messages != before:
+            elided_at.append(n)
+            flags = [is_elided(m) for m in guard.view if isinstance(m, ToolResultsMessage)]
+            # One step clears every result but the newest two.
+            assert flags == [True] * (len(flags) - 2) + [False, False]
+            assert guard.estimate() < 20_000 * 0.6
+        assert guard.estimate() <= 20_000 + 2_100
+        assert_calls_answered(guard.view)
+    # Rarely, and far apart: the cached prefix is rewritten a few times, not every turn.
+    assert 2 <= len(elided_at) <= 6
+    assert all(b - a >= 5 for a, b in pairwise(elided_at))
+
+
+def test_a_step_smaller_than_clear_at_least_is_not_taken() -> None:
+    policy = ContextPolicy(trigger_tokens=3_000, keep_tool_uses=1, clear_at_least_tokens=5_000)
+    guard = ContextGuard(ContextLimits(200_000, 8_000, 4_000), 0, policy)
+    guard.append(UserMessage("x" * 14_000))  # 4,000 tokens of prompt: past the trigger at once
+    for n in range(1, 6):
+        results_turn(guard, n, 1_000)  # results too small to be worth a rewrite
+        assert guard.fit()
+    assert guard.elided_messages == 0
+    # The window's limit still holds whatever the policy says.
+    assert ContextPolicy.at_the_limit().trigger_for(100) is None
+    assert policy.trigger_for(2_000) == 2_000
+    with pytest.raises(ValueError, match="keep_tool_uses"):
+        ContextPolicy(keep_tool_uses=-1)
+    with pytest.raises(TypeError, match="trigger_tokens"):
+        ContextPolicy(trigger_tokens="many")  # type: ignore[arg-type]

@@ -338,7 +338,7 @@ class ContextGuard:
         limit = self.limits.input_limit
         trigger = self.policy.trigger_for(limit)
         if trigger is not None and self.estimate() > trigger:
-            self._clear_old_results(limit)
+            self._clear_old_results(limit, trigger)
         if self.estimate() <= limit:
             return True
         goal = self._chars_for(int(limit * ELISION_TARGET))
@@ -353,19 +353,28 @@ class ContextGuard:
             self._replace(len(self.view) - 1, elided_results(self.view[-1]))
         return self.estimate() <= limit
 
-    def _clear_old_results(self, limit: int) -> None:
-        """The policy's step: every result but the newest `keep_tool_uses`, if worth it."""
+    def _clear_old_results(self, limit: int, trigger: int) -> None:
+        """The policy's step: every result but the newest `keep_tool_uses`, and more of those
+        (oldest first, never the newest message) while the request is above `ELISION_TARGET`
+        of the trigger, so the next step is far away even in a small window; taken only
+        when it clears at least `clear_at_least_tokens`."""
         keep = self.policy.keep_tool_uses
+        start = self._results_from
         stop = len(self.view)
-        while stop > self._results_from and keep > 0:
+        while stop > start and keep > 0:
             stop -= 1
             message = self.view[stop]
             if isinstance(message, ToolResultsMessage):
                 keep -= len(message.results)
-        gain = sum(self._gains[self._results_from : stop])
+        fresh = len(self.view) - 1 if isinstance(self.view[-1], ToolResultsMessage) else stop
+        goal = self._chars_for(int(trigger * ELISION_TARGET))
+        gain = sum(self._gains[start:stop])
+        while self.chars - gain > goal and stop < fresh:
+            gain += self._gains[stop]
+            stop += 1
         if estimate_tokens(gain, self.factor) < self.policy.clear_at_least_for(limit):
             return
-        for index in range(self._results_from, stop):
+        for index in range(start, stop):
             message = self.view[index]
             if isinstance(message, ToolResultsMessage) and self._gains[index]:
                 self._replace(index, elided_results(message))
