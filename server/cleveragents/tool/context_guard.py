@@ -349,7 +349,7 @@ class ContextGuard:
             self._elide_texts(goal)
         if self.estimate() > limit:
             self._compact(goal)
-        if self.estimate() > limit and isinstance(self.view[-1], ToolResultsMessage):
+        if self.estimate() > limit and self.view and isinstance(self.view[-1], ToolResultsMessage):
             self._replace(len(self.view) - 1, elided_results(self.view[-1]))
         return self.estimate() <= limit
 
@@ -358,6 +358,8 @@ class ContextGuard:
         (oldest first, never the newest message) while the request is above `ELISION_TARGET`
         of the trigger, so the next step is far away even in a small window; taken only
         when it clears at least `clear_at_least_tokens`."""
+        if not self.view:
+            return
         keep = self.policy.keep_tool_uses
         start = self._results_from
         stop = len(self.view)
