@@ -18,6 +18,11 @@ elides down to `ELISION_TARGET` of the limit, not just under it, so the conversa
 (what a provider's prompt cache holds) changes once every several iterations, not every
 turn. Sizes are counted once per message as it arrives, so a check costs O(1) until an
 elision is due.
+
+Before the window requires anything, a `ContextPolicy` priced for prompt caching may clear
+old tool results early and in one large step (see its docstring); when eliding is not enough,
+the oldest turns are dropped whole and described in a note (`compaction.py`). The rules and
+the measured bills: docs/tokens.md.
 """
 
 from __future__ import annotations
@@ -271,11 +276,11 @@ class ContextGuard:
         limit = limits.input_limit
         trigger = self.policy.trigger_for(limit)
         # Below this many tokens a check has nothing to do (the trigger, else the limit).
-        self._quiet_tokens = limit if trigger is None else min(trigger, limit)
-        self._quiet_chars = self._chars_for(self._quiet_tokens) - 1
+        self._quiet_tokens = limit if trigger is None else trigger
+        self._quiet_chars = 0.0
+        self._set_quiet()
         self.elided_messages = 0
         self.compactions = 0
-        self.dropped_messages = 0
         self.ledger = Ledger(mutating_tools)
         # The model-written summary (runtime setting `compaction_summary`): what it has said
         # so far, and the turns dropped since it last did (kept only when asked for).
@@ -429,7 +434,7 @@ class ContextGuard:
         for first, end in droppable_units(view, start, newest, self._pinned):
             if self.chars - saved <= goal:
                 break
-            kept.extend(i for i in range(resume, first))  # pinned ones skipped over
+            kept.extend(range(resume, first))  # pinned ones skipped over
             dropped.extend(range(first, end))
             saved += sum(self._sizes[first:end])
             resume = end
@@ -452,7 +457,6 @@ class ContextGuard:
         self._results_from = max(new_note_at + 1, self._results_from + shift)
         self._texts_from = max(new_note_at + 1, self._texts_from + shift)
         self.compactions += 1
-        self.dropped_messages += len(dropped)
 
     def _note_text(self) -> str:
         text = self.ledger.render()
@@ -490,7 +494,7 @@ class ContextGuard:
         ratio = reported_tokens / estimated
         if self.factor < ratio <= MAX_CALIBRATION:
             self.factor = ratio
-            self._quiet_chars = self._chars_for(self._quiet_tokens) - 1
+            self._set_quiet()
 
     def rejected(self, sent_chars: int) -> None:
         """The provider refused a request of `sent_chars` as too long: it held more tokens
@@ -498,4 +502,7 @@ class ContextGuard:
         estimated = max(1.0, sent_chars / CHARS_PER_TOKEN)
         needed = (self.limits.window - self.limits.max_output) / estimated * 1.05
         self.factor = max(self.factor * 1.25, needed)
+        self._set_quiet()
+
+    def _set_quiet(self) -> None:
         self._quiet_chars = self._chars_for(self._quiet_tokens) - 1
