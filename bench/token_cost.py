@@ -367,6 +367,19 @@ async def run_task(
         return figures(label, caller, result, counted, refused, elided)
 
 
+def claude(cache: bool, window: int | None = None) -> Callable[[str], AnthropicCaller]:
+    """A Claude caller for the fake at a URL, caching on or off, in `window` if given."""
+    return lambda url: AnthropicCaller(
+        CLAUDE,
+        api_key=fake_anthropic.API_KEY,
+        base_url=url,
+        max_tokens=MAX_OUTPUT_TOKENS,
+        max_retries=0,
+        cache=cache,
+        context_window=window,
+    )
+
+
 async def measure(quick: bool) -> list[RunFigures]:
     sources = ROOT / "server"
     steps = task(sources)
@@ -374,17 +387,6 @@ async def measure(quick: bool) -> list[RunFigures]:
         steps = [*steps[:QUICK_STEPS], steps[-1]]
     claude_window = context_window_for(CLAUDE)
     gpt_window = context_window_for(GPT)
-
-    def claude(cache: bool, window: int | None = None) -> Callable[[str], AnthropicCaller]:
-        return lambda url: AnthropicCaller(
-            CLAUDE,
-            api_key=fake_anthropic.API_KEY,
-            base_url=url,
-            max_tokens=MAX_OUTPUT_TOKENS,
-            max_retries=0,
-            cache=cache,
-            context_window=window,
-        )
 
     def claude_server(window: int | None = claude_window) -> fake_anthropic.FakeAnthropic:
         server = fake_anthropic.FakeAnthropic(context_window=window)
@@ -417,21 +419,10 @@ async def measure_long(quick: bool) -> list[RunFigures]:
     runs = []
     for name, policy in POLICIES.items():
         for cache in (True, False):
-
-            def caller(url: str, cache: bool = cache) -> AnthropicCaller:
-                return AnthropicCaller(
-                    CLAUDE,
-                    api_key=fake_anthropic.API_KEY,
-                    base_url=url,
-                    max_tokens=MAX_OUTPUT_TOKENS,
-                    max_retries=0,
-                    cache=cache,
-                )
-
             server = fake_anthropic.FakeAnthropic(context_window=context_window_for(CLAUDE))
             server.push(*anthropic_replies(steps))
             label = f"{name}, cache {'on' if cache else 'off'}"
-            runs.append(await run_task(label, steps, sources, caller, server, policy))
+            runs.append(await run_task(label, steps, sources, claude(cache), server, policy))
     return runs
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,6 @@ from cleveragents.tool import (
     FunctionLLMCaller,
     LLMRequest,
     LLMResponse,
-    Message,
     ToolActorContext,
     ToolCallingRuntime,
     ToolCallRequest,
@@ -41,23 +40,7 @@ from cleveragents.tool.context_guard import (
 from cleveragents.tool.messages import ToolResult
 from cleveragents.tool.models import DEFAULT_CONTEXT_WINDOW
 from cleveragents.workspace import register_builtin_tools
-
-
-def assert_calls_answered(messages: Sequence[Message]) -> None:
-    """Every assistant turn with calls is followed by exactly their results, and every
-    results message answers the turn just before it."""
-    for index, message in enumerate(messages):
-        if isinstance(message, AssistantMessage) and message.tool_calls:
-            answer = messages[index + 1]
-            assert isinstance(answer, ToolResultsMessage), f"message {index + 1}"
-            assert [r.call_id for r in answer.results] == [c.call_id for c in message.tool_calls]
-        if isinstance(message, ToolResultsMessage):
-            asked = messages[index - 1]
-            assert isinstance(asked, AssistantMessage), f"orphaned results at {index}"
-
-
-def input_limit(window: int, max_tokens: int) -> int:
-    return window - max_tokens - max(1_024, window // 50)
+from test_context_guard import assert_calls_answered, input_limit
 
 
 # -- the 2,000-iteration run ------------------------------------------------------------------
@@ -281,21 +264,18 @@ def test_anthropic_a_compacted_conversation_keeps_every_call_with_its_result(
     compacted = [b for b in bodies if NOTE_MARKER in json.dumps(b["messages"])]
     assert compacted, "the small window made the guard compact"
     for body in compacted:
-        uses = [
-            block["id"]
-            for message in body["messages"]
-            if isinstance(message["content"], list)
-            for block in message["content"]
-            if block.get("type") == "tool_use"
-        ]
-        answered = [
-            block["tool_use_id"]
-            for message in body["messages"]
-            if isinstance(message["content"], list)
-            for block in message["content"]
-            if block.get("type") == "tool_result"
-        ]
-        assert uses == answered
+        assert blocks(body, "tool_use", "id") == blocks(body, "tool_result", "tool_use_id")
+
+
+def blocks(body: dict[str, Any], kind: str, key: str) -> list[str]:
+    """`key` of every content block of type `kind` in a Messages API request, in order."""
+    return [
+        block[key]
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == kind
+    ]
 
 
 def openai_turn(n: int) -> fake_openai.StreamReply:

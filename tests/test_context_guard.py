@@ -82,12 +82,15 @@ def is_elided(message: Message) -> bool:
 
 
 def assert_calls_answered(messages: Sequence[Message]) -> None:
-    """Every assistant turn with calls is followed by the results of exactly those calls."""
+    """Every assistant turn with calls is followed by the results of exactly those calls, and
+    every results message answers the turn just before it (none is left without its call)."""
     for index, message in enumerate(messages):
         if isinstance(message, AssistantMessage) and message.tool_calls:
             answer = messages[index + 1]
             assert isinstance(answer, ToolResultsMessage), f"message {index + 1}"
             assert [r.call_id for r in answer.results] == [c.call_id for c in message.tool_calls]
+        if isinstance(message, ToolResultsMessage):
+            assert isinstance(messages[index - 1], AssistantMessage), f"orphaned results {index}"
 
 
 def dump_calls(iterations: int, requests: list[LLMRequest]) -> Callable[[LLMRequest], LLMResponse]:
