@@ -16,6 +16,10 @@ The same work is timed three ways in one process, round-robin so load drift hits
 After the table, the argument check alone is timed per call for a plain tool (compiled
 jsonschema), the typed tool and a larger typed tool (nested models, a list, an Enum).
 
+One more pair prices big results: the runtime with an async tool returning 1 MiB of source
+text (cut to the result budget for the model, measured for the context guard), against one
+JSON encode of that result per iteration (what a provider does with it at the least).
+
 Per-iteration time is the wall time of one whole run divided by N (run set-up included).
 
     python bench/loop_overhead.py            # table and PASS/MISS lines
@@ -69,7 +73,20 @@ from cleveragents.tool import (
 PROMPT = "count with the tool"
 RATIO_TARGET = 5.0  # the runtime with an async tool, against the floor
 HOP_TARGET = 1.5  # the runtime with a sync tool, against the floor's bare thread hop
+BIG_TARGET = 1.5  # the runtime with 1 MiB results, against one JSON encode of such a result
 GROWTH_TARGET = 1.1
+MiB = 1024 * 1024
+
+
+def _big_text() -> str:
+    """1 MiB of source code (quotes, backslashes, newlines: what a `cat` or a build log
+    returns), so encoding it costs what real output costs."""
+    with open(__file__, encoding="utf-8") as source:
+        text = source.read()
+    return (text * (MiB // len(text) + 1))[:MiB]
+
+
+BIG_TEXT = _big_text()
 
 ToolKind = Literal["sync", "async", "typed"]
 FloorMode = Literal["direct", "thread_hop", "async"]
@@ -104,6 +121,20 @@ TOOLS: dict[ToolKind, Callable[..., Any]] = {
 EXTRA_ARGUMENTS: dict[ToolKind, dict[str, Any]] = {"typed": {"point": {"x": 1, "y": 2}}}
 
 
+def big_output_value(n: int) -> dict[str, Any]:
+    return {"n": n, "exit_code": 0, "stdout": BIG_TEXT}
+
+
+async def big_output(n: int) -> dict[str, Any]:
+    """Return 1 MiB of output (a command's, say) with the number it was given."""
+    return big_output_value(n)
+
+
+def encode_result(n: int) -> int:
+    """One JSON encode of the result `big_output` returns, as a provider sends it."""
+    return len(json.dumps(big_output_value(n), ensure_ascii=False, default=str))
+
+
 class OneToolCallLLM:
     """An `LLMCaller` that asks for one tool call per iteration and answers text at the last."""
 
@@ -132,6 +163,18 @@ def build_runtime(kind: ToolKind, n: int) -> ToolCallingRuntime:
     return ToolCallingRuntime(registry, ToolRunner(registry), llm, max_iterations=n)
 
 
+def build_big_runtime(n: int) -> ToolCallingRuntime:
+    registry = ToolRegistry()
+    spec = registry.add(big_output)
+    return ToolCallingRuntime(
+        registry, ToolRunner(registry), OneToolCallLLM(spec.name, n), max_iterations=n
+    )
+
+
+def _did_echo(record: ToolCallRecord) -> bool:
+    return record.success and record.output.get("n") == record.iteration
+
+
 async def run_runtime(runtime: ToolCallingRuntime, n: int) -> None:
     result = await runtime.arun_tool_loop(PROMPT)
     # A fast loop that does the wrong thing measures nothing: check it did the work.
@@ -140,9 +183,9 @@ async def run_runtime(runtime: ToolCallingRuntime, n: int) -> None:
         result.iterations != n
         or result.stop_reason != "final_answer"
         or len(calls) != n - 1
-        or not all(r.success and r.output == {"n": r.iteration} for r in calls)
+        or not all(map(_did_echo, calls))
     ):
-        wrong = next((r for r in calls if not r.success or r.output != {"n": r.iteration}), None)
+        wrong = next((r for r in calls if not _did_echo(r)), None)
         raise RuntimeError(
             f"runtime run did not do the expected work: {result.iterations} iterations, "
             f"stop_reason {result.stop_reason}, {len(calls)} calls, first wrong call {wrong!r}"
@@ -252,6 +295,13 @@ class HandWrittenLoop:
             )
 
 
+async def run_encodes(n: int) -> None:
+    """The yardstick for 1 MiB results: one JSON encode of such a result per iteration."""
+    for iteration in range(1, n + 1):
+        if encode_result(iteration) < MiB:
+            raise RuntimeError("the 1 MiB result encoded to less than 1 MiB")
+
+
 async def run_llm_alone(llm: OneToolCallLLM, tools: list[ToolSchema], n: int) -> None:
     messages: list[Message] = [UserMessage(PROMPT)]
     for iteration in range(1, n + 1):
@@ -302,7 +352,9 @@ FLOOR_DIRECT = "floor, sync tool, direct call"
 FLOOR_HOP = "floor, sync tool, thread hop"
 FLOOR_ASYNC = "floor, async tool"
 LLM_ALONE = "fake LLM alone"
-VARIANTS = (
+RUNTIME_BIG = "runtime, 1 MiB results"
+ENCODE_BIG = "one JSON encode of 1 MiB"
+LOOP_VARIANTS = (
     LLM_ALONE,
     FLOOR_DIRECT,
     FLOOR_HOP,
@@ -311,6 +363,11 @@ VARIANTS = (
     RUNTIME_ASYNC,
     RUNTIME_TYPED,
 )
+# Timed in rounds of their own, after the others: megabytes allocated per iteration must not
+# sit in the caches and the allocator between the microsecond-sized runs.
+BIG_VARIANTS = (ENCODE_BIG, RUNTIME_BIG)
+BIG_REPS_SHARE = 5  # a fifth of the repetitions: each run is a thousand times longer
+VARIANTS = LOOP_VARIANTS + BIG_VARIANTS
 
 # (measured, floor, limit or None when it only informs). A sync tool runs in a worker thread
 # by design (it must not block the loop), so its target is the bare hop; against the direct
@@ -320,6 +377,8 @@ COMPARISONS: tuple[tuple[str, str, float | None], ...] = (
     (RUNTIME_SYNC, FLOOR_HOP, HOP_TARGET),
     (RUNTIME_SYNC, FLOOR_DIRECT, None),
     (RUNTIME_TYPED, RUNTIME_ASYNC, None),  # what the model-typed parameter adds
+    # Sizing a result (budget and guard) must cost about one encode, not several passes.
+    (RUNTIME_BIG, ENCODE_BIG, BIG_TARGET),
 )
 
 
@@ -345,7 +404,8 @@ def size_jobs(
     """Every variant at one N; the runtimes built are added to `runtimes` for shutdown."""
     sync_runtime, async_runtime = build_runtime("sync", n), build_runtime("async", n)
     typed_runtime = build_runtime("typed", n)
-    runtimes.extend((sync_runtime, async_runtime, typed_runtime))
+    big_runtime = build_big_runtime(n)
+    runtimes.extend((sync_runtime, async_runtime, typed_runtime, big_runtime))
     direct = HandWrittenLoop("direct", n, executor)
     hop = HandWrittenLoop("thread_hop", n, executor)
     on_loop = HandWrittenLoop("async", n, executor)
@@ -358,6 +418,8 @@ def size_jobs(
         RUNTIME_SYNC: lambda: run_runtime(sync_runtime, n),
         RUNTIME_ASYNC: lambda: run_runtime(async_runtime, n),
         RUNTIME_TYPED: lambda: run_runtime(typed_runtime, n),
+        ENCODE_BIG: lambda: run_encodes(n),
+        RUNTIME_BIG: lambda: run_runtime(big_runtime, n),
     }
 
 
@@ -388,19 +450,33 @@ async def measure(plan: Plan) -> dict[int, dict[str, Row]]:
     # No collection between runs: a full collection evicts the caches and would add its
     # cold start (about 100 us here) to the first iteration of whichever run follows it.
     # Freezing what exists keeps the collections that do happen as cheap as in a live daemon.
+    big_plan = Plan(
+        plan.small_n,
+        plan.large_n,
+        max(3, plan.small_reps // BIG_REPS_SHARE),
+        max(3, plan.large_reps // BIG_REPS_SHARE),
+        plan.warmup,
+    )
+    phases = [
+        (LOOP_VARIANTS, schedule(plan)),
+        (BIG_VARIANTS, schedule(big_plan)),
+    ]
     gc.collect()
     gc.freeze()
     try:
-        for round_index, (counted, sizes) in enumerate(schedule(plan)):
-            # Rotate the order so no variant always follows the same neighbour.
-            shift = round_index % len(VARIANTS)
-            for name in VARIANTS[shift:] + VARIANTS[:shift]:
-                for n in sizes:
-                    started = time.perf_counter_ns()
-                    await jobs[n][name]()
-                    elapsed_us = (time.perf_counter_ns() - started) / 1000.0
-                    if counted:
-                        rows[n][name].by_round[round_index] = elapsed_us / n
+        round_index = 0
+        for variants, rounds in phases:
+            for counted, sizes in rounds:
+                # Rotate the order so no variant always follows the same neighbour.
+                shift = round_index % len(variants)
+                for name in variants[shift:] + variants[:shift]:
+                    for n in sizes:
+                        started = time.perf_counter_ns()
+                        await jobs[n][name]()
+                        elapsed_us = (time.perf_counter_ns() - started) / 1000.0
+                        if counted:
+                            rows[n][name].by_round[round_index] = elapsed_us / n
+                round_index += 1
     finally:
         gc.unfreeze()
         for runtime in runtimes:

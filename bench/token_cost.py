@@ -50,7 +50,7 @@ import fake_openai  # noqa: E402
 from cleveragents.assembly import build_runtime  # noqa: E402
 from cleveragents.providers.anthropic import AnthropicCaller  # noqa: E402
 from cleveragents.providers.openai import OpenAICaller  # noqa: E402
-from cleveragents.tool import ToolActorContext, ToolCallRunResult  # noqa: E402
+from cleveragents.tool import ContextPolicy, ToolActorContext, ToolCallRunResult  # noqa: E402
 from cleveragents.tool.models import context_window_for, price_for  # noqa: E402
 from cleveragents.toolsets import build_registry  # noqa: E402
 
@@ -60,7 +60,16 @@ SMALL_WINDOW = 40_000
 """A window the task outgrows (a local model's, say): the context guard has to elide."""
 MAX_OUTPUT_TOKENS = 8_000
 BILL_TARGET = 0.25
+LONG_BILL_TARGET = 0.13
+LONG_STEPS = 99
+"""The long variant: 99 tool calls, the 100th model turn answers."""
+QUICK_LONG_STEPS = 19
 QUICK_STEPS = 7
+POLICIES: dict[str, ContextPolicy] = {
+    "at the limit": ContextPolicy.at_the_limit(),
+    "cache-priced": ContextPolicy(),
+}
+"""Today's and the new context policy (tool/context_guard.py), by the names printed."""
 NOTES = "NOTES.md"
 PROMPT = (
     "Survey this Python package for a new maintainer: how a run flows from the CLI and the "
@@ -128,6 +137,68 @@ def task(sources: Path) -> list[Step]:
             {"path": NOTES, "content": notes(files)},
         ),
     ]
+
+
+def long_task(sources: Path, calls: int = LONG_STEPS) -> list[Step]:
+    """A longer review of the same tree: `calls` tool calls (files read whole and in part,
+    greps over the tree, globs, files printed by a command), then the notes. Its results
+    add up to about twice a 200k window."""
+    modules = sorted(
+        (p for p in sources.rglob("*.py") if "__pycache__" not in p.parts),
+        key=lambda p: (-p.stat().st_size, str(p)),
+    )
+    files = [str(p.relative_to(sources)) for p in modules]
+    folders = sorted({str(Path(f).parent) for f in files})
+    patterns = [
+        r"class \w+Error",
+        r"def __init__",
+        r"async def \w+",
+        r"raise ValueError",
+        r"return None",
+        r"import json",
+        r"@dataclass",
+        r"TODO|FIXME",
+        r"logging\.getLogger",
+        r"except \w+Error",
+        r"self\._lock",
+        r"os\.environ",
+    ]
+    steps: list[Step] = []
+    n = 0
+    while len(steps) < calls - 1:
+        name = files[n % len(files)]
+        other = files[(n * 7 + 3) % len(files)]
+        kind = n % 6
+        if kind in (0, 2):
+            path = name if kind == 0 else other
+            steps.append(Step(f"Reading {path}.", "read_file", {"path": path}))
+        elif kind == 1:
+            pattern = patterns[(n // 6) % len(patterns)]
+            steps.append(
+                Step(f"Searching for {pattern!r}.", "grep", {"pattern": pattern, "path": "."})
+            )
+        elif kind == 3:
+            steps.append(
+                Step(f"{name} and {other}.", "run_command", {"command": f"cat {name} {other}"})
+            )
+        elif kind == 4:
+            folder = folders[(n // 6) % len(folders)]
+            steps.append(Step(f"The files in {folder}.", "glob", {"pattern": f"{folder}/*.py"}))
+        else:
+            lines = sum(1 for _ in (sources / other).open(encoding="utf-8"))
+            offset = 1 + (n * 37) % max(1, lines - 1)
+            steps.append(
+                Step(
+                    f"Part of {other}.",
+                    "read_file",
+                    {"path": other, "offset": offset, "limit": 300},
+                )
+            )
+        n += 1
+    steps.append(
+        Step("Writing the notes.", "write_file", {"path": NOTES, "content": notes(files[:10])})
+    )
+    return steps
 
 
 def notes(files: list[str]) -> str:
@@ -267,6 +338,7 @@ async def run_task(
     sources: Path,
     make_caller: Callable[[str], Any],
     serve: Any,
+    policy: ContextPolicy | None = None,
 ) -> RunFigures:
     with tempfile.TemporaryDirectory(prefix="token-cost-") as tmp:
         workspace = Path(tmp) / "server"
@@ -275,7 +347,10 @@ async def run_task(
             caller = make_caller(server.base_url)
             try:
                 runtime = build_runtime(
-                    caller, build_registry(plugins=False), max_iterations=len(steps) + 1
+                    caller,
+                    build_registry(plugins=False),
+                    max_iterations=len(steps) + 1,
+                    context_policy=policy,
                 )
                 context = ToolActorContext(sandbox_root=str(workspace))
                 result = await runtime.arun_tool_loop(PROMPT, context)
@@ -292,6 +367,19 @@ async def run_task(
         return figures(label, caller, result, counted, refused, elided)
 
 
+def claude(cache: bool, window: int | None = None) -> Callable[[str], AnthropicCaller]:
+    """A Claude caller for the fake at a URL, caching on or off, in `window` if given."""
+    return lambda url: AnthropicCaller(
+        CLAUDE,
+        api_key=fake_anthropic.API_KEY,
+        base_url=url,
+        max_tokens=MAX_OUTPUT_TOKENS,
+        max_retries=0,
+        cache=cache,
+        context_window=window,
+    )
+
+
 async def measure(quick: bool) -> list[RunFigures]:
     sources = ROOT / "server"
     steps = task(sources)
@@ -299,17 +387,6 @@ async def measure(quick: bool) -> list[RunFigures]:
         steps = [*steps[:QUICK_STEPS], steps[-1]]
     claude_window = context_window_for(CLAUDE)
     gpt_window = context_window_for(GPT)
-
-    def claude(cache: bool, window: int | None = None) -> Callable[[str], AnthropicCaller]:
-        return lambda url: AnthropicCaller(
-            CLAUDE,
-            api_key=fake_anthropic.API_KEY,
-            base_url=url,
-            max_tokens=MAX_OUTPUT_TOKENS,
-            max_retries=0,
-            cache=cache,
-            context_window=window,
-        )
 
     def claude_server(window: int | None = claude_window) -> fake_anthropic.FakeAnthropic:
         server = fake_anthropic.FakeAnthropic(context_window=window)
@@ -333,6 +410,20 @@ async def measure(quick: bool) -> list[RunFigures]:
             claude_server(SMALL_WINDOW),
         ),
     ]
+
+
+async def measure_long(quick: bool) -> list[RunFigures]:
+    """The long variant under each policy, with Claude's cache on and off."""
+    sources = ROOT / "server"
+    steps = long_task(sources, QUICK_LONG_STEPS if quick else LONG_STEPS)
+    runs = []
+    for name, policy in POLICIES.items():
+        for cache in (True, False):
+            server = fake_anthropic.FakeAnthropic(context_window=context_window_for(CLAUDE))
+            server.push(*anthropic_replies(steps))
+            label = f"{name}, cache {'on' if cache else 'off'}"
+            runs.append(await run_task(label, steps, sources, claude(cache), server, policy))
+    return runs
 
 
 @dataclass
@@ -388,6 +479,48 @@ def verdicts(runs: list[RunFigures]) -> list[Verdict]:
     return found
 
 
+def long_verdicts(runs: list[RunFigures]) -> list[Verdict]:
+    """Per policy: the bill with caching against the task's uncached bill (today's policy,
+    cache off: what the same task cost before either caching or the policy), against its
+    own uncached bill, and whether every request fitted. The run answering is checked by
+    `check_done` (a run that does not answer crashes the bench)."""
+    by_label = {run.label: run for run in runs}
+    baseline = by_label["at the limit, cache off"]
+    found = []
+    for name in POLICIES:
+        on, off = by_label[f"{name}, cache on"], by_label[f"{name}, cache off"]
+        ratio = on.cost_usd / baseline.cost_usd
+        found.append(
+            Verdict(
+                True,
+                ratio <= LONG_BILL_TARGET,
+                f"{on.calls} calls, policy {name}: bill with caching / the task uncached: "
+                f"{ratio:.3f}x (${on.cost_usd:.4f} / ${baseline.cost_usd:.4f}; target <= "
+                f"{LONG_BILL_TARGET:g}x); the run answered",
+            )
+        )
+        found.append(
+            Verdict(
+                False,
+                True,
+                f"{on.calls} calls, policy {name}: bill with caching / this policy uncached: "
+                f"{on.cost_usd / off.cost_usd:.3f}x (${on.cost_usd:.4f} / ${off.cost_usd:.4f})",
+            )
+        )
+        fits = all(r.refused_requests == 0 and r.peak_request_tokens <= r.window for r in (on, off))
+        found.append(
+            Verdict(
+                True,
+                fits,
+                f"{on.calls} calls, policy {name}: largest request "
+                f"{max(on.peak_request_tokens, off.peak_request_tokens):,} tokens, window "
+                f"{on.window:,}, {on.refused_requests + off.refused_requests} refused "
+                "(target: none over the window)",
+            )
+        )
+    return found
+
+
 def table(runs: list[RunFigures]) -> str:
     header = (
         f"{'run':22} {'calls':>5} {'input':>10} {'uncached':>9} {'cache wr':>9} "
@@ -411,14 +544,18 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a short task (the smoke test)")
     args = parser.parse_args()
     runs = asyncio.run(measure(args.quick))
+    long_runs = asyncio.run(measure_long(args.quick))
     calls = runs[0].calls
     found = verdicts(runs)
+    found_long = long_verdicts(long_runs)
     if args.json:
         print(
             json.dumps(
                 {
                     "runs": [asdict(r) for r in runs],
                     "verdicts": [asdict(v) | {"line": v.line()} for v in found],
+                    "long_runs": [asdict(r) for r in long_runs],
+                    "long_verdicts": [asdict(v) | {"line": v.line()} for v in found_long],
                 },
                 indent=2,
             )
@@ -432,6 +569,15 @@ def main() -> None:
     print(table(runs))
     print()
     for verdict in found:
+        print(verdict.line())
+    print()
+    print(f"The long variant: {long_runs[0].calls} model calls on the same tree, Claude, 200k")
+    print("window, under each context policy (tool/context_guard.py): 'at the limit' elides")
+    print("only when the next request would not fit; 'cache-priced' clears all but the newest")
+    print("tool results in one step once a request passes its trigger.\n")
+    print(table(long_runs))
+    print()
+    for verdict in found_long:
         print(verdict.line())
 
 

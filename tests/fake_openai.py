@@ -5,8 +5,11 @@ It speaks the real wire format: `POST /v1/chat/completions` answered with a
 (HTTP/1.1 chunked, as OpenAI sends it), or an error status with OpenAI's error JSON.
 Replies come from a scripted queue; every request's headers and JSON body are recorded.
 
-Like the real service it counts each chat request's tokens (the fixed estimate in
-`fake_tokens.py`: each tool definition and each message is a block), refuses one over
+Like the real service it refuses a conversation in which a tool call and its result are
+apart (400 with OpenAI's messages: a `tool` message that answers no call of the assistant
+message just before it, or calls left without their `tool` messages), counts each chat
+request's tokens (the fixed estimate in `fake_tokens.py`: each tool definition and each
+message is a block), refuses one over
 `context_window` with 400 and code `context_length_exceeded` (OpenAI's message and body),
 and caches prompts as OpenAI documents it: a request whose prefix (tools, then messages) is
 identical to that of an earlier request, for 1,024 tokens or more, reports the matched part
@@ -184,6 +187,48 @@ def _filled_usage(chunk: dict[str, Any], counted: CacheUse | None) -> dict[str, 
     return {**chunk, "usage": filled}
 
 
+def tool_pairing_error(messages: Any) -> ErrorReply | None:
+    """The 400 OpenAI answers when a tool call and its result are apart: a `tool` message that
+    does not answer a call of the assistant message before it, or an assistant message whose
+    calls are not all answered by the tool messages right after it."""
+    if not isinstance(messages, list):
+        return None
+    pending: dict[str, int] = {}  # call id -> index of the assistant message that made it
+    answered: set[str] = set()
+    for index, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id in pending and call_id not in answered:
+                answered.add(call_id)
+                continue
+            return openai_error(
+                400,
+                "Invalid parameter: messages with role 'tool' must be a response to a "
+                "preceeding message with 'tool_calls'.",
+                param=f"messages.[{index}].role",
+            )
+        missing = [c for c in pending if c not in answered]
+        if missing:
+            return _unanswered(pending[missing[0]], missing)
+        pending, answered = {}, set()
+        if role == "assistant":
+            for call in message.get("tool_calls") or ():
+                pending[str(call.get("id"))] = index
+    missing = [c for c in pending if c not in answered]
+    return _unanswered(pending[missing[0]], missing) if missing else None
+
+
+def _unanswered(index: int, missing: list[str]) -> ErrorReply:
+    return openai_error(
+        400,
+        "An assistant message with 'tool_calls' must be followed by tool messages responding "
+        "to each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+        + ", ".join(missing),
+        param=f"messages.[{index}].role",
+    )
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
@@ -315,7 +360,7 @@ class FakeOpenAIServer:
         with self._lock:
             self.requests.append(request)
         if request.path == CHAT_PATH and isinstance(request.body, dict):
-            refusal = self._count(request)
+            refusal = tool_pairing_error(request.body.get("messages")) or self._count(request)
             if refusal is not None:  # refused before the model ran: the script waits
                 return refusal
         with self._lock:

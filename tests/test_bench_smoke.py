@@ -22,6 +22,8 @@ LOOP_VARIANTS = (
     "runtime, sync tool",
     "runtime, async tool",
     "runtime, typed async tool",
+    "one JSON encode of 1 MiB",
+    "runtime, 1 MiB results",
 )
 
 
@@ -51,8 +53,9 @@ def test_loop_overhead_prints_every_variant_and_a_verdict_per_target() -> None:
                 for line in output.splitlines()
             ), f"no row for {variant} at N={n}"
     verdicts = verdict_lines(output)
-    # Per N: two targets and two informational ratios; then growth for both runtime variants.
-    assert len(verdicts) == 10, verdicts
+    # Per N: three targets and two informational ratios; then growth for both runtime variants.
+    assert len(verdicts) == 12, verdicts
+    assert sum("1 MiB results vs one JSON encode" in line for line in verdicts) == 2
     assert sum("growth" in line for line in verdicts) == 2
     assert sum(line.startswith("INFO ") for line in verdicts) == 4
     costs = output.split("Argument check alone, per call")[1].splitlines()[1:]

@@ -25,13 +25,14 @@ from cleveragents.tool import (
     Usage,
     UserMessage,
 )
+from cleveragents.tool.compaction import is_note
 from cleveragents.tool.context_guard import (
     ContextGuard,
     ContextLimits,
-    elided_assistant,
-    elided_results,
+    ContextPolicy,
     estimate_request_tokens,
 )
+from cleveragents.tool.messages import ToolResult
 
 MiB = 1024 * 1024
 
@@ -81,12 +82,15 @@ def is_elided(message: Message) -> bool:
 
 
 def assert_calls_answered(messages: Sequence[Message]) -> None:
-    """Every assistant turn with calls is followed by the results of exactly those calls."""
+    """Every assistant turn with calls is followed by the results of exactly those calls, and
+    every results message answers the turn just before it (none is left without its call)."""
     for index, message in enumerate(messages):
         if isinstance(message, AssistantMessage) and message.tool_calls:
             answer = messages[index + 1]
             assert isinstance(answer, ToolResultsMessage), f"message {index + 1}"
             assert [r.call_id for r in answer.results] == [c.call_id for c in message.tool_calls]
+        if isinstance(message, ToolResultsMessage):
+            assert isinstance(messages[index - 1], AssistantMessage), f"orphaned results {index}"
 
 
 def dump_calls(iterations: int, requests: list[LLMRequest]) -> Callable[[LLMRequest], LLMResponse]:
@@ -326,25 +330,10 @@ def test_a_continued_run_is_elided_to_fit_a_smaller_window() -> None:
 
 
 # -- the stress run from the issue ------------------------------------------------------------
-def all_elided(messages: Sequence[Message]) -> list[Message]:
-    newest = max(i for i, m in enumerate(messages) if isinstance(m, AssistantMessage))
-    out: list[Message] = []
-    for index, message in enumerate(messages):
-        if isinstance(message, ToolResultsMessage):
-            out.append(elided_results(message))
-        elif isinstance(message, AssistantMessage) and index < newest:
-            out.append(elided_assistant(message))
-        else:
-            out.append(message)
-    return out
-
-
-@pytest.mark.parametrize(
-    ("window", "ends"), [(60_000, "max_iterations"), (8_000, "context_exhausted")]
-)
-def test_a_hundred_iterations_of_one_mib_results_never_exceed_the_window(
-    window: int, ends: str
-) -> None:
+@pytest.mark.parametrize("window", [60_000, 8_000])
+def test_a_hundred_iterations_of_one_mib_results_never_exceed_the_window(window: int) -> None:
+    """In the small window even the elided turns outgrow it: the oldest are compacted, and
+    the run goes on to its own limit instead of ending with context_exhausted."""
     max_tokens = 1_024
     limit = input_limit(window, max_tokens)
     requests: list[LLMRequest] = []
@@ -352,17 +341,62 @@ def test_a_hundred_iterations_of_one_mib_results_never_exceed_the_window(
     stress = runtime(registry_with_dump(MiB), llm, max_iterations=100)
     result = stress.run_tool_loop("go")
 
-    assert result.stop_reason == ends
+    assert result.stop_reason == "max_iterations" and len(requests) == 100
     for request in requests:
         assert estimate_request_tokens(request) <= limit
         assert_calls_answered(request.messages)
+        assert request.messages[0] == UserMessage("go")
     assert all(len(r.output["data"]) == MiB for r in result.tool_call_history)
-    if ends == "max_iterations":
-        assert len(requests) == 100
-        return
-    # It gave up only when even the fully elided conversation is over the limit.
-    last = requests[-1]
-    final = LLMRequest(all_elided(result.messages), last.tools, last.system)
-    assert estimate_request_tokens(final) > limit
-    assert len(requests) > 20, "it got far before giving up"
-    assert "every older tool result and message elided" in result.content
+    assert len(result.tool_call_history) == 100
+    compacted = [r for r in requests if any(is_note(m) for m in r.messages)]
+    if window == 8_000:
+        assert compacted, "the small window needed compaction"
+        assert len(result.messages) == 1 + 2 * 100  # the run's own messages keep every turn
+    else:
+        assert not compacted
+
+
+# -- the cache-priced policy ------------------------------------------------------------------
+def results_turn(guard: ContextGuard, n: int, size: int) -> None:
+    call = ToolCallRequest(f"c{n}", "dump", {"n": n})
+    guard.append(AssistantMessage(f"step {n}", (call,)))
+    guard.append(ToolResultsMessage((ToolResult(f"c{n}", "dump", {"data": "d" * size}),)))
+
+
+def test_past_the_trigger_all_but_the_newest_results_are_cleared_in_one_step() -> None:
+    policy = ContextPolicy(trigger_tokens=20_000, keep_tool_uses=2, clear_at_least_tokens=5_000)
+    guard = ContextGuard(ContextLimits(200_000, 8_000, 4_000), 0, policy)
+    guard.append(UserMessage("go"))
+    elided_at: list[int] = []
+    for n in range(1, 40):
+        results_turn(guard, n, 7_000)  # about 2,000 tokens each
+        before = guard.elided_messages
+        assert guard.fit()
+        if guard.elided_messages != before:
+            elided_at.append(n)
+            flags = [is_elided(m) for m in guard.view if isinstance(m, ToolResultsMessage)]
+            # One step clears every result but the newest two.
+            assert flags == [True] * (len(flags) - 2) + [False, False]
+            assert guard.estimate() < 20_000 * 0.6
+        assert guard.estimate() <= 20_000 + 2_100
+        assert_calls_answered(guard.view)
+    # Rarely, and far apart: the cached prefix is rewritten a few times, not every turn.
+    assert 2 <= len(elided_at) <= 6
+    assert all(b - a >= 5 for a, b in pairwise(elided_at))
+
+
+def test_a_step_smaller_than_clear_at_least_is_not_taken() -> None:
+    policy = ContextPolicy(trigger_tokens=3_000, keep_tool_uses=1, clear_at_least_tokens=5_000)
+    guard = ContextGuard(ContextLimits(200_000, 8_000, 4_000), 0, policy)
+    guard.append(UserMessage("x" * 14_000))  # 4,000 tokens of prompt: past the trigger at once
+    for n in range(1, 6):
+        results_turn(guard, n, 1_000)  # results too small to be worth a rewrite
+        assert guard.fit()
+    assert guard.elided_messages == 0
+    # The window's limit still holds whatever the policy says.
+    assert ContextPolicy.at_the_limit().trigger_for(100) is None
+    assert policy.trigger_for(2_000) == 2_000
+    with pytest.raises(ValueError, match="keep_tool_uses"):
+        ContextPolicy(keep_tool_uses=-1)
+    with pytest.raises(TypeError, match="trigger_tokens"):
+        ContextPolicy(trigger_tokens="many")  # type: ignore[arg-type]

@@ -71,6 +71,18 @@ def test_a_replaced_older_message_is_converted_anew_and_the_rest_reused() -> Non
     assert "elided to fit" in json.dumps(wire[4])
 
 
+def test_turns_dropped_by_compaction_leave_the_rest_converted_once() -> None:
+    converter = anthropic_converter()
+    messages = conversation(20)
+    converter.convert(messages)
+    before = converter.conversions
+    note = UserMessage("[Earlier in this conversation: 8 assistant turn(s) ... removed]")
+    compacted = [messages[0], note, *messages[17:]]
+    wire = converter.convert(compacted)
+    assert wire == ToolCallRouter.to_anthropic_messages(compacted)
+    assert converter.conversions == before + 1  # only the note is new
+
+
 def test_a_shorter_or_different_conversation_with_the_same_start_is_right() -> None:
     converter = anthropic_converter()
     messages = conversation(6)

@@ -257,3 +257,47 @@ def test_the_read_file_marker_names_the_call_that_shows_the_missing_lines(tmp_pa
     shown_second = result.messages[4]
     assert isinstance(shown_second, ToolResultsMessage)
     assert "[…" not in shown_second.results[0].content["content"]
+
+
+# -- measured once ----------------------------------------------------------------------------
+def test_a_huge_result_is_cut_without_measuring_the_whole_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 1 MiB output is known to be over the budget by its length: nothing encodes or reprs
+    the whole result (that was two passes over it); only what is kept is measured."""
+    from cleveragents.tool import result_budget
+
+    measured: list[int] = []
+    real_json, real_approx = result_budget.json_chars, result_budget.approx_chars
+
+    def counting_json(value: Any) -> int:
+        size = real_json(value)
+        measured.append(size)
+        return size
+
+    def counting_approx(value: Any) -> int:
+        size = real_approx(value)
+        measured.append(size)
+        return size
+
+    monkeypatch.setattr(result_budget, "json_chars", counting_json)
+    monkeypatch.setattr(result_budget, "approx_chars", counting_approx)
+    output = {"exit_code": 0, "stdout": build_log(30_000), "stderr": "warning: x\n" * 10}
+    assert len(output["stdout"]) > MiB
+    cut, size = result_budget.fit_with_size("run_command", output, 32_000)
+    assert size == real_json(cut) <= 32_000  # the guard gets the exact size of what is sent
+    assert cut["exit_code"] == 0 and "left out here" in cut["stdout"]
+    assert measured and max(measured) < 200_000, measured
+
+
+def test_the_size_given_for_a_result_that_fits_is_about_its_json() -> None:
+    from cleveragents.tool.result_budget import fit_with_size
+
+    for output in (
+        {"n": 1},
+        {"content": 'say "hi"\n' * 500, "path": "a.py", "start_line": 1},
+        {"matches": [{"path": f"f{i}.py", "line": i, "text": "x = 1"} for i in range(50)]},
+    ):
+        content, size = fit_with_size("grep", output, 32_000)
+        assert content is output
+        assert 0.8 * json_chars(output) <= size <= 1.25 * json_chars(output)

@@ -297,3 +297,67 @@ def test_tool_output_is_accepted_exactly_when_json_or_pydantics_json_mode_can_ho
                 converted_some = True
                 assert output == converted and json.loads(json.dumps(output)) == output
     assert converted_some
+
+
+async def test_sync_calls_with_different_timeouts_each_time_out_at_their_own() -> None:
+    """One timer per loop watches every sync call's deadline: a short deadline that comes
+    after a long one still fires first, and calls that finish are never expired."""
+    registry = ToolRegistry()
+    release = threading.Event()
+
+    @registry.tool(timeout_s=5)
+    def slow() -> str:
+        """Blocks until released."""
+        release.wait(30)
+        return "done"
+
+    @registry.tool(timeout_s=0.05)
+    def stuck() -> None:
+        """Blocks its worker thread until released."""
+        release.wait(30)
+
+    @registry.tool(timeout_s=0.05)
+    def quick(n: int) -> int:
+        """Answers at once."""
+        return n
+
+    runner = ToolRunner(registry)
+    try:
+        long_call = asyncio.ensure_future(runner.run(ToolCallRequest("c1", "slow", {})))
+        await asyncio.sleep(0.01)
+        short = await runner.run(ToolCallRequest("c2", "stuck", {}))
+        quick_ones = [
+            await runner.run(ToolCallRequest(f"q{n}", "quick", {"n": n})) for n in range(50)
+        ]
+        # Had the short call waited for the long one's timer, that one would have expired too.
+        assert not long_call.done()
+        release.set()
+        finished = await long_call
+    finally:
+        release.set()
+        runner.shutdown()
+    assert short.error_kind == "timeout"
+    assert all(r.success and r.output == {"result": n} for n, r in enumerate(quick_ones))
+    assert finished.success and finished.output == {"result": "done"}
+
+
+def test_a_runner_keeps_no_finished_loop_alive() -> None:
+    import gc
+    import weakref
+
+    registry = registry_with_echo()
+    runner = ToolRunner(registry)
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    async def once() -> None:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        record = await runner.run(ToolCallRequest("c1", "echo", {"text": "hi"}))
+        assert record.success
+
+    try:
+        for _ in range(3):
+            asyncio.run(once())
+        gc.collect()
+    finally:
+        runner.shutdown()
+    assert all(loop() is None for loop in loops)

@@ -17,6 +17,7 @@ from cleveragents.service.settings import (
     session_settings,
 )
 from cleveragents.tool import (
+    ContextPolicy,
     FunctionLLMCaller,
     LLMRequest,
     LLMResponse,
@@ -37,6 +38,8 @@ def test_defaults_with_nothing_set() -> None:
         "context_window": None,
         "prices": {},
         "cache": True,
+        "context_policy": ContextPolicy(100_000, 3, 20_000),
+        "compaction_summary": False,
     }
     assert defaults.provider_options() == {"cache": True}
     assert defaults.command_policy == CommandPolicy.from_environment({})
@@ -62,6 +65,8 @@ def test_the_environment_then_the_options_over_it() -> None:
             "b": ModelPrice(3, 4, 3, 3),
         },
         "cache": False,
+        "context_policy": ContextPolicy(100_000, 3, 20_000),
+        "compaction_summary": False,
     }
     options = ClientOptions(
         tool_result_budget=2_000,
@@ -83,6 +88,36 @@ def test_the_environment_then_the_options_over_it() -> None:
     assert policy.env_allow == ("FROM_ENV", "FROM_OPTIONS")
     assert policy.extra_read_paths == ("~/.cargo",)
     assert policy.limits.max_processes == 100 and policy.limits.max_memory == 8 * GIB
+
+
+def test_the_context_policy_from_the_environment_and_the_options() -> None:
+    env = {
+        "CLEVERAGENTS_CONTEXT_CLEAR_TRIGGER": "60_000",
+        "CLEVERAGENTS_CONTEXT_KEEP_TOOL_USES": "5",
+        "CLEVERAGENTS_COMPACTION_SUMMARY": "1",
+    }
+    from_env = session_settings(ClientOptions(), env).defaults
+    assert from_env.context_policy == ContextPolicy(60_000, 5, 20_000)
+    assert from_env.compaction_summary is True
+    assert (
+        session_settings(ClientOptions(compaction_summary=False), env).defaults.runtime_options()[
+            "compaction_summary"
+        ]
+        is False
+    )
+    options = ClientOptions(context_clear_trigger=0, context_clear_at_least=1_000)
+    chosen = session_settings(options, env).defaults.context_policy
+    # A trigger of 0: clear only when the window requires it (the policy before caching).
+    assert chosen == ContextPolicy(None, 5, 1_000)
+    with pytest.raises(ParamsError) as caught:
+        session_settings(
+            ClientOptions(context_keep_tool_uses=-1),
+            {"CLEVERAGENTS_CONTEXT_CLEAR_AT_LEAST": "some"},
+        )
+    assert [p.split(":")[0] for p in caught.value.problems] == [
+        "initializationOptions.contextKeepToolUses",
+        "$CLEVERAGENTS_CONTEXT_CLEAR_AT_LEAST",
+    ]
 
 
 def test_bad_values_name_their_option_or_variable() -> None:

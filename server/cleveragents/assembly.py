@@ -41,7 +41,10 @@ offset and limit it names, a narrower grep (a more specific pattern, a path or g
 lower max_results), or a command whose output goes to a file (`cmd > out.log 2>&1`) that \
 you then page with read_file or filter with grep, head or tail.
 - In a long task, older tool results may be replaced by a note "elided to fit the \
-context: N characters". Call the tool again if you still need that content.
+context: N characters". Call the tool again if you still need that content. The oldest \
+turns may be replaced by one note "[Earlier in this conversation: ...]" that lists what \
+they did (files read and changed, commands and their exit codes); trust it, and read a \
+file again before relying on its content.
 - Every token you read costs the user money: ask for what you need (a range of lines, a \
 filtered listing) and do not read again what you already have.
 

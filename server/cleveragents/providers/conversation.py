@@ -4,8 +4,9 @@ A run resends its whole conversation on every model call. Converting all of it e
 costs time that grows with the run (quadratic over a run), and a prefix rebuilt from scratch
 is only byte-stable if every conversion is. `MessageConverter` keeps each conversation's
 converted messages and, on the next call, converts only what is new: the messages appended
-since, and any older message the runtime replaced (its context guard swaps in elided copies;
-a replaced message is a different object, so it is converted anew). Converted dicts are
+since, and any older message the runtime replaced (its context guard swaps in elided copies
+and compaction notes; a replaced message is a different object, so it is converted anew).
+Messages compaction drops are just left out: the rest keep their conversions. Converted dicts are
 shared between requests and must never be mutated; a provider that marks a message (a cache
 breakpoint) marks a copy.
 
@@ -95,15 +96,18 @@ class MessageConverter:
         conversation.wire.extend(parts)
 
     def _rebuild(self, conversation: _Conversation, messages: Sequence[Message]) -> None:
-        """Some older message was replaced (or the list is another conversation's with the
-        same start): keep every conversion whose message is at the same place still."""
-        sources, parts = conversation.sources, conversation.parts
+        """Some older message was replaced, or some were dropped (compaction), or the list is
+        another conversation's with the same start: keep every conversion whose message is
+        still there, wherever it moved (the old sources keep their objects alive, so an id
+        seen here is the same object)."""
+        known = {
+            id(message): part
+            for message, part in zip(conversation.sources, conversation.parts, strict=True)
+        }
         new_parts: list[Sequence[WireMessage]] = []
-        for index, message in enumerate(messages):
-            if index < len(sources) and sources[index] is message:
-                new_parts.append(parts[index])
-            else:
-                new_parts.append(self._convert(message))
+        for message in messages:
+            part = known.get(id(message))
+            new_parts.append(part if part is not None else self._convert(message))
         conversation.sources = list(messages)
         conversation.parts = new_parts
         conversation.wire = list(itertools.chain.from_iterable(new_parts))

@@ -171,6 +171,8 @@ class RunPlan:
             "context_window": self.context_window,
             "prices": defaults.prices,
             "cache": self.prompt_caching,
+            "context_policy": defaults.context_policy,
+            "compaction_summary": defaults.compaction_summary,
         }
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..assembly import SYSTEM_PROMPT
 from ..providers import PROVIDERS
+from ..tool.context_guard import ContextPolicy
 from ..tool.models import ModelPrice, normalise_prices
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.result_budget import DEFAULT_RESULT_BUDGET_CHARS, MIN_RESULT_BUDGET_CHARS
@@ -48,6 +49,12 @@ ENV_TOOL_RESULT_BUDGET = "CLEVERAGENTS_TOOL_RESULT_BUDGET"
 ENV_CONTEXT_WINDOW = "CLEVERAGENTS_CONTEXT_WINDOW"
 ENV_PROMPT_CACHING = "CLEVERAGENTS_PROMPT_CACHING"
 ENV_PRICES = "CLEVERAGENTS_PRICES"
+# The context policy (tool/context_guard.py); a trigger of 0 clears only at the window's limit.
+ENV_CONTEXT_CLEAR_TRIGGER = "CLEVERAGENTS_CONTEXT_CLEAR_TRIGGER"
+ENV_CONTEXT_KEEP_TOOL_USES = "CLEVERAGENTS_CONTEXT_KEEP_TOOL_USES"
+ENV_CONTEXT_CLEAR_AT_LEAST = "CLEVERAGENTS_CONTEXT_CLEAR_AT_LEAST"
+# Ask the model for a summary of what compaction drops (an extra model call each time).
+ENV_COMPACTION_SUMMARY = "CLEVERAGENTS_COMPACTION_SUMMARY"
 
 MAX_RESULT_BUDGET_CHARS = 10_000_000
 MIN_CONTEXT_WINDOW = 1024
@@ -88,6 +95,9 @@ class RunDefaults:
     # The model's window in tokens; None: the caller's, the model table's, or the default.
     context_window: int | None = None
     prompt_caching: bool = True
+    # When old tool results are cleared before the window requires it, and how much.
+    context_policy: ContextPolicy = field(default_factory=ContextPolicy)
+    compaction_summary: bool = False
     # Price overrides by model (tool/models.py's table covers the rest).
     prices: Mapping[str, ModelPrice] = field(default_factory=dict)
     # What run_command may reach; None: the environment's (CommandPolicy.from_environment).
@@ -112,6 +122,8 @@ class RunDefaults:
             "context_window": self.context_window,
             "prices": self.prices,
             "cache": self.prompt_caching,
+            "context_policy": self.context_policy,
+            "compaction_summary": self.compaction_summary,
         }
 
 
@@ -183,6 +195,11 @@ class ClientOptions:
     tool_result_budget: int | None = None
     context_window: int | None = None
     prompt_caching: bool | None = None
+    # The context policy's parameters in tokens (trigger 0: clear only at the window's limit).
+    context_clear_trigger: int | None = None
+    context_keep_tool_uses: int | None = None
+    context_clear_at_least: int | None = None
+    compaction_summary: bool | None = None
     # {model: {input, output, cacheWrite?, cacheRead?}} in USD per million tokens.
     prices: Mapping[str, Mapping[str, Any]] | None = None
     command: CommandSettings = field(default_factory=CommandSettings)
@@ -253,6 +270,10 @@ def session_settings(
     caching = _bool_setting(
         problems, *pick("prompt_caching", options.prompt_caching, ENV_PROMPT_CACHING)
     )
+    context_policy = _context_policy(problems, options, pick)
+    summary = _bool_setting(
+        problems, *pick("compaction_summary", options.compaction_summary, ENV_COMPACTION_SUMMARY)
+    )
     prices = _prices(problems, options.prices, env, options_name)
     policy = _command_policy(problems, options.command, env, options_name)
     trust_workspace = options.trust_workspace
@@ -275,6 +296,8 @@ def session_settings(
         result_budget_chars=budget[0] if budget[0] is not None else DEFAULT_RESULT_BUDGET_CHARS,
         context_window=window[0],
         prompt_caching=caching if caching is not None else True,
+        context_policy=context_policy,
+        compaction_summary=summary is True,
         prices=prices,
         command_policy=policy,
         trust_workspace=trust_workspace,
@@ -290,6 +313,26 @@ def session_settings(
         approvals=options.approvals is True or client_approvals,
         trust_prompts=client_trust_prompts,
     )
+
+
+def _context_policy(problems: list[str], options: ClientOptions, pick: Any) -> ContextPolicy:
+    """The policy from its three settings, each an option or a variable (defaults: the
+    cache-priced policy's); a trigger of 0 clears only at the window's limit."""
+    default = ContextPolicy()
+    settings = (
+        ("context_clear_trigger", ENV_CONTEXT_CLEAR_TRIGGER, default.trigger_tokens),
+        ("context_keep_tool_uses", ENV_CONTEXT_KEEP_TOOL_USES, default.keep_tool_uses),
+        ("context_clear_at_least", ENV_CONTEXT_CLEAR_AT_LEAST, default.clear_at_least_tokens),
+    )
+    values: list[int] = []
+    for name, env_name, fallback in settings:
+        value, where = _int_setting(problems, *pick(name, getattr(options, name), env_name))
+        if value is not None and value < 0:
+            problems.append(f"{where}: must be at least 0, got {value}")
+            value = None
+        values.append((fallback or 0) if value is None else value)
+    trigger, keep, at_least = values
+    return ContextPolicy(trigger or None, keep, at_least)
 
 
 def _int_setting(problems: list[str], raw: Any, where: str) -> tuple[int | None, str]:

@@ -4,6 +4,7 @@ from cleveragents.tool import ToolCallingRuntime, ToolRegistry, ToolRunner, Tool
 """
 
 from .context import ToolActorContext
+from .context_guard import ContextPolicy
 from .errors import ContextLengthExceeded, SandboxViolation, ToolError
 from .events import (
     IterationStarted,
@@ -50,6 +51,7 @@ __all__ = [
     "AssistantMessage",
     "CancelToken",
     "ContextLengthExceeded",
+    "ContextPolicy",
     "ErrorKind",
     "FunctionLLMCaller",
     "IterationStarted",

@@ -18,6 +18,11 @@ elides down to `ELISION_TARGET` of the limit, not just under it, so the conversa
 (what a provider's prompt cache holds) changes once every several iterations, not every
 turn. Sizes are counted once per message as it arrives, so a check costs O(1) until an
 elision is due.
+
+Before the window requires anything, a `ContextPolicy` priced for prompt caching may clear
+old tool results early and in one large step (see its docstring); when eliding is not enough,
+the oldest turns are dropped whole and described in a note (`compaction.py`). The rules and
+the measured bills: docs/tokens.md.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .compaction import MAX_SUMMARY_CHARS, Ledger, droppable_units
 from .messages import (
     AssistantMessage,
     LLMRequest,
@@ -35,6 +41,7 @@ from .messages import (
     ToolResult,
     ToolResultsMessage,
     ToolSchema,
+    UserMessage,
 )
 from .result_budget import approx_chars, json_chars
 
@@ -48,6 +55,15 @@ DEFAULT_OUTPUT_RESERVE_TOKENS = 8_192
 the window, so a small local model keeps most of its window for input)."""
 ELIDE_MIN_CHARS = 256
 """Results and texts shorter than this are kept: eliding them would save nothing."""
+ELIDED_RESULT_CHARS = 200
+"""About what an elided result's note takes (its JSON), for pricing a clearing step."""
+
+DEFAULT_CLEAR_TRIGGER_TOKENS = 100_000
+"""Clear old tool results once a request passes this (Anthropic's context editing default)."""
+DEFAULT_KEEP_TOOL_USES = 3
+"""Tool results kept whole when clearing (Anthropic's default too)."""
+DEFAULT_CLEAR_AT_LEAST_TOKENS = 20_000
+"""A clearing step smaller than this is not taken: rewriting the cache would cost more."""
 
 # What a provider's wire format adds around each piece (role, block types, a ~30-character id).
 MESSAGE_OVERHEAD_CHARS = 16
@@ -102,6 +118,17 @@ def request_chars(request: LLMRequest) -> int:
 
 def estimate_request_tokens(request: LLMRequest, factor: float = 1.0) -> int:
     return estimate_tokens(request_chars(request), factor)
+
+
+def _clear_gain(message: ToolResultsMessage, content_chars: Sequence[int] | None) -> int:
+    """Characters eliding a results message would save."""
+    if content_chars is None:
+        content_chars = [approx_chars(r.content) for r in message.results]
+    gain = 0
+    for size in content_chars:
+        if size >= ELIDE_MIN_CHARS:
+            gain += size - ELIDED_RESULT_CHARS
+    return gain
 
 
 def elision_note(chars: int) -> str:
@@ -180,16 +207,88 @@ class ContextLimits:
         return cls(window, reserve, margin_tokens(window))
 
 
+@dataclass(slots=True, frozen=True)
+class ContextPolicy:
+    """When the guard clears old tool results before the window requires it, and how much.
+
+    Priced for prompt caching, after Anthropic's context editing (`clear_tool_uses`): once a
+    request passes `trigger_tokens`, every tool result but the newest `keep_tool_uses` is
+    cleared at once, but only when that clears at least `clear_at_least_tokens` (a smaller
+    step would rewrite the cached prefix for little). Clearing rewrites the cache from the
+    first cleared result on, so it is done rarely and in large steps, and in between the
+    requests are smaller, which makes every cached read cheaper. `trigger_tokens=None` is the
+    policy of eliding only when the next request would not fit (down to `ELISION_TARGET` of
+    the limit). Either way the window is a hard wall: over the limit, the guard elides and
+    then compacts (see `compaction.py`).
+    """
+
+    trigger_tokens: int | None = DEFAULT_CLEAR_TRIGGER_TOKENS
+    keep_tool_uses: int = DEFAULT_KEEP_TOOL_USES
+    clear_at_least_tokens: int = DEFAULT_CLEAR_AT_LEAST_TOKENS
+
+    def __post_init__(self) -> None:
+        for name in ("trigger_tokens", "keep_tool_uses", "clear_at_least_tokens"):
+            value = getattr(self, name)
+            if value is None and name == "trigger_tokens":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+            least = 1 if name == "trigger_tokens" else 0
+            if value < least:
+                raise ValueError(f"{name} must be at least {least}, got {value}")
+
+    @classmethod
+    def at_the_limit(cls) -> ContextPolicy:
+        """Elide only when the next request would not fit (the policy before caching was
+        priced in)."""
+        return cls(trigger_tokens=None)
+
+    def trigger_for(self, limit: int) -> int | None:
+        return None if self.trigger_tokens is None else min(self.trigger_tokens, limit)
+
+    def clear_at_least_for(self, limit: int) -> int:
+        # A small window cannot hold a large step: at most a quarter of it.
+        return min(self.clear_at_least_tokens, limit // 4)
+
+
 class ContextGuard:
     """The messages the model is sent (`view`), kept within the limits as a run grows."""
 
-    def __init__(self, limits: ContextLimits, fixed_chars: int) -> None:
+    def __init__(
+        self,
+        limits: ContextLimits,
+        fixed_chars: int,
+        policy: ContextPolicy | None = None,
+        mutating_tools: frozenset[str] = frozenset(),
+    ) -> None:
         self.limits = limits
+        self.policy = policy if policy is not None else ContextPolicy.at_the_limit()
         self.view: list[Message] = []
         self._sizes: list[int] = []
+        # What each view message was when appended (the ledger describes dropped turns from
+        # these: a result's small fields, path and exit_code, are never elided there).
+        self._originals: list[Message] = []
+        # Characters clearing each message would save (0: nothing left to clear).
+        self._gains: list[int] = []
+        self._fixed = fixed_chars
         self.chars = fixed_chars
         self.factor = 1.0
+        limit = limits.input_limit
+        trigger = self.policy.trigger_for(limit)
+        # Below this many tokens a check has nothing to do (the trigger, else the limit).
+        self._quiet_tokens = limit if trigger is None else trigger
+        self._quiet_chars = 0.0
+        self._set_quiet()
         self.elided_messages = 0
+        self.compactions = 0
+        self.ledger = Ledger(mutating_tools)
+        # The model-written summary (runtime setting `compaction_summary`): what it has said
+        # so far, and the turns dropped since it last did (kept only when asked for).
+        self.summary = ""
+        self.keep_dropped = False
+        self.dropped_since_summary: list[Message] = []
+        self._pinned: set[int] = set()  # ids of messages never dropped
+        self._note_at: int | None = None
         self._results_from = 0  # no result before this index can be elided further
         self._texts_from = 0
 
@@ -197,8 +296,18 @@ class ContextGuard:
     def append(self, message: Message, content_chars: Sequence[int] | None = None) -> None:
         size = message_chars(message, content_chars)
         self.view.append(message)
+        self._originals.append(message)
         self._sizes.append(size)
+        self._gains.append(
+            _clear_gain(message, content_chars) if type(message) is ToolResultsMessage else 0
+        )
         self.chars += size
+        if len(self.view) == 1:
+            self.pin(message)
+
+    def pin(self, message: Message) -> None:
+        """Never drop `message` (the first message and the run's prompt are pinned)."""
+        self._pinned.add(id(message))
 
     def estimate(self) -> int:
         """Tokens the next request is estimated at, calibration included."""
@@ -213,31 +322,70 @@ class ContextGuard:
         size = message_chars(message)
         self.chars += size - self._sizes[index]
         self._sizes[index] = size
+        self._gains[index] = 0
         self.view[index] = message
         self.elided_messages += 1
 
     # -- the check -----------------------------------------------------------------------
     def fit(self) -> bool:
-        """Elide what it takes for the next request to fit; False when nothing can.
+        """Clear, elide or compact what it takes for the next request to fit; False when
+        nothing can.
 
-        In order, until the request is down to `ELISION_TARGET` of the limit: older tool
-        results, oldest first; then older assistant turns' text and large arguments; then,
-        only if it still does not fit, the newest results (the note tells the model to ask
-        for less).
+        Past the policy's trigger: all but the newest tool results, in one step worth
+        taking. Over the limit, in order, until the request is down to `ELISION_TARGET` of
+        the limit: older tool results, oldest first; older assistant turns' text and large
+        arguments; the oldest turns, dropped whole and described in a note (compaction);
+        and only if it still does not fit, the newest results (the note tells the model to
+        ask for less).
         """
+        if self.chars <= self._quiet_chars:  # the usual case: one comparison
+            return True
         limit = self.limits.input_limit
+        trigger = self.policy.trigger_for(limit)
+        if trigger is not None and self.estimate() > trigger:
+            self._clear_old_results(limit, trigger)
         if self.estimate() <= limit:
             return True
         goal = self._chars_for(int(limit * ELISION_TARGET))
-        last = len(self.view) - 1
-        newest = self.view[last] if self.view else None
-        fresh = last if isinstance(newest, ToolResultsMessage) else len(self.view)
+        newest = self.view[-1] if self.view else None
+        fresh = len(self.view) - 1 if isinstance(newest, ToolResultsMessage) else len(self.view)
         self._elide_results(goal, fresh)
         if self.estimate() > limit:
             self._elide_texts(goal)
-        if self.estimate() > limit and isinstance(newest, ToolResultsMessage):
-            self._replace(last, elided_results(newest))
+        if self.estimate() > limit:
+            self._compact(goal)
+        if self.estimate() > limit and self.view and isinstance(self.view[-1], ToolResultsMessage):
+            self._replace(len(self.view) - 1, elided_results(self.view[-1]))
         return self.estimate() <= limit
+
+    def _clear_old_results(self, limit: int, trigger: int) -> None:
+        """The policy's step: every result but the newest `keep_tool_uses`, and more of those
+        (oldest first, never the newest message) while the request is above `ELISION_TARGET`
+        of the trigger, so the next step is far away even in a small window; taken only
+        when it clears at least `clear_at_least_tokens`."""
+        if not self.view:
+            return
+        keep = self.policy.keep_tool_uses
+        start = self._results_from
+        stop = len(self.view)
+        while stop > start and keep > 0:
+            stop -= 1
+            message = self.view[stop]
+            if isinstance(message, ToolResultsMessage):
+                keep -= len(message.results)
+        fresh = len(self.view) - 1 if isinstance(self.view[-1], ToolResultsMessage) else stop
+        goal = self._chars_for(int(trigger * ELISION_TARGET))
+        gain = sum(self._gains[start:stop])
+        while self.chars - gain > goal and stop < fresh:
+            gain += self._gains[stop]
+            stop += 1
+        if estimate_tokens(gain, self.factor) < self.policy.clear_at_least_for(limit):
+            return
+        for index in range(start, stop):
+            message = self.view[index]
+            if isinstance(message, ToolResultsMessage) and self._gains[index]:
+                self._replace(index, elided_results(message))
+        self._results_from = stop
 
     def _elide_results(self, goal: float, stop: int) -> None:
         self._results_from = self._elide(
@@ -270,6 +418,73 @@ class ContextGuard:
             index += 1
         return index
 
+    def _compact(self, goal: float) -> None:
+        """Drop the oldest whole turns until the goal is met (see `compaction.py`), keeping
+        the pinned messages, the newest assistant turn and what follows it."""
+        view = self.view
+        newest = max((i for i, m in enumerate(view) if isinstance(m, AssistantMessage)), default=-1)
+        note_at = self._note_at
+        start = 1 if note_at is None else note_at + 1
+        if newest < start:
+            return
+        saved = 0
+        kept: list[int] = []  # pinned messages passed over: they stay, before the note
+        resume = start
+        dropped: list[int] = []
+        for first, end in droppable_units(view, start, newest, self._pinned):
+            if self.chars - saved <= goal:
+                break
+            kept.extend(range(resume, first))  # pinned ones skipped over
+            dropped.extend(range(first, end))
+            saved += sum(self._sizes[first:end])
+            resume = end
+        if not dropped:
+            return
+        self.ledger.add(self._originals[i] for i in dropped)
+        if self.keep_dropped:
+            self.dropped_since_summary.extend(self._originals[i] for i in dropped)
+        note = UserMessage(self._note_text())
+        head = start - 1 if note_at is not None else start  # the old note is replaced
+        order = [*range(head), *kept]
+        new_note_at = len(order)
+        self.view = [view[i] for i in order] + [note] + view[resume:]
+        self._sizes = [self._sizes[i] for i in order] + [message_chars(note)] + self._sizes[resume:]
+        self._originals = [self._originals[i] for i in order] + [note] + self._originals[resume:]
+        self._gains = [self._gains[i] for i in order] + [0] + self._gains[resume:]
+        self.chars = self._fixed + sum(self._sizes)
+        self._note_at = new_note_at
+        shift = new_note_at + 1 - resume
+        self._results_from = max(new_note_at + 1, self._results_from + shift)
+        self._texts_from = max(new_note_at + 1, self._texts_from + shift)
+        self.compactions += 1
+
+    def _note_text(self) -> str:
+        text = self.ledger.render()
+        if self.summary:
+            text += f"\nSummary of the removed turns, written by you earlier:\n{self.summary}"
+        return text
+
+    def set_summary(self, summary: str) -> bool:
+        """Put the model's summary in the note (cut to `MAX_SUMMARY_CHARS`); False, and the
+        note left as it was, when there is no note or the request would no longer fit."""
+        note_at = self._note_at
+        if note_at is None or not summary.strip():
+            return False
+        previous = self.summary
+        self.summary = summary.strip()[:MAX_SUMMARY_CHARS]
+        note = UserMessage(self._note_text())
+        size = message_chars(note)
+        if estimate_tokens(self.chars + size - self._sizes[note_at], self.factor) > (
+            self.limits.input_limit
+        ):
+            self.summary = previous
+            return False
+        self.chars += size - self._sizes[note_at]
+        self._sizes[note_at] = size
+        self.view[note_at] = note
+        self._originals[note_at] = note
+        return True
+
     # -- learning from the provider ------------------------------------------------------
     def calibrate(self, sent_chars: int, reported_tokens: int) -> None:
         """Tighten the estimate when the provider counted more tokens than we did."""
@@ -279,6 +494,7 @@ class ContextGuard:
         ratio = reported_tokens / estimated
         if self.factor < ratio <= MAX_CALIBRATION:
             self.factor = ratio
+            self._set_quiet()
 
     def rejected(self, sent_chars: int) -> None:
         """The provider refused a request of `sent_chars` as too long: it held more tokens
@@ -286,3 +502,7 @@ class ContextGuard:
         estimated = max(1.0, sent_chars / CHARS_PER_TOKEN)
         needed = (self.limits.window - self.limits.max_output) / estimated * 1.05
         self.factor = max(self.factor * 1.25, needed)
+        self._set_quiet()
+
+    def _set_quiet(self) -> None:
+        self._quiet_chars = self._chars_for(self._quiet_tokens) - 1

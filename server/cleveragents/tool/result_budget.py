@@ -13,6 +13,7 @@ call keeps the full output: this is only the model's view.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_RESULT_BUDGET_CHARS = 32_000
@@ -61,6 +62,48 @@ def approx_chars(value: Any) -> int:
 
 # JSON of a JSON-shaped value is at most this many times its repr (see `approx_chars`).
 _JSON_PER_REPR = 1.5
+# JSON of a string is at most this many times its length (a control character is \u0001).
+_JSON_PER_CHAR = 6
+# repr is at most this many times the JSON (an escaped astral character against the raw one).
+_REPR_PER_JSON = 10
+
+
+@dataclass(slots=True)
+class FieldSizes:
+    """A result's top-level fields measured once (see `field_sizes`)."""
+
+    sizes: dict[str, int]
+    total: int
+    """About the JSON's length: what the context guard counts."""
+    least: int
+    """The JSON is at least this long."""
+    most: int
+    """The JSON is at most this long."""
+
+
+def field_sizes(content: dict[str, Any], budget: int | None = None) -> FieldSizes:
+    """Each field's size, measured once, with the bounds the JSON lies between.
+
+    A string longer than the budget could hold even without escapes is measured by its
+    length (free: a 1 MiB output is known to be over without reading it); anything else by
+    `approx_chars` (repr: exact up to escapes, and fast on the small values most fields are).
+    """
+    sizes: dict[str, int] = {}
+    total = least = most = 2
+    long_string = budget // _JSON_PER_CHAR if budget is not None else -1
+    for key, item in content.items():
+        frame = len(key) + 4  # "key": and the comma
+        if type(item) is str and len(item) > long_string >= 0:
+            size = len(item) + 2
+            least += frame + size
+            most += frame + _JSON_PER_CHAR * size
+        else:
+            size = len(repr(item))  # approx_chars, inlined: this runs for every result
+            least += frame + size // _REPR_PER_JSON
+            most += frame + size + (size >> 1) + 1  # _JSON_PER_REPR
+        sizes[key] = size
+        total += frame + size
+    return FieldSizes(sizes, total, least, most)
 
 
 def fit_to_budget(tool_name: str, content: dict[str, Any], budget: int | None) -> dict[str, Any]:
@@ -75,37 +118,53 @@ def fit_to_budget(tool_name: str, content: dict[str, Any], budget: int | None) -
 def fit_with_size(
     tool_name: str, content: dict[str, Any], budget: int | None
 ) -> tuple[dict[str, Any], int]:
-    """`fit_to_budget` and `approx_chars` of what it returns (the context guard's measure,
-    so callers need not measure again)."""
-    quick = approx_chars(content)
-    if budget is None or quick * _JSON_PER_REPR <= budget:
+    """`fit_to_budget` and the size of what it returns (the context guard's measure, so
+    callers need not measure again).
+
+    The result is measured once, field by field (a string by its length: a 1 MiB output is
+    known to be over any budget without being encoded); only a result whose size is in
+    doubt is encoded, and then only one no longer than the budget allows. The cut reuses the
+    field sizes.
+    """
+    measured = field_sizes(content, budget)
+    quick = measured.total
+    if budget is None or measured.most <= budget:
         return content, quick  # surely fits: no need to encode it
-    # repr is at most 10x the JSON (an escaped astral character against the raw one): a
-    # result this far over needs no exact measure to know it must be cut.
-    if quick <= budget * 10 and json_chars(content) <= budget:
-        return content, quick
-    cutter = _Cutter(tool_name, content, budget)
+    # Surely over: cut without an exact measure. In doubt: one encode decides.
+    if measured.least <= budget:
+        exact = json_chars(content)
+        if exact <= budget:
+            return content, exact
+    cutter = _Cutter(tool_name, content, budget, measured.sizes)
     target = budget
     for _ in range(_MAX_ATTEMPTS):
         # Known to be over budget: the size only has to say so.
         cut = cutter.shrink(content, target, "the result", max(quick, budget + 1))
         cut_size = json_chars(cut)
         if cut_size <= budget:
-            return cut, approx_chars(cut)
+            return cut, cut_size
         # Escapes and markers made it longer than planned: aim lower by the overshoot.
         target -= cut_size - budget + 64
         if target <= 0:
             break
     fallback = cutter.whole_text(content, budget)
-    return fallback, approx_chars(fallback)
+    return fallback, json_chars(fallback)
 
 
 class _Cutter:
-    def __init__(self, tool_name: str, content: dict[str, Any], budget: int) -> None:
+    def __init__(
+        self,
+        tool_name: str,
+        content: dict[str, Any],
+        budget: int,
+        top_sizes: dict[str, int] | None = None,
+    ) -> None:
         self.tool_name = tool_name
         self.content = content
         self.budget = budget
         self.hint = _HINTS.get(tool_name, _DEFAULT_HINT)
+        # The result's own fields, measured already by `fit_with_size`.
+        self.top_sizes = top_sizes
 
     def shrink(self, value: Any, target: int, label: str, size: int | None = None) -> Any:
         size = json_chars(value) if size is None else size
@@ -219,7 +278,11 @@ class _Cutter:
     # -- objects --------------------------------------------------------------------------
     def _cut_dict(self, value: dict[str, Any], target: int) -> dict[str, Any]:
         # Approximate sizes pick the cap; the caller checks the exact length of the outcome.
-        sizes = {key: approx_chars(item) for key, item in value.items()}
+        # The result's top level was measured once already; nested objects are measured here.
+        if value is self.content and self.top_sizes is not None:
+            sizes = self.top_sizes
+        else:
+            sizes = {key: approx_chars(item) for key, item in value.items()}
         # The keys and punctuation stay whatever happens; "null" stands in for each value.
         frame = json_chars(dict.fromkeys(value)) - 4 * len(value)
         cap = _water_level(list(sizes.values()), target - frame, _SMALL_FIELD_CHARS)

@@ -9,10 +9,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import heapq
+import itertools
 import json
 import math
+import threading
 import time
 import types
+import weakref
 from collections.abc import Generator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -90,6 +94,12 @@ class ToolRunner:
         self._executor = executor or ThreadPoolExecutor(
             max_workers=max_workers, thread_name_prefix="cleveragents-tool"
         )
+        # Sync calls' deadlines, by event loop (a runner may serve several, one per thread).
+        self._deadlines_by_loop: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, _Deadlines
+        ] = weakref.WeakKeyDictionary()
+        self._deadlines_lock = threading.Lock()
+        self._last_deadlines: _Deadlines | None = None
 
     # -- stage 1 ---------------------------------------------------------------------------
     def resolve(self, request: ToolCallRequest) -> ToolSpec:
@@ -220,16 +230,27 @@ class ToolRunner:
         # plus a release of its own would wake the loop twice.
         waiter: asyncio.Future[Any] = loop.create_future()
         job.add_done_callback(functools.partial(_hand_back, loop, waiter, budget))
-        # The deadline is a timer on the waiter rather than asyncio.timeout around the await:
-        # nothing to cancel and un-cancel in the task, a few microseconds less per call.
-        expiry = loop.call_at(deadline, _expire, waiter)
+        # The deadline expires the waiter rather than asyncio.timeout around the await: nothing
+        # to cancel and un-cancel in the task. One timer per loop watches every call's deadline
+        # (see `_Deadlines`): a timer of its own per call cost about as much as the rest of the
+        # call's bookkeeping.
+        self._deadlines(loop).watch(deadline, waiter)
         try:
             return await waiter
         except BaseException:  # cancelled, or the deadline passed
             job.cancel()  # one that has not started never will; a running one runs on
             raise
-        finally:
-            expiry.cancel()
+
+    def _deadlines(self, loop: asyncio.AbstractEventLoop) -> _Deadlines:
+        last = self._last_deadlines  # one read: another loop's thread may replace it
+        if last is not None and last.loop() is loop:
+            return last
+        with self._deadlines_lock:
+            found = self._deadlines_by_loop.get(loop)
+            if found is None:
+                found = self._deadlines_by_loop[loop] = _Deadlines(loop)
+        self._last_deadlines = found
+        return found
 
     # -- stage 4 ---------------------------------------------------------------------------
     @staticmethod
@@ -319,6 +340,62 @@ def _hand_back(
 def _expire(waiter: asyncio.Future[Any]) -> None:
     if not waiter.done():
         waiter.set_exception(_DeadlinePassed())
+
+
+class _Deadlines:
+    """The deadlines of the sync calls awaited on one loop, watched by one timer.
+
+    A heap of (deadline, order, waiter); the timer is armed for the earliest deadline only.
+    Calls that finished are dropped from the heap's head as new calls come in (nearly every
+    call finishes long before its deadline, and deadlines come in order when timeouts are
+    alike), so the heap holds little more than the calls still running. The loop and the
+    waiters are held weakly: an entry of the runner's table must not keep its loop alive.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = weakref.ref(loop)
+        self._heap: list[tuple[float, int, weakref.ref[asyncio.Future[Any]]]] = []
+        self._order = itertools.count()
+        self._timer: weakref.ref[asyncio.TimerHandle] | None = None  # (a handle holds its loop)
+        self._armed_at = math.inf
+
+    def watch(self, deadline: float, waiter: asyncio.Future[Any]) -> None:
+        heap = self._heap
+        while heap and _finished(heap[0][2]):
+            heapq.heappop(heap)
+        heapq.heappush(heap, (deadline, next(self._order), weakref.ref(waiter)))
+        if deadline < self._armed_at:
+            self._arm(deadline)
+
+    def _arm(self, when: float) -> None:
+        loop = self.loop()
+        if loop is None:
+            return
+        armed = self._timer() if self._timer is not None else None
+        if armed is not None:
+            armed.cancel()
+        self._timer = weakref.ref(loop.call_at(when, self._fire))
+        self._armed_at = when
+
+    def _fire(self) -> None:
+        self._timer, self._armed_at = None, math.inf
+        loop = self.loop()
+        if loop is None:
+            return
+        heap = self._heap
+        # The loop runs a timer up to its clock's resolution early: allow for it.
+        now = loop.time() + 1e-6
+        while heap and (heap[0][0] <= now or _finished(heap[0][2])):
+            waiter = heapq.heappop(heap)[2]()
+            if waiter is not None:
+                _expire(waiter)
+        if heap:
+            self._arm(heap[0][0])
+
+
+def _finished(waiter: weakref.ref[asyncio.Future[Any]]) -> bool:
+    future = waiter()
+    return future is None or future.done()
 
 
 def _settle(waiter: asyncio.Future[Any], budget: ThreadBudget | None, job: Future[Any]) -> None:

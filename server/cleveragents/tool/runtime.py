@@ -8,6 +8,7 @@ they run and are recorded and the result comes back with `terminated_by_limit=Tr
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 import time
@@ -16,8 +17,15 @@ from typing import Any
 
 from .cancel import CancelToken as CancelToken  # its home before cancel.py
 from .checkpoint import BeforeMutation, CheckpointingAuthorizer
+from .compaction import MAX_TRANSCRIPT_CHARS, SUMMARY_SYSTEM, transcript
 from .context import ToolActorContext
-from .context_guard import ContextGuard, ContextLimits, tools_chars
+from .context_guard import (
+    CHARS_PER_TOKEN,
+    ContextGuard,
+    ContextLimits,
+    ContextPolicy,
+    tools_chars,
+)
 from .errors import ContextLengthExceeded
 from .events import (
     IterationStarted,
@@ -56,6 +64,8 @@ from .resources import Resource, prompt_with_resources
 from .result_budget import DEFAULT_RESULT_BUDGET_CHARS, MIN_RESULT_BUDGET_CHARS
 from .router import ToolCallRouter, sized_result_from_record
 from .runner import ThreadBudget, ToolRunner
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_ITERATIONS = 25
 DEFAULT_MAX_REPEATED_CALLS = 3
@@ -308,21 +318,57 @@ class _Run:
     def not_fitting(self, guard: ContextGuard) -> str:
         return (
             f"The next request needs about {guard.estimate():,} tokens even with every older "
-            f"tool result and message elided, and {self.limits.input_limit:,} are available."
+            "tool result and message elided and the oldest turns compacted, and "
+            f"{self.limits.input_limit:,} are available."
         )
+
+    async def summarise(self, guard: ContextGuard, iteration: int) -> Usage | None:
+        """Ask the model for a summary of the turns compaction just dropped, for the note
+        (`compaction_summary`); its usage, or None when it failed (the factual note stands)."""
+        dropped, guard.dropped_since_summary = guard.dropped_since_summary, []
+        room = int(self.limits.input_limit * CHARS_PER_TOKEN / guard.factor / 2)
+        request = LLMRequest(
+            messages=[
+                UserMessage(transcript(dropped, guard.summary, min(room, MAX_TRANSCRIPT_CHARS)))
+            ],
+            tools=[],
+            system=SUMMARY_SYSTEM,
+            automation_profile=self.authorizer.profile,
+            iteration=iteration,
+            cache=self.runtime.cache,
+        )
+        try:
+            response = await self.runtime.llm_caller.complete(request, None)
+        except Exception as exc:  # a failed summary must not end the run
+            log.warning("run %s: the compaction summary failed: %s", self.run_id, exc)
+            return None
+        guard.set_summary(response.text)
+        return response.usage
 
     async def loop(self, prompt: str, resources: Sequence[Resource]) -> ToolCallRunResult:
         runtime = self.runtime
         tools = [spec.to_schema() for spec in runtime.registry.specs()]
         self.messages.append(UserMessage(prompt_with_resources(prompt, resources)))
         system = runtime.system_prompt
-        guard = self.guard = ContextGuard(self.limits, len(system or "") + tools_chars(tools))
+        guard = self.guard = ContextGuard(
+            self.limits,
+            len(system or "") + tools_chars(tools),
+            runtime.context_policy,
+            frozenset(t.name for t in tools if t.mutating),
+        )
         for message in self.messages:
             guard.append(message)
+        guard.pin(self.messages[-1])  # the prompt: compaction never drops it
+        guard.keep_dropped = runtime.compaction_summary
         for iteration in range(1, runtime.max_iterations + 1):
             self.stop_if_cancelled()  # no model request once the run is stopping
+            compactions = guard.compactions
             if not guard.fit():
                 return self.exhausted(self.not_fitting(guard))
+            summary_usage = None
+            if guard.compactions != compactions and runtime.compaction_summary:
+                summary_usage = await self.summarise(guard, iteration)
+                self.stop_if_cancelled()  # a cancel during the summary stops here too
             self.iterations = iteration
             if self.observers:
                 self.emit(IterationStarted(self.run_id, iteration))
@@ -358,6 +404,14 @@ class _Run:
             usage = response.usage  # never changed by the runtime, so kept as it came
             if usage.input_tokens:
                 guard.calibrate(sent_chars, usage.input_tokens)
+            if summary_usage is not None:  # the iteration's bill includes its summary call
+                usage = Usage(
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens,
+                )
+                usage.add(summary_usage)
             self.usage.add(usage)
             self.iteration_usage.append(usage)
             calls = [
@@ -444,6 +498,8 @@ class ToolCallingRuntime:
         context_window: int | None = None,
         prices: Mapping[str, ModelPrice | Mapping[str, Any]] | None = None,
         cache: bool = True,
+        context_policy: ContextPolicy | None = None,
+        compaction_summary: bool = False,
     ) -> None:
         if not isinstance(registry, ToolRegistry):
             raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
@@ -477,6 +533,14 @@ class ToolCallingRuntime:
         self.context_window = _check_window(context_window)
         self.prices = normalise_prices(prices)
         self.cache = bool(cache)
+        # When old tool results are cleared before the window requires it (context_guard.py).
+        if context_policy is not None and not isinstance(context_policy, ContextPolicy):
+            raise TypeError(
+                f"context_policy must be a ContextPolicy, not {type(context_policy).__name__}"
+            )
+        self.context_policy = context_policy if context_policy is not None else ContextPolicy()
+        # After a compaction, ask the model to summarise the dropped turns for the note.
+        self.compaction_summary = bool(compaction_summary)
 
     async def arun_tool_loop(
         self,
