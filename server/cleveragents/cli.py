@@ -60,6 +60,12 @@ def _parser() -> argparse.ArgumentParser:
         help="send no prompt-cache breakpoints (also: CLEVERAGENTS_PROMPT_CACHING=0)",
     )
     run.add_argument(
+        "--no-project-instructions",
+        action="store_true",
+        help="do not send the workspace's AGENTS.md / CLAUDE.md files nor the user's own to "
+        "the model (also: CLEVERAGENTS_PROJECT_INSTRUCTIONS=0)",
+    )
+    run.add_argument(
         "--tool-result-budget",
         type=_result_budget,
         metavar="CHARS",
@@ -818,6 +824,7 @@ def _run(args: argparse.Namespace) -> int:
             tool_result_budget=args.tool_result_budget,
             context_window=args.context_window,
             prompt_caching=False if args.no_prompt_cache else None,
+            project_instructions=False if args.no_project_instructions else None,
             prices=args.prices,
         )
     except ParamsError as exc:

@@ -24,6 +24,7 @@ from .tool.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from .tool.instructions import describe_files
 from .tool.policy import ApprovalDecision, ApprovalRequest
 from .tool.records import Usage
 from .tool.resources import Resource
@@ -70,6 +71,8 @@ class RunDisplay:
             )
             for line in attachment_lines(event.resources):
                 self.console.print(f"[dim]{escape(line)}[/]")
+            if event.instructions:
+                self.console.print(f"[dim]{escape(describe_files(event.instructions))}[/]")
         elif isinstance(event, IterationStarted):
             self._spin(f"iteration {event.iteration}: waiting for the model…")
         elif isinstance(event, ResponseReceived):

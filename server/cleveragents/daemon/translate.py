@@ -35,6 +35,7 @@ def run_request(params: wire.RunParams) -> RunRequest:
         tool_result_budget=params.tool_result_budget,
         context_window=params.context_window,
         prompt_caching=params.prompt_caching,
+        project_instructions=params.project_instructions,
         resources=tuple(
             ResourceRequest(r.path, r.text, r.start_line, r.end_line)
             for r in params.resources or ()

@@ -294,6 +294,14 @@ class InitializationOptions:
             "$CLEVERAGENTS_PROMPT_CACHING (0 or 1), else true."
         ),
     )
+    project_instructions: bool | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "Send the workspace's AGENTS.md files (CLAUDE.md where there is none) and the "
+            "user's own to the model (docs/agents.md). Default: "
+            "$CLEVERAGENTS_PROJECT_INSTRUCTIONS (0 or 1), else true."
+        ),
+    )
     prices: dict[str, ModelPrice] | None = attrs.field(
         default=None,
         metadata=doc(
@@ -427,6 +435,9 @@ class RunParams:
     )
     prompt_caching: bool | None = attrs.field(
         default=None, metadata=doc("Overrides whether prompt-cache breakpoints are marked.")
+    )
+    project_instructions: bool | None = attrs.field(
+        default=None, metadata=doc("Overrides whether AGENTS.md files are sent to the model.")
     )
     resources: list[RunResource] | None = attrs.field(
         default=None,

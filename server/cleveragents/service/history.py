@@ -40,6 +40,7 @@ from typing import Any, Literal, cast
 
 from ..tool.events import (
     IterationStarted,
+    PlanUpdated,
     ResponseReceived,
     RunEvent,
     RunFailed,
@@ -369,7 +370,8 @@ TITLE_CHARS = 200
 
 # Events the history does not store (text deltas: the answer is stored whole; a call is
 # stored when it finishes).
-UNSTORED_EVENTS = (TextDelta, ToolCallStarted)
+# A plan is stored as its update_plan call's record (tool/plan.py reads it back).
+UNSTORED_EVENTS = (TextDelta, ToolCallStarted, PlanUpdated)
 
 
 class RunHistory:

@@ -87,6 +87,7 @@ class RunRequest:
     tool_result_budget: int | None = None
     context_window: int | None = None
     prompt_caching: bool | None = None
+    project_instructions: bool | None = None
     # Files attached to the prompt; the first message shows them.
     resources: tuple[ResourceRequest, ...] = ()
     # A layer of run_command settings for this run only, over the session's.
@@ -160,6 +161,8 @@ class RunPlan:
     context_window: int | None
     prompt_caching: bool
     resources: tuple[ResourceRequest, ...] = ()
+    # Whether AGENTS.md files reach the model (workspace/instructions.py).
+    project_instructions: bool = True
     # run_command's reach for this run when its params change it; None: the session's.
     command_policy: CommandPolicy | None = None
 
@@ -170,6 +173,7 @@ class RunPlan:
             "context_window": self.context_window,
             "prices": defaults.prices,
             "cache": self.prompt_caching,
+            "project_instructions": self.project_instructions,
         }
 
 
@@ -300,6 +304,11 @@ class RunManager:
             prompt_caching=caching,
             resources=tuple(params.resources),
             command_policy=policy,
+            project_instructions=(
+                params.project_instructions
+                if params.project_instructions is not None
+                else defaults.project_instructions
+            ),
         )
 
     async def _check_stored(self, plan: RunPlan) -> None:

@@ -48,6 +48,7 @@ ENV_TOOL_RESULT_BUDGET = "CLEVERAGENTS_TOOL_RESULT_BUDGET"
 ENV_CONTEXT_WINDOW = "CLEVERAGENTS_CONTEXT_WINDOW"
 ENV_PROMPT_CACHING = "CLEVERAGENTS_PROMPT_CACHING"
 ENV_PRICES = "CLEVERAGENTS_PRICES"
+ENV_PROJECT_INSTRUCTIONS = "CLEVERAGENTS_PROJECT_INSTRUCTIONS"
 
 MAX_RESULT_BUDGET_CHARS = 10_000_000
 MIN_CONTEXT_WINDOW = 1024
@@ -88,6 +89,8 @@ class RunDefaults:
     # The model's window in tokens; None: the caller's, the model table's, or the default.
     context_window: int | None = None
     prompt_caching: bool = True
+    # Read AGENTS.md (and CLAUDE.md) into the prompt (workspace/instructions.py).
+    project_instructions: bool = True
     # Price overrides by model (tool/models.py's table covers the rest).
     prices: Mapping[str, ModelPrice] = field(default_factory=dict)
     # What run_command may reach; None: the environment's (CommandPolicy.from_environment).
@@ -112,6 +115,7 @@ class RunDefaults:
             "context_window": self.context_window,
             "prices": self.prices,
             "cache": self.prompt_caching,
+            "project_instructions": self.project_instructions,
         }
 
 
@@ -173,6 +177,7 @@ class ClientOptions:
     tool_result_budget: int | None = None
     context_window: int | None = None
     prompt_caching: bool | None = None
+    project_instructions: bool | None = None
     # {model: {input, output, cacheWrite?, cacheRead?}} in USD per million tokens.
     prices: Mapping[str, Mapping[str, Any]] | None = None
     command: CommandSettings = field(default_factory=CommandSettings)
@@ -243,6 +248,10 @@ def session_settings(
     caching = _bool_setting(
         problems, *pick("prompt_caching", options.prompt_caching, ENV_PROMPT_CACHING)
     )
+    instructions = _bool_setting(
+        problems,
+        *pick("project_instructions", options.project_instructions, ENV_PROJECT_INSTRUCTIONS),
+    )
     prices = _prices(problems, options.prices, env, options_name)
     policy = _command_policy(problems, options.command, env, options_name)
     trust_workspace = options.trust_workspace
@@ -265,6 +274,7 @@ def session_settings(
         result_budget_chars=budget[0] if budget[0] is not None else DEFAULT_RESULT_BUDGET_CHARS,
         context_window=window[0],
         prompt_caching=caching if caching is not None else True,
+        project_instructions=instructions if instructions is not None else True,
         prices=prices,
         command_policy=policy,
         trust_workspace=trust_workspace,

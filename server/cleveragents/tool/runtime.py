@@ -20,6 +20,7 @@ from .context_guard import ContextGuard, ContextLimits, tools_chars
 from .errors import ContextLengthExceeded
 from .events import (
     IterationStarted,
+    PlanUpdated,
     ResponseReceived,
     RunFailed,
     RunFinished,
@@ -30,6 +31,7 @@ from .events import (
     ToolCallStarted,
     publish,
 )
+from .instructions import InstructionsSource, RunInstructions, with_note
 from .llm import LLMCaller, as_llm_caller
 from .messages import (
     AssistantMessage,
@@ -47,6 +49,7 @@ from .models import (
     normalise_prices,
     price_for,
 )
+from .plan import plan_from_record
 from .policy import Approver, Authorizer, check_profile
 from .records import ToolCallRecord, ToolCallRunResult, Usage
 from .registry import ToolRegistry
@@ -152,8 +155,10 @@ class _Run:
         authorizer: Authorizer,
         result_budget: int | None,
         context_window: int | None,
+        instructions: RunInstructions | None = None,
     ) -> None:
         self.runtime = runtime
+        self.instructions = instructions
         self.run_id = run_id
         self.context = context
         self.observers = observers
@@ -204,6 +209,18 @@ class _Run:
         self.context.tool_call_history.append(record)
         if self.observers:  # an event nobody receives is not built
             self.emit(ToolCallFinished(self.run_id, record))
+            steps = plan_from_record(record)
+            if steps is not None:
+                explanation = record.inputs.get("explanation")
+                self.emit(
+                    PlanUpdated(
+                        self.run_id,
+                        record.iteration,
+                        record.call_id,
+                        steps,
+                        explanation if isinstance(explanation, str) else None,
+                    )
+                )
 
     def is_repeat(self, call: ToolCallRequest) -> bool:
         """True when this call repeats the previous N identical calls in a row."""
@@ -302,6 +319,12 @@ class _Run:
         sizes: list[int] = []
         for record in ordered:
             result, size = sized_result_from_record(record, self.result_budget)
+            if self.instructions is not None:
+                # A folder's AGENTS.md rides with the first result that reaches into it.
+                note = self.instructions.for_call(record.tool_name, record.inputs)
+                if note is not None:
+                    result, added = with_note(result, note)
+                    size += added
             results.append(result)
             sizes.append(size)
         message = ToolResultsMessage(tuple(results))
@@ -334,6 +357,8 @@ class _Run:
         tools = [spec.to_schema() for spec in runtime.registry.specs()]
         self.messages.append(UserMessage(prompt_with_resources(prompt, resources)))
         system = runtime.system_prompt
+        if self.instructions is not None:
+            system = self.instructions.system_prompt(system)
         guard = self.guard = ContextGuard(self.limits, len(system or "") + tools_chars(tools))
         for message in self.messages:
             guard.append(message)
@@ -460,6 +485,7 @@ class ToolCallingRuntime:
         context_window: int | None = None,
         prices: Mapping[str, ModelPrice | Mapping[str, Any]] | None = None,
         cache: bool = True,
+        instructions: InstructionsSource | None = None,
     ) -> None:
         if not isinstance(registry, ToolRegistry):
             raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
@@ -493,6 +519,8 @@ class ToolCallingRuntime:
         self.context_window = _check_window(context_window)
         self.prices = normalise_prices(prices)
         self.cache = bool(cache)
+        # Where each run's project instructions (AGENTS.md) come from; None: none are read.
+        self.instructions = instructions
 
     async def arun_tool_loop(
         self,
@@ -539,7 +567,21 @@ class ToolCallingRuntime:
             if before_mutation is None
             else CheckpointingAuthorizer(profile, chosen_approver, run_id, before_mutation)
         )
-        run = _Run(self, run_id, context, (*self.observers, *observers), authorizer, budget, window)
+        instructions = (
+            await asyncio.to_thread(self.instructions.for_run, context.sandbox_root)
+            if self.instructions is not None
+            else None
+        )
+        run = _Run(
+            self,
+            run_id,
+            context,
+            (*self.observers, *observers),
+            authorizer,
+            budget,
+            window,
+            instructions,
+        )
         run.messages.extend(close_dangling_calls(history))
         run.emit(
             RunStarted(
@@ -550,6 +592,7 @@ class ToolCallingRuntime:
                 authorizer.profile,
                 self.max_iterations,
                 tuple(resources),
+                instructions.files if instructions is not None else (),
             )
         )
         body = asyncio.ensure_future(run.loop(prompt, resources))
