@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, cast
 
 from ..service.changes import ChangedFile
@@ -10,7 +11,9 @@ from ..service.resources import ResourceRequest
 from ..service.runs import RunOutcome, RunRequest
 from ..service.settings import COMMAND_LIMITS, CommandSettings
 from ..service.undo import RestoreOutcome
+from ..tool.instructions import InstructionFile
 from ..tool.messages import AssistantMessage, Message, UserMessage
+from ..tool.plan import PlanStep, last_plan
 from ..tool.records import ToolCallRecord, Usage
 from ..tool.registry import ToolSpec
 from ..tool.resources import Resource
@@ -191,7 +194,28 @@ def run_detail(stored: StoredRun) -> wire.RunDetail:
         checkpoints=wire_checkpoints(stored.checkpoints),
         changed_files=wire_changes(stored.changed_files),
         checkpoint_warning=stored.checkpoint_warning,
+        plan=wire_plan(last_plan(stored.records)),
     )
+
+
+def wire_plan(steps: Sequence[PlanStep] | None) -> list[wire.PlanStep] | None:
+    if steps is None:
+        return None
+    return [wire.PlanStep(text=step.text, status=step.status) for step in steps]
+
+
+def wire_instructions(files: Sequence[InstructionFile]) -> list[wire.InstructionFile]:
+    return [
+        wire.InstructionFile(
+            path=file.path,
+            scope=file.scope,
+            folder=file.folder,
+            chars=file.chars,
+            total_chars=file.total_chars,
+            truncated=file.truncated,
+        )
+        for file in files
+    ]
 
 
 def wire_message(message: Message) -> wire.ConversationMessage:
