@@ -15,11 +15,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp import Client
-from acp.schema import AgentMessageChunk, ToolCallProgress, ToolCallStart, ToolCallStatus
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolCallStatus,
+)
 
 from ..mcp import McpToolset
 from ..service.trust import TrustRequest
-from ..tool.events import RunEvent, RunStarted, TextDelta, ToolCallFinished, ToolCallStarted
+from ..tool.events import (
+    PlanUpdated,
+    RunEvent,
+    RunStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from ..tool.messages import Message
 from ..tool.policy import ApprovalDecision, ApprovalRequest, verdict
 from ..tool.registry import ToolRegistry
@@ -37,11 +51,21 @@ from .permissions import (
     trusted_from,
     turn_cancelled,
 )
-from .updates import call_finished, call_running, call_started, call_terminal, message_chunk
+from .updates import (
+    call_finished,
+    call_running,
+    call_started,
+    call_terminal,
+    instructions_note,
+    message_chunk,
+    plan_update,
+)
 
 log = logging.getLogger(__name__)
 
-SessionUpdate = AgentMessageChunk | ToolCallStart | ToolCallProgress
+SessionUpdate = (
+    AgentMessageChunk | ToolCallStart | ToolCallProgress | AgentPlanUpdate | AgentThoughtChunk
+)
 COMMAND_TOOL = "run_command"
 
 
@@ -130,6 +154,10 @@ class PromptTurn:
         """A run observer: events the client shows become `session/update`s."""
         if isinstance(event, RunStarted):
             self.run_started = True
+            if event.instructions:
+                self.updates.put(instructions_note(event.run_id, event.instructions))
+        elif isinstance(event, PlanUpdated):
+            self.updates.put(plan_update(event.steps, event.call_id))
         elif isinstance(event, TextDelta):
             self.updates.put(message_chunk(event))
         elif isinstance(event, ToolCallStarted):
