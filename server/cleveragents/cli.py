@@ -604,6 +604,7 @@ def _runs(args: argparse.Namespace) -> int:
                 return EXIT_OK
             from .display import RunDisplay, attachment_lines, iteration_usage_line
             from .tool.events import ToolCallFinished
+            from .tool.plan import last_plan
 
             console = Console()
             console.print(f"[bold]{run.run_id}[/] {run.status}  {run.sandbox_root}\n{run.prompt}")
@@ -612,6 +613,9 @@ def _runs(args: argparse.Namespace) -> int:
                 console.print(f"[dim]{escape(line)}[/]", highlight=False)
             for record in run.records:
                 display(ToolCallFinished(run.run_id, record))
+            plan = last_plan(run.records)
+            if plan is not None:
+                display.show_plan(plan, "last plan")
             for entry in run.iteration_usage:
                 console.print(
                     f"[dim]{iteration_usage_line(entry.iteration, entry.usage, entry.cost_usd)}[/]",
