@@ -102,3 +102,25 @@ async def test_each_plan_is_a_plan_update_and_load_replays_it(
     assert [entries(p) for p in replayed_plans] == [entries(p) for p in plans]
     assert replayed[-1].session_update == "agent_message_chunk"
     assert replayed[-2].session_update == "plan"
+
+
+async def test_a_session_can_leave_the_instructions_out(
+    tmp_path: Path, sandbox: Path, start_agent: StartAgent
+) -> None:
+    (sandbox / "AGENTS.md").write_text("Keep summaries short.\n")
+    script = write_script(tmp_path / "script.json", {"text": "Hi."}, {"text": "Hi again."})
+    client = RecordingClient()
+    async with start_agent(replay_env(tmp_path, script), client=client) as agent:
+        await initialize(agent.conn)
+        off = await agent.conn.new_session(
+            cwd=str(sandbox), mcp_servers=[], cleveragents={"projectInstructions": False}
+        )
+        await agent.conn.prompt(session_id=off.session_id, prompt=[text_block("Hello.")])
+        on = await agent.conn.new_session(cwd=str(sandbox), mcp_servers=[])
+        await agent.conn.prompt(session_id=on.session_id, prompt=[text_block("Hello.")])
+    thoughts = [
+        [u for u in client.session_updates(sid) if u.session_update == "agent_thought_chunk"]
+        for sid in (off.session_id, on.session_id)
+    ]
+    assert thoughts[0] == []
+    assert [t.content.text for t in thoughts[1]] == ["using AGENTS.md, 1 file: AGENTS.md\n"]

@@ -513,7 +513,8 @@ def _requested_profile(meta: Any, defaults: RunDefaults) -> str:
 
 
 def _requested_runtime_options(meta: Any) -> dict[str, Any]:
-    """`toolResultBudget`, `contextWindow` and `promptCaching` of `_meta.cleveragents` in
+    """`toolResultBudget`, `contextWindow`, `promptCaching` and `projectInstructions` of
+    `_meta.cleveragents` in
     `session/new`, as the runtime's keyword arguments; RequestError naming a bad one."""
     if not isinstance(meta, dict):
         return {}
@@ -531,13 +532,16 @@ def _requested_runtime_options(meta: Any) -> dict[str, Any]:
         if problem:
             raise invalid_params(f"_meta.{META_KEY}.{name}: {problem}")
         options[keyword] = value
-    caching = meta.get("promptCaching")
-    if caching is not None:
-        if not isinstance(caching, bool):
-            raise invalid_params(
-                f"_meta.{META_KEY}.promptCaching: expected true or false, got {caching!r}"
-            )
-        options["cache"] = caching
+    for name, keyword in (
+        ("promptCaching", "cache"),
+        ("projectInstructions", "project_instructions"),
+    ):
+        flag = meta.get(name)
+        if flag is None:
+            continue
+        if not isinstance(flag, bool):
+            raise invalid_params(f"_meta.{META_KEY}.{name}: expected true or false, got {flag!r}")
+        options[keyword] = flag
     return options
 
 
