@@ -21,6 +21,7 @@ session's `cwd` as the sandbox root and the session's conversation so far as its
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Sequence
@@ -79,6 +80,7 @@ from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.records import ToolCallRunResult
 from ..tool.runtime import new_run_id
 from ..workspace.file_access import with_file_access
+from ..workspace.prompt_commands import expand_prompt_command
 from ..workspace.sandbox import too_broad
 from ..workspace.terminal import with_terminal
 from .commands import advertise_commands, run_slash_command, slash_command
@@ -195,7 +197,8 @@ class CleverAgentsAgent:
         )
         self._offer_editor(self.sessions[session_id])
         log.info("session %s in %s, profile %s", session_id, sandbox_root, profile)
-        advertise_commands(self.client, session_id)  # `/undo`, `/restore N`: sent after this
+        # `/undo`, `/restore N` and the custom commands: sent after this answer.
+        advertise_commands(self.client, session_id, sandbox_root)
         return NewSessionResponse(session_id=session_id, modes=_modes(profile))
 
     async def list_sessions(
@@ -250,7 +253,7 @@ class CleverAgentsAgent:
         )
         self._offer_editor(self.sessions[session_id])
         log.info("session %s loaded (%d runs), profile %s", session_id, len(runs), profile)
-        advertise_commands(self.client, session_id)
+        advertise_commands(self.client, session_id, sandbox_root)
         return LoadSessionResponse(modes=_modes(profile))
 
     async def set_session_mode(
@@ -284,6 +287,9 @@ class CleverAgentsAgent:
         command = slash_command(text)
         if command is not None:
             return await run_slash_command(self.manager, self.client, session, command)
+        # `/name arguments` of a custom command: its prompt runs (workspace/prompt_commands.py).
+        expanded = await asyncio.to_thread(expand_prompt_command, text, session.sandbox_root)
+        text = expanded if expanded is not None else text
         llm = self._llm_caller(session)
         turn = PromptTurn(self.client, session, self.manager.defaults.approval_timeout_s)
         session.turn = turn
