@@ -119,8 +119,14 @@ def test_agents_md_wins_over_claude_md_in_the_same_folder(project: Path) -> None
     assert again is not None and "RULE-CLAUDE-ROOT" in (again.system_prompt(None) or "")
 
 
-def test_none_without_files_or_without_a_sandbox(tmp_path: Path, user_config: Path) -> None:
-    assert ProjectInstructions().for_run(str(tmp_path)) is None
+def test_without_a_root_file_a_subfolder_s_still_comes(tmp_path: Path, user_config: Path) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "AGENTS.md").write_text(SRC_RULE)
+    instructions = ProjectInstructions().for_run(str(tmp_path))
+    assert instructions is not None and instructions.files == ()
+    assert instructions.system_prompt("BASE") == "BASE"  # the prompt as it was
+    note = instructions.for_call("glob", {"pattern": "*.py", "path": "lib"})
+    assert note is not None and SRC_RULE in note.text
     assert ProjectInstructions().for_run(None) is None
 
 
@@ -133,7 +139,9 @@ def test_a_link_leaving_the_sandbox_and_a_binary_file_are_not_read(
     (root / "sub").mkdir(parents=True)
     (root / "AGENTS.md").symlink_to(secret)
     (root / "sub" / "AGENTS.md").write_bytes(b"RULE\0binary")
-    assert ProjectInstructions().for_run(str(root)) is None
+    refused = ProjectInstructions().for_run(str(root))
+    assert refused is not None and refused.files == ()
+    assert refused.for_call("read_file", {"path": "sub/x.py"}) is None
     (root / "real.md").write_text("RULE-LINKED-INSIDE\n")
     (root / "sub" / "AGENTS.md").unlink()
     (root / "sub" / "AGENTS.md").symlink_to(root / "real.md")
@@ -328,3 +336,28 @@ def test_instructions_are_data_they_grant_nothing(project: Path, anthropic: Fake
     assert record.error_kind == "denied"
     assert not os.path.exists(project / "new.txt")
     assert "without approval" in system_text(anthropic.requests[0].body)
+
+
+def test_concurrent_calls_into_one_folder_bring_its_file_once(project: Path) -> None:
+    from cleveragents.tool import LLMRequest, LLMResponse, ToolCallRequest
+    from cleveragents.tool.llm import FunctionLLMCaller
+    from cleveragents.tool.messages import ToolResultsMessage
+
+    seen: list[LLMRequest] = []
+
+    def model(request: LLMRequest) -> LLMResponse:
+        seen.append(request)
+        if request.iteration == 1:
+            calls = [
+                ToolCallRequest(f"c{n}", "read_file", {"path": path})
+                for n, path in enumerate(["src/a.py", "src/b.py", "src/api/c.py", "src/a.py"])
+            ]
+            return LLMResponse(text="", tool_calls=calls)
+        return LLMResponse(text="Done.")
+
+    runtime = build_runtime(FunctionLLMCaller(model), build_registry(plugins=False))
+    run(runtime, "Read them.", project)
+    (results,) = [m for m in seen[1].messages if isinstance(m, ToolResultsMessage)]
+    notes = [r.content.get(NOTE_KEY, "") for r in results.results]
+    assert sum(note.count(SRC_RULE) for note in notes) == 1
+    assert sum(note.count(DEEP_RULE) for note in notes) == 1

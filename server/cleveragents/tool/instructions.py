@@ -72,9 +72,15 @@ class RunInstructions(Protocol):
         """`base` with the instructions appended; the same bytes every time it is asked."""
         ...
 
+    def concerns(self, tool_name: str) -> bool:
+        """Whether a call of this tool may reach a folder (no I/O: the runtime asks on the
+        event loop, then calls `for_call` on a thread)."""
+        ...
+
     def for_call(self, tool_name: str, arguments: Mapping[str, Any]) -> FolderNote | None:
         """The instructions of folders this call reaches that the run has not sent yet
-        (each file is sent at most once per run); None when there are none."""
+        (each file is sent at most once per run, whatever thread asks); None when there are
+        none."""
         ...
 
 
@@ -82,7 +88,8 @@ class InstructionsSource(Protocol):
     """Where runs get their instructions (see `workspace/instructions.py`)."""
 
     def for_run(self, sandbox_root: str | None) -> RunInstructions | None:
-        """The run's instructions; None when it has none (no sandbox, no file, turned off)."""
+        """The run's instructions (called on a thread); None when it can have none (no
+        sandbox). A run whose root has no file may still find a subfolder's."""
         ...
 
 

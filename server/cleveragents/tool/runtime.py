@@ -31,7 +31,7 @@ from .events import (
     ToolCallStarted,
     publish,
 )
-from .instructions import InstructionsSource, RunInstructions, with_note
+from .instructions import FolderNote, InstructionsSource, RunInstructions, with_note
 from .llm import LLMCaller, as_llm_caller
 from .messages import (
     AssistantMessage,
@@ -159,6 +159,8 @@ class _Run:
     ) -> None:
         self.runtime = runtime
         self.instructions = instructions
+        # Folder instructions found for a call, by call id, until its result is built.
+        self.notes: dict[str, FolderNote] = {}
         self.run_id = run_id
         self.context = context
         self.observers = observers
@@ -267,6 +269,12 @@ class _Run:
                     raise
             slots[index] = record
             self.finish(record)
+            instructions = self.instructions
+            if instructions is not None and instructions.concerns(call.tool_name):
+                # Reading a folder's AGENTS.md is file I/O: off the event loop.
+                note = await asyncio.to_thread(instructions.for_call, call.tool_name, record.inputs)
+                if note is not None:
+                    self.notes[record.call_id] = note
 
         registry = self.runtime.registry
         writes = any(
@@ -319,12 +327,10 @@ class _Run:
         sizes: list[int] = []
         for record in ordered:
             result, size = sized_result_from_record(record, self.result_budget)
-            if self.instructions is not None:
-                # A folder's AGENTS.md rides with the first result that reaches into it.
-                note = self.instructions.for_call(record.tool_name, record.inputs)
-                if note is not None:
-                    result, added = with_note(result, note)
-                    size += added
+            note = self.notes.pop(record.call_id, None)
+            if note is not None:  # a folder's AGENTS.md rides with the first result there
+                result, added = with_note(result, note)
+                size += added
             results.append(result)
             sizes.append(size)
         message = ToolResultsMessage(tuple(results))

@@ -24,6 +24,7 @@ tools never see stay unseen). They are data: they change the prompt, never what 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,7 +126,7 @@ class ProjectInstructions:
         root = run.read_folder(())
         if root is not None:
             run.add_fixed(root[0], "project", ".", root[1])
-        return run if run.files else None
+        return run  # with no file at the root, a subfolder's may still come
 
 
 @dataclass(slots=True)
@@ -138,6 +139,8 @@ class RunInstructionFiles:
     seen: set[tuple[str, ...]] = field(default_factory=lambda: {()})
     sent_chars: int = 0
     _system: dict[str | None, str | None] = field(default_factory=dict)
+    # Calls of one response run concurrently, each asking on its own thread.
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def files(self) -> tuple[InstructionFile, ...]:
@@ -180,6 +183,8 @@ class RunInstructionFiles:
         return None
 
     def system_prompt(self, base: str | None) -> str | None:
+        if not self.fixed:
+            return base
         if base not in self._system:
             sections = [HEADER]
             for file, text in self.fixed:
@@ -192,9 +197,16 @@ class RunInstructionFiles:
             self._system[base] = f"{base}\n\n{block}" if base else block
         return self._system[base]
 
+    def concerns(self, tool_name: str) -> bool:
+        return tool_name in PATH_TOOLS
+
     def for_call(self, tool_name: str, arguments: Mapping[str, Any]) -> FolderNote | None:
         if tool_name not in PATH_TOOLS:
             return None
+        with self._lock:
+            return self._for_call(arguments)
+
+    def _for_call(self, arguments: Mapping[str, Any]) -> FolderNote | None:
         path = arguments.get("path", ".")
         if not isinstance(path, str):
             return None

@@ -52,8 +52,9 @@ const NOTIFICATIONS: (keyof AllServerNotifications)[] = [
   'cleveragents/toolCallStarted',
   'cleveragents/toolCall',
   'cleveragents/runFinished',
-  // Newer daemons; an older one never sends it.
+  // Newer daemons; an older one never sends them.
   'cleveragents/usage',
+  'cleveragents/plan',
 ];
 
 const MAX_RESTARTS = 4;
