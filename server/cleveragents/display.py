@@ -26,7 +26,7 @@ from .tool.events import (
     ToolCallStarted,
 )
 from .tool.instructions import describe_files
-from .tool.plan import PlanStep
+from .tool.plan import PLAN_TOOL, PlanStep
 from .tool.policy import ApprovalDecision, ApprovalRequest
 from .tool.records import Usage
 from .tool.resources import Resource
@@ -86,6 +86,8 @@ class RunDisplay:
         elif isinstance(event, ToolCallFinished):
             record = event.record
             self.running.pop(record.call_id, None)
+            if record.success and record.tool_name == PLAN_TOOL:
+                return  # the plan itself follows (PlanUpdated): no row of JSON for it
             if record.success:
                 mark, detail = "[green]✓[/]", escape(_short(record.output))
             else:
