@@ -361,3 +361,48 @@ def test_concurrent_calls_into_one_folder_bring_its_file_once(project: Path) -> 
     notes = [r.content.get(NOTE_KEY, "") for r in results.results]
     assert sum(note.count(SRC_RULE) for note in notes) == 1
     assert sum(note.count(DEEP_RULE) for note in notes) == 1
+
+
+async def test_a_run_cancelled_while_its_instructions_are_read_starts_and_ends_cancelled(
+    project: Path,
+) -> None:
+    """Reading the files happens on a thread before the run starts; a cancel meanwhile still
+    gives observers the run's start and its (cancelled) end, as any cancelled run does."""
+    import asyncio
+    import threading
+
+    from cleveragents.tool import LLMRequest, LLMResponse, ToolCallingRuntime, ToolRunner
+    from cleveragents.tool.events import RunFinished
+    from cleveragents.tool.llm import FunctionLLMCaller
+
+    entered, release = threading.Event(), threading.Event()
+
+    class SlowSource:
+        """Reads the real files, once the test lets it."""
+
+        def for_run(self, sandbox_root: str | None) -> Any:
+            entered.set()
+            release.wait(30)
+            return ProjectInstructions().for_run(sandbox_root)
+
+    def model(request: LLMRequest) -> LLMResponse:
+        raise AssertionError("the model is never asked")
+
+    registry = build_registry(plugins=False)
+    runtime = ToolCallingRuntime(
+        registry, ToolRunner(registry), FunctionLLMCaller(model), instructions=SlowSource()
+    )
+    events: list[RunEvent] = []
+    task = asyncio.ensure_future(
+        runtime.arun_tool_loop(
+            "Go.", ToolActorContext(sandbox_root=str(project)), observers=[events.append]
+        )
+    )
+    await asyncio.to_thread(entered.wait, 30)
+    task.cancel()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert [type(e) for e in events] == [RunStarted, RunFinished]
+    finished = events[1]
+    assert isinstance(finished, RunFinished) and finished.result.stop_reason == "cancelled"

@@ -573,11 +573,15 @@ class ToolCallingRuntime:
             if before_mutation is None
             else CheckpointingAuthorizer(profile, chosen_approver, run_id, before_mutation)
         )
-        instructions = (
-            await asyncio.to_thread(self.instructions.for_run, context.sandbox_root)
-            if self.instructions is not None
-            else None
-        )
+        instructions: RunInstructions | None = None
+        cancelled_early = False
+        if self.instructions is not None:
+            try:  # file I/O: off the event loop
+                instructions = await asyncio.to_thread(
+                    self.instructions.for_run, context.sandbox_root
+                )
+            except asyncio.CancelledError:
+                cancelled_early = True  # the run still starts and ends, as cancelled
         run = _Run(
             self,
             run_id,
@@ -601,6 +605,9 @@ class ToolCallingRuntime:
                 instructions.files if instructions is not None else (),
             )
         )
+        if cancelled_early:
+            run.emit(RunFinished(run_id, run.result("", "cancelled")))
+            raise asyncio.CancelledError
         body = asyncio.ensure_future(run.loop(prompt, resources))
         waiter = cancel.wait_future() if cancel is not None else None
         pending: list[asyncio.Future[Any]] = [body] if waiter is None else [body, waiter]
