@@ -288,8 +288,9 @@ class CleverAgentsAgent:
         if command is not None:
             return await run_slash_command(self.manager, self.client, session, command)
         # `/name arguments` of a custom command: its prompt runs (workspace/prompt_commands.py).
-        expanded = await asyncio.to_thread(expand_prompt_command, text, session.sandbox_root)
-        text = expanded if expanded is not None else text
+        if text.lstrip().startswith("/"):
+            expanded = await asyncio.to_thread(expand_prompt_command, text, session.sandbox_root)
+            text = expanded if expanded is not None else text
         llm = self._llm_caller(session)
         turn = PromptTurn(self.client, session, self.manager.defaults.approval_timeout_s)
         session.turn = turn
@@ -520,8 +521,8 @@ def _requested_profile(meta: Any, defaults: RunDefaults) -> str:
 
 def _requested_runtime_options(meta: Any) -> dict[str, Any]:
     """`toolResultBudget`, `contextWindow`, `promptCaching` and `projectInstructions` of
-    `_meta.cleveragents` in
-    `session/new`, as the runtime's keyword arguments; RequestError naming a bad one."""
+    `_meta.cleveragents` in `session/new`, as the runtime's keyword arguments; RequestError
+    naming a bad one."""
     if not isinstance(meta, dict):
         return {}
     options: dict[str, Any] = {}

@@ -119,29 +119,62 @@ def _command_name(file_name: str) -> str | None:
     return name
 
 
-def _workspace_commands(sandbox_root: str) -> list[PromptCommand]:
+def _workspace_command(sandbox: Sandbox, file_name: str) -> PromptCommand | None:
+    """The workspace's command in `file_name`, read through the wall; None if unusable."""
+    name = _command_name(file_name)
+    if name is None:
+        return None
+    relative = f"{WORKSPACE_COMMANDS}/{file_name}"
     try:
-        sandbox = Sandbox(sandbox_root)
+        target = sandbox.resolve(relative)
+        with closing_fd(sandbox.open_regular_file(target)) as fd:
+            text = _decode(os.pread(fd, MAX_COMMAND_BYTES + 1, 0))
+    except (ToolError, OSError):
+        return None
+    if text is None or not text.strip():
+        return None
+    return parse_command_file(name, text, "workspace", relative)
+
+
+def _user_command(folder: Path, file_name: str) -> PromptCommand | None:
+    """The user's command in `file_name` of their commands folder; None if unusable."""
+    name = _command_name(file_name)
+    if name is None:
+        return None
+    path = folder / file_name
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, "rb") as stream:
+            text = _decode(stream.read(MAX_COMMAND_BYTES + 1))
+    except OSError:
+        return None
+    if text is None or not text.strip():
+        return None
+    return parse_command_file(name, text, "user", str(path))
+
+
+def _sandbox(sandbox_root: str | None) -> Sandbox | None:
+    if not sandbox_root:
+        return None
+    try:
+        return Sandbox(sandbox_root)
+    except ToolError:
+        return None
+
+
+def _workspace_commands(sandbox_root: str | None) -> list[PromptCommand]:
+    sandbox = _sandbox(sandbox_root)
+    if sandbox is None:
+        return []
+    try:
         folder = sandbox.resolve(WORKSPACE_COMMANDS)
         with closing_fd(sandbox.open_directory(folder)) as fd:
             names = sorted(os.listdir(fd))
     except (ToolError, OSError):
         return []
-    found: list[PromptCommand] = []
-    for file_name in names[: MAX_COMMANDS * 2]:
-        name = _command_name(file_name)
-        if name is None:
-            continue
-        relative = f"{WORKSPACE_COMMANDS}/{file_name}"
-        try:
-            target = sandbox.resolve(relative)
-            with closing_fd(sandbox.open_regular_file(target)) as fd:
-                text = _decode(os.pread(fd, MAX_COMMAND_BYTES + 1, 0))
-        except (ToolError, OSError):
-            continue
-        if text is not None and text.strip():
-            found.append(parse_command_file(name, text, "workspace", relative))
-    return found
+    found = (_workspace_command(sandbox, file_name) for file_name in names[: MAX_COMMANDS * 2])
+    return [command for command in found if command is not None]
 
 
 def _user_commands(folder: Path) -> list[PromptCommand]:
@@ -149,22 +182,8 @@ def _user_commands(folder: Path) -> list[PromptCommand]:
         names = sorted(os.listdir(folder))
     except OSError:
         return []
-    found: list[PromptCommand] = []
-    for file_name in names[: MAX_COMMANDS * 2]:
-        name = _command_name(file_name)
-        if name is None:
-            continue
-        path = folder / file_name
-        try:
-            if not stat.S_ISREG(os.stat(path).st_mode):
-                continue
-            with open(path, "rb") as stream:
-                text = _decode(stream.read(MAX_COMMAND_BYTES + 1))
-        except OSError:
-            continue
-        if text is not None and text.strip():
-            found.append(parse_command_file(name, text, "user", str(path)))
-    return found
+    found = (_user_command(folder, file_name) for file_name in names[: MAX_COMMANDS * 2])
+    return [command for command in found if command is not None]
 
 
 def load_prompt_commands(
@@ -173,7 +192,7 @@ def load_prompt_commands(
     """Every custom command for a workspace, by name (a workspace's wins over the user's),
     at most MAX_COMMANDS. Unreadable files and folders are skipped."""
     user = _user_commands((user_folder or user_config_dir()) / USER_COMMANDS)
-    workspace = _workspace_commands(sandbox_root) if sandbox_root else []
+    workspace = _workspace_commands(sandbox_root)
     by_name = {command.name: command for command in user}
     by_name.update({command.name: command for command in workspace})
     return [by_name[name] for name in sorted(by_name)][:MAX_COMMANDS]
@@ -196,7 +215,9 @@ def expand_prompt_command(
     if invocation is None:
         return None
     name, arguments = invocation
-    for command in load_prompt_commands(sandbox_root, user_folder):
-        if command.name == name:
-            return command.expand(arguments)
-    return None
+    file_name = f"{name}.md"
+    sandbox = _sandbox(sandbox_root)
+    command = _workspace_command(sandbox, file_name) if sandbox is not None else None
+    if command is None:  # only the named file is read, the workspace's first
+        command = _user_command((user_folder or user_config_dir()) / USER_COMMANDS, file_name)
+    return command.expand(arguments) if command is not None else None
