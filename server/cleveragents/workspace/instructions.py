@@ -33,7 +33,8 @@ from typing import Any
 from ..paths import user_config_dir
 from ..tool.errors import ToolError
 from ..tool.instructions import FolderNote, InstructionFile, InstructionScope
-from .sandbox import Sandbox, closing_fd
+from .sandbox import Sandbox
+from .text_files import SmallText, read_user_text, read_workspace_text
 
 INSTRUCTION_FILE_NAMES = ("AGENTS.md", "CLAUDE.md")
 """Read in each folder, the first that exists: CLAUDE.md only where there is no AGENTS.md."""
@@ -77,30 +78,22 @@ def _cut(text: str, total: int, limit: int) -> str:
     )
 
 
-def _decode(data: bytes) -> str | None:
-    """The file's text; None for a binary file (a NUL byte), which is not instructions."""
-    if b"\0" in data:
+def _read(found: SmallText | None) -> _Read | None:
+    """A file's text for the model; its length counts characters (its size, when it was
+    larger than what is read)."""
+    if found is None:
         return None
-    return data.decode("utf-8", errors="replace")
+    whole = found.size <= _MAX_READ_BYTES
+    return _Read(found.text, len(found.text) if whole else found.size)
 
 
 def read_user_file(folder: Path) -> tuple[str, _Read] | None:
     """(path, contents) of the user's own file in `folder`, or None when there is none."""
     for name in INSTRUCTION_FILE_NAMES:
         path = folder / name
-        if not path.is_file():
-            continue
-        try:
-            with open(path, "rb") as stream:
-                data = stream.read(_MAX_READ_BYTES + 1)
-                size = os.fstat(stream.fileno()).st_size
-        except OSError:
-            continue
-        text = _decode(data[:_MAX_READ_BYTES])
-        if text is None or not text.strip():
-            continue
-        total = len(text) if size <= _MAX_READ_BYTES else size
-        return str(path), _Read(text, total)
+        read = _read(read_user_text(path, _MAX_READ_BYTES))
+        if read is not None:
+            return str(path), read
     return None
 
 
@@ -169,17 +162,9 @@ class RunInstructionFiles:
         """(relative path, contents) of a folder's instructions file, read through the wall."""
         for name in INSTRUCTION_FILE_NAMES:
             relative = "/".join((*parts, name))
-            try:
-                target = self.sandbox.resolve(relative)
-                with closing_fd(self.sandbox.open_regular_file(target)) as fd:
-                    data = os.pread(fd, _MAX_READ_BYTES + 1, 0)
-                    size = os.fstat(fd).st_size
-            except (ToolError, OSError):
-                continue
-            text = _decode(data[:_MAX_READ_BYTES])
-            if text is None or not text.strip():
-                continue
-            return relative, _Read(text, len(text) if size <= _MAX_READ_BYTES else size)
+            read = _read(read_workspace_text(self.sandbox, relative, _MAX_READ_BYTES))
+            if read is not None:
+                return relative, read
         return None
 
     def system_prompt(self, base: str | None) -> str | None:

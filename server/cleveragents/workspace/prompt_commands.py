@@ -17,18 +17,15 @@ approvals and walls. Names the fronts use themselves (`/undo`, `/restore`, ...) 
 
 from __future__ import annotations
 
-import logging
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import user_config_dir
 from ..tool.errors import ToolError
 from .sandbox import Sandbox, closing_fd
-
-log = logging.getLogger(__name__)
+from .text_files import read_user_text, read_workspace_text
 
 WORKSPACE_COMMANDS = ".cleveragents/commands"
 USER_COMMANDS = "commands"
@@ -104,12 +101,6 @@ def parse_command_file(name: str, text: str, source: str, path: str) -> PromptCo
     )
 
 
-def _decode(data: bytes) -> str | None:
-    if b"\0" in data or len(data) > MAX_COMMAND_BYTES:
-        return None
-    return data.decode("utf-8", errors="replace")
-
-
 def _command_name(file_name: str) -> str | None:
     if not file_name.endswith(".md"):
         return None
@@ -125,15 +116,10 @@ def _workspace_command(sandbox: Sandbox, file_name: str) -> PromptCommand | None
     if name is None:
         return None
     relative = f"{WORKSPACE_COMMANDS}/{file_name}"
-    try:
-        target = sandbox.resolve(relative)
-        with closing_fd(sandbox.open_regular_file(target)) as fd:
-            text = _decode(os.pread(fd, MAX_COMMAND_BYTES + 1, 0))
-    except (ToolError, OSError):
+    found = read_workspace_text(sandbox, relative, MAX_COMMAND_BYTES + 1)
+    if found is None or found.size > MAX_COMMAND_BYTES:
         return None
-    if text is None or not text.strip():
-        return None
-    return parse_command_file(name, text, "workspace", relative)
+    return parse_command_file(name, found.text, "workspace", relative)
 
 
 def _user_command(folder: Path, file_name: str) -> PromptCommand | None:
@@ -142,16 +128,10 @@ def _user_command(folder: Path, file_name: str) -> PromptCommand | None:
     if name is None:
         return None
     path = folder / file_name
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-        with open(path, "rb") as stream:
-            text = _decode(stream.read(MAX_COMMAND_BYTES + 1))
-    except OSError:
+    found = read_user_text(path, MAX_COMMAND_BYTES + 1)
+    if found is None or found.size > MAX_COMMAND_BYTES:
         return None
-    if text is None or not text.strip():
-        return None
-    return parse_command_file(name, text, "user", str(path))
+    return parse_command_file(name, found.text, "user", str(path))
 
 
 def _sandbox(sandbox_root: str | None) -> Sandbox | None:
