@@ -406,3 +406,18 @@ async def test_a_run_cancelled_while_its_instructions_are_read_starts_and_ends_c
     assert [type(e) for e in events] == [RunStarted, RunFinished]
     finished = events[1]
     assert isinstance(finished, RunFinished) and finished.result.stop_reason == "cancelled"
+
+
+def test_the_config_folder_follows_xdg_and_ignores_a_relative_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from cleveragents.paths import user_config_dir
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "conf"))
+    assert user_config_dir() == tmp_path / "conf" / "cleveragents"
+    if sys.platform.startswith("linux"):
+        monkeypatch.setenv("XDG_CONFIG_HOME", "relative/conf")
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        assert user_config_dir() == tmp_path / "home" / ".config" / "cleveragents"

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from ..paths import user_data_dir
 from ..tool.events import (
     IterationStarted,
     PlanUpdated,
@@ -181,16 +182,7 @@ def default_history_path() -> Path:
     data folder: `~/.local/share` on Linux, `~/Library/Application Support` on macOS,
     `%LOCALAPPDATA%` on Windows.
     """
-    xdg = os.environ.get("XDG_DATA_HOME", "")
-    if xdg and os.path.isabs(xdg):
-        base = Path(xdg)
-    elif sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
-        base = Path(os.environ["LOCALAPPDATA"])
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = Path.home() / ".local" / "share"
-    return base / "cleveragents" / HISTORY_FILE_NAME
+    return user_data_dir() / HISTORY_FILE_NAME
 
 
 @dataclass(slots=True, frozen=True)
