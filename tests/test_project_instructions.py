@@ -421,3 +421,20 @@ def test_the_config_folder_follows_xdg_and_ignores_a_relative_one(
         monkeypatch.setenv("XDG_CONFIG_HOME", "relative/conf")
         monkeypatch.setenv("HOME", str(tmp_path / "home"))
         assert user_config_dir() == tmp_path / "home" / ".config" / "cleveragents"
+
+
+def test_a_fifo_in_place_of_a_file_is_skipped_without_waiting(
+    tmp_path: Path, user_config: Path
+) -> None:
+    """Nobody writes to these pipes: a reader that opened them blocking would hang here."""
+    root = tmp_path / "project"
+    (root / "sub").mkdir(parents=True)
+    os.mkfifo(root / "AGENTS.md")
+    os.mkfifo(root / "sub" / "AGENTS.md")
+    os.mkfifo(user_config / "AGENTS.md")
+    (root / "CLAUDE.md").write_text(ROOT_RULE)
+    instructions = ProjectInstructions().for_run(str(root))
+    assert instructions is not None
+    # AGENTS.md is there but unusable: the folder's CLAUDE.md is read instead.
+    assert [f.path for f in instructions.files] == ["CLAUDE.md"]
+    assert instructions.for_call("read_file", {"path": "sub/x.py"}) is None

@@ -46,10 +46,15 @@ def read_workspace_text(sandbox: Sandbox, relative: str, limit: int) -> SmallTex
 def read_user_text(path: Path, limit: int) -> SmallText | None:
     """The user's own file at `path` (a regular file), its first `limit` bytes."""
     try:
-        with open(path, "rb") as stream:
-            info = os.fstat(stream.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                return None
-            return _text(stream.read(limit), info.st_size, limit)
+        # Non-blocking: a FIFO in its place must not hang the reader (it is refused below).
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    with closing_fd(fd):
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return None
+            return _text(os.pread(fd, limit, 0), info.st_size, limit)
+        except OSError:
+            return None
