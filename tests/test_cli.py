@@ -575,3 +575,55 @@ def test_a_run_whose_cli_was_killed_is_listed_interrupted_at_once(
     assert [r["tool_name"] for r in shown["records"]] == ["list_dir"]  # nothing lost
     table = cli("runs", "--history", history, env={"COLUMNS": "200"}).stdout
     assert alive["run_id"] in table and "interrupted" in table
+
+
+def test_the_plan_is_a_checklist_and_the_instructions_are_named(
+    workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "AGENTS.md").write_text("Keep the report short.\n")
+    config = tmp_path / "config"
+    (config / "cleveragents").mkdir(parents=True)
+    (config / "cleveragents" / "AGENTS.md").write_text("British English.\n")
+
+    def plan(*statuses: str) -> dict[str, Any]:
+        steps = ["Read the notes", "Write the report", "Check it"]
+        return {
+            "name": "update_plan",
+            "arguments": {
+                "steps": [{"text": t, "status": s} for t, s in zip(steps, statuses, strict=True)]
+            },
+        }
+
+    script = replay_script(
+        tmp_path,
+        [
+            {"text": "Planning.", "tool_calls": [plan("in_progress", "pending", "pending")]},
+            {"tool_calls": [plan("done", "in_progress", "pending")]},
+            {"tool_calls": [plan("done", "done", "done")]},
+            {"text": "Reported."},
+        ],
+    )
+    history = str(tmp_path / "h.sqlite3")
+    env = {"XDG_CONFIG_HOME": str(config), "COLUMNS": "200"}
+    done = cli(*replay_run(workspace, script), "--history", history, env=env)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    user_file = config / "cleveragents" / "AGENTS.md"
+    assert f"using AGENTS.md, 2 files: {user_file}, AGENTS.md" in out
+    assert out.count("plan 0/3 done") == 1 and out.count("plan 3/3 done") == 1
+    assert "  ▸ Read the notes\n  ○ Write the report\n  ○ Check it" in out
+    assert "  ✓ Read the notes\n  ▸ Write the report\n  ○ Check it" in out
+    assert "  ✓ Read the notes\n  ✓ Write the report\n  ✓ Check it" in out
+
+    # `runs show` shows the plan as the run left it.
+    run_id = json.loads(cli("runs", "--history", history, "--json").stdout)[0]["run_id"]
+    shown = cli("runs", "show", run_id, "--history", history, env={"COLUMNS": "200"})
+    assert shown.returncode == 0, shown.stderr
+    assert "last plan 3/3 done" in shown.stdout and "  ✓ Check it" in shown.stdout
+
+    # Turned off: nothing named, nothing sent.
+    again = cli(
+        *replay_run(workspace, script), "--no-history", "--no-project-instructions", env=env
+    )
+    assert again.returncode == 0, again.stderr
+    assert "using AGENTS.md" not in again.stdout

@@ -159,3 +159,61 @@ def test_factory_defaults_to_offline_and_rejects_unknown_names(monkeypatch: Any)
     with pytest.raises(ProviderConfigError, match="needs a model name"):
         create_llm_caller("openai", base_url="http://127.0.0.1:9")
     assert os.environ.get("CLEVERAGENTS_PROVIDER") == "replay"
+
+
+def test_a_prompt_of_several_steps_gets_a_plan_kept_as_the_phases_go(tmp_path: Path) -> None:
+    from cleveragents.tool.events import PlanUpdated, RunEvent
+    from cleveragents.toolsets import build_registry
+
+    (tmp_path / "notes.md").write_text("TODO: tidy\n")
+    registry = build_registry(plugins=False)
+    runtime = ToolCallingRuntime(registry, ToolRunner(registry), OfflineCaller())
+    events: list[RunEvent] = []
+
+    def plans(prompt: str, profile: str) -> list[list[tuple[str, str]]]:
+        events.clear()
+        result = runtime.run_tool_loop(
+            prompt,
+            ToolActorContext(sandbox_root=str(tmp_path), automation_profile=profile),
+            observers=[events.append],
+        )
+        assert result.stop_reason == "final_answer"
+        assert all(r.success for r in result.tool_call_history if r.tool_name == "update_plan")
+        return [[(s.text, s.status) for s in e.steps] for e in events if isinstance(e, PlanUpdated)]
+
+    several = "Find the TODOs, then write a short report"
+    look, read, change = (
+        "Look around the workspace",
+        "Read what looks most relevant",
+        "Make the changes",
+    )
+    assert plans(several, "full-auto") == [
+        [(look, "in_progress"), (read, "pending"), (change, "pending")],
+        [(look, "done"), (read, "in_progress"), (change, "pending")],
+        [(look, "done"), (read, "done"), (change, "in_progress")],
+        [(look, "done"), (read, "done"), (change, "done")],
+    ]
+    # Under read-only nothing may change: the plan has no such step. The same prompt twice
+    # gives the same plans (deterministic).
+    first = plans(several, "read-only")
+    assert first == plans(several, "read-only")
+    assert first[-1] == [(look, "done"), (read, "done")]
+    # A one-step prompt gets no plan.
+    assert plans("Find the TODOs and write a short report", "full-auto") == []
+
+
+@pytest.mark.parametrize(
+    ("prompt", "several"),
+    [
+        ("Find the TODOs, then write a report", True),
+        ("Tasks:\n1. find the TODOs\n2. write a report", True),
+        ("- list the files\n- read the README", True),
+        ("Find the TODOs and write a report", False),
+        ("And then?", False),
+        ("Read notes.txt", False),
+    ],
+)
+def test_what_counts_as_several_steps(prompt: str, several: bool) -> None:
+    from cleveragents.providers.offline import _several_steps
+
+    assert _several_steps(prompt) is several

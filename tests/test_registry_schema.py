@@ -188,7 +188,7 @@ def test_every_built_in_tool_schema_is_valid_json_schema() -> None:
     from cleveragents.workspace.builtins import builtin_tools
 
     specs = builtin_tools()
-    assert len(specs) == 7
+    assert len(specs) == 8
     for spec in specs:
         validators.validator_for(spec.input_schema).check_schema(spec.input_schema)
         assert spec.input_schema["type"] == "object" and spec.input_schema["properties"]

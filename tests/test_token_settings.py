@@ -40,6 +40,7 @@ def test_defaults_with_nothing_set() -> None:
         "cache": True,
         "context_policy": ContextPolicy(100_000, 3, 20_000),
         "compaction_summary": False,
+        "project_instructions": True,
     }
     assert defaults.provider_options() == {"cache": True}
     assert defaults.command_policy == CommandPolicy.from_environment({})
@@ -67,6 +68,7 @@ def test_the_environment_then_the_options_over_it() -> None:
         "cache": False,
         "context_policy": ContextPolicy(100_000, 3, 20_000),
         "compaction_summary": False,
+        "project_instructions": True,
     }
     options = ClientOptions(
         tool_result_budget=2_000,

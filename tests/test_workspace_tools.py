@@ -44,12 +44,16 @@ def test_builtin_specs_declare_what_they_do() -> None:
         "glob",
         "grep",
         "run_command",
+        "update_plan",
     ]
     mutating = {name for name, spec in specs.items() if spec.mutating}
     assert mutating == {"write_file", "edit_file", "run_command"}
     assert {name for name, spec in specs.items() if spec.executes_code} == {"run_command"}
     for spec in specs.values():
-        assert spec.context_params == frozenset({"sandbox_root"})
+        # update_plan touches no file: it alone needs no sandbox.
+        assert spec.context_params == frozenset(
+            set() if spec.name == "update_plan" else {"sandbox_root"}
+        )
         assert "sandbox_root" not in spec.input_schema["properties"]
         assert spec.input_schema["additionalProperties"] is False
         assert "Returns" in spec.description
@@ -64,11 +68,11 @@ def test_builtin_specs_declare_what_they_do() -> None:
 
 def test_register_builtin_tools_refuses_duplicates_unless_replacing() -> None:
     registry = ToolRegistry()
-    assert len(register_builtin_tools(registry)) == 7
+    assert len(register_builtin_tools(registry)) == 8
     with pytest.raises(ValueError, match="already registered"):
         register_builtin_tools(registry)
     register_builtin_tools(registry, replace=True)
-    assert len(registry) == 7
+    assert len(registry) == 8
 
 
 async def test_schema_bounds_are_enforced_by_the_runner(root: Path) -> None:

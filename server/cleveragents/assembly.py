@@ -32,6 +32,15 @@ Keep changes focused on the task.
 600). It may have no network and may write only inside the workspace; what it leaves \
 running in the background is killed when it ends. Use it to build, test and inspect; edit \
 files with the file tools.
+- A tool result may carry `project_instructions`: the AGENTS.md of a folder you just \
+reached. Follow it for the files under that folder, where it takes precedence over the \
+root's instructions.
+
+# Plans
+- For a task of several steps, call update_plan before you start with the whole plan \
+(short steps, the first in_progress, the rest pending), then again each time a step starts \
+or ends. Send every step each time; at most one is in_progress. The user watches it as a \
+checklist. A one-step task needs no plan.
 
 # Long output
 - You are shown at most a set budget of any one tool result (32,000 characters unless \
@@ -70,8 +79,15 @@ def build_runtime(
     max_iterations: int = DEFAULT_MAX_ITERATIONS,
     system_prompt: str | None = SYSTEM_PROMPT,
     runner: ToolRunner | None = None,
+    project_instructions: bool = True,
     **kwargs: Any,
 ) -> ToolCallingRuntime:
+    """The runtime every front runs: the built-in prompt, and unless `project_instructions`
+    is False, each run's AGENTS.md files (see `workspace/instructions.py`)."""
+    if project_instructions and "instructions" not in kwargs:
+        from .workspace.instructions import ProjectInstructions
+
+        kwargs["instructions"] = ProjectInstructions()
     return ToolCallingRuntime(
         registry=registry,
         runner=runner or ToolRunner(registry),

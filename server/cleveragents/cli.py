@@ -66,6 +66,12 @@ def _parser() -> argparse.ArgumentParser:
         help="send no prompt-cache breakpoints (also: CLEVERAGENTS_PROMPT_CACHING=0)",
     )
     run.add_argument(
+        "--no-project-instructions",
+        action="store_true",
+        help="do not send the workspace's AGENTS.md / CLAUDE.md files nor the user's own to "
+        "the model (also: CLEVERAGENTS_PROJECT_INSTRUCTIONS=0)",
+    )
+    run.add_argument(
         "--tool-result-budget",
         type=_result_budget,
         metavar="CHARS",
@@ -609,6 +615,7 @@ def _runs(args: argparse.Namespace) -> int:
                 return EXIT_OK
             from .display import RunDisplay, attachment_lines, iteration_usage_line
             from .tool.events import ToolCallFinished
+            from .tool.plan import last_plan
 
             console = Console()
             console.print(f"[bold]{run.run_id}[/] {run.status}  {run.sandbox_root}\n{run.prompt}")
@@ -617,6 +624,9 @@ def _runs(args: argparse.Namespace) -> int:
                 console.print(f"[dim]{escape(line)}[/]", highlight=False)
             for record in run.records:
                 display(ToolCallFinished(run.run_id, record))
+            plan = last_plan(run.records)
+            if plan is not None:
+                display.show_plan(plan, "last plan")
             for entry in run.iteration_usage:
                 console.print(
                     f"[dim]{iteration_usage_line(entry.iteration, entry.usage, entry.cost_usd)}[/]",
@@ -829,6 +839,7 @@ def _run(args: argparse.Namespace) -> int:
             tool_result_budget=args.tool_result_budget,
             context_window=args.context_window,
             prompt_caching=False if args.no_prompt_cache else None,
+            project_instructions=False if args.no_project_instructions else None,
             prices=args.prices,
         )
     except ParamsError as exc:

@@ -16,6 +16,7 @@ from .service.history import StoredRun
 from .service.trust import TrustRequest
 from .tool.events import (
     IterationStarted,
+    PlanUpdated,
     ResponseReceived,
     RunEvent,
     RunFailed,
@@ -24,6 +25,8 @@ from .tool.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from .tool.instructions import describe_files
+from .tool.plan import PLAN_TOOL, PlanStep
 from .tool.policy import ApprovalDecision, ApprovalRequest
 from .tool.records import Usage
 from .tool.resources import Resource
@@ -71,6 +74,8 @@ class RunDisplay:
             )
             for line in attachment_lines(event.resources):
                 self.console.print(f"[dim]{escape(line)}[/]")
+            if event.instructions:
+                self.console.print(f"[dim]{escape(describe_files(event.instructions))}[/]")
         elif isinstance(event, IterationStarted):
             self._spin(f"iteration {event.iteration}: waiting for the model…")
         elif isinstance(event, ResponseReceived):
@@ -82,6 +87,8 @@ class RunDisplay:
         elif isinstance(event, ToolCallFinished):
             record = event.record
             self.running.pop(record.call_id, None)
+            if record.success and record.tool_name == PLAN_TOOL:
+                return  # the plan itself follows (PlanUpdated): no row of JSON for it
             if record.success:
                 mark, detail = "[green]✓[/]", escape(_short(record.output))
             else:
@@ -94,10 +101,20 @@ class RunDisplay:
             )
             if self.running:
                 self._spin(f"running {', '.join(self.running.values())}…")
+        elif isinstance(event, PlanUpdated):
+            self.show_plan(event.steps)
+            if self.running:
+                self._spin(f"running {', '.join(self.running.values())}…")
         elif isinstance(event, RunFinished):
             self.stop()
         elif isinstance(event, RunFailed):
             self.stop()
+
+    def show_plan(self, steps: Sequence[PlanStep], title: str = "plan") -> None:
+        """The plan as a compact checklist: `plan 1/3 done` and a line per step."""
+        self.stop()
+        for line in plan_lines(steps, title):
+            self.console.print(line, highlight=False)
 
     def show_result(
         self,
@@ -160,6 +177,24 @@ class RunDisplay:
             console.print(f"[dim]undo with: {escape(hint)}[/]", highlight=False)
         elif run.changed_files == [] and run.status != "running":
             console.print("[dim]changed no file[/]")
+
+
+_PLAN_MARKS = {"done": "[green]✓[/]", "in_progress": "[yellow]▸[/]", "pending": "[dim]○[/]"}
+
+
+def plan_lines(steps: Sequence[PlanStep], title: str = "plan") -> list[str]:
+    """`plan 1/3 done`, then `  ✓ step` / `  ▸ step` (in progress, bold) / `  ○ step` (rich
+    markup)."""
+    done = sum(1 for step in steps if step.status == "done")
+    lines = [f"[bold]{escape(title)}[/] [dim]{done}/{len(steps)} done[/]"]
+    for step in steps:
+        text = escape(step.text)
+        if step.status == "in_progress":
+            text = f"[bold]{text}[/]"
+        elif step.status == "done":
+            text = f"[dim]{text}[/]"
+        lines.append(f"  {_PLAN_MARKS[step.status]} {text}")
+    return lines
 
 
 def show_file_changes(console: Console, changed: list[ChangedFile]) -> None:

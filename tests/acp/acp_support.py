@@ -53,6 +53,8 @@ def agent_env(home: Path, **settings: str) -> dict[str, str]:
     }
     env["PYTHONPATH"] = os.pathsep.join([str(ACP_TESTS), *filter(None, [env.get("PYTHONPATH")])])
     env["XDG_DATA_HOME"] = str(home / "data")
+    # The user's own AGENTS.md lives in the config folder: none of the tester's in a test.
+    env["XDG_CONFIG_HOME"] = str(home / "config")
     env["PYTHONUNBUFFERED"] = "1"
     env.update(settings)
     return env

@@ -106,6 +106,10 @@ async def test_bad_token_settings_are_refused_naming_them(
             ({"toolResultBudget": 5}, "_meta.cleveragents.toolResultBudget: must be between"),
             ({"contextWindow": "big"}, "_meta.cleveragents.contextWindow: expected an integer"),
             ({"promptCaching": "no"}, "_meta.cleveragents.promptCaching: expected true or false"),
+            (
+                {"projectInstructions": 0},
+                "_meta.cleveragents.projectInstructions: expected true or false",
+            ),
         ):
             with pytest.raises(RequestError) as refused:
                 await agent.conn.new_session(cwd=str(sandbox), mcp_servers=[], cleveragents=meta)

@@ -30,6 +30,8 @@ def daemon_env(home: Path) -> dict[str, str]:
     }
     env["PYTHONPATH"] = os.pathsep.join([str(DAEMON_TESTS), *filter(None, [env.get("PYTHONPATH")])])
     env["XDG_DATA_HOME"] = str(home / "data")
+    # The user's own AGENTS.md lives in the config folder: none of the tester's in a test.
+    env["XDG_CONFIG_HOME"] = str(home / "config")
     env["PYTHONUNBUFFERED"] = "1"
     return env
 

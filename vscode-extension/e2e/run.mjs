@@ -740,6 +740,39 @@ async function main() {
     step('cost-in-header');
     }
 
+    // -- the plan and the project instructions: the folder's AGENTS.md is named under the
+    //    run's heading, and each update_plan call redraws the checklist at the top of the run --
+    {
+    const agentsFile = path.join(sandbox.workspace, 'AGENTS.md');
+    fs.writeFileSync(agentsFile, 'Keep answers short.\n');
+    const plan = (/** @type {string[]} */ ...statuses) => ({
+      name: 'update_plan',
+      arguments: { steps: ['Read the notes', 'Write the summary'].map((text, i) => ({ text, status: statuses[i] })) },
+    });
+    writeReplayScript(sandbox, [
+      { text: 'Planning.', tool_calls: [plan('in_progress', 'pending')] },
+      { tool_calls: [plan('done', 'in_progress')] },
+      { tool_calls: [plan('done', 'done')] },
+      { text: 'Summarised, as planned.' },
+    ]);
+    await prompt.fill('Summarise the notes, then check them.');
+    await view.locator('button[data-testid="run"]').click();
+    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    await view.locator('[data-testid="plan-title"]', { hasText: 'Plan · 2 of 2 done' }).waitFor();
+    const stepsShown = await view
+      .locator('[data-testid="plan-step"]')
+      .evaluateAll((items) => items.map((item) => `${item.getAttribute('data-status')} ${item.querySelector('.plan-text')?.textContent}`));
+    if (JSON.stringify(stepsShown) !== JSON.stringify(['done Read the notes', 'done Write the summary'])) {
+      fail(`the plan shows ${JSON.stringify(stepsShown)}`);
+    }
+    const instructionsShown = await view.locator('[data-testid="run-instructions"]').innerText();
+    if (instructionsShown !== 'Using AGENTS.md, 1 file') fail(`the header says ${JSON.stringify(instructionsShown)}`);
+    await view.locator('[data-testid="run-plan"]').scrollIntoViewIfNeeded();
+    await screenshot(page, 'plan-checklist');
+    fs.rmSync(agentsFile);
+    step('plan-checklist');
+    }
+
     // -- runs 3 and 4 at once: both stream, Stop ends one, the other goes on ----------------
     writeReplayScript(sandbox, [
       { text: 'This answer takes a very long time.', delay_ms: SLOW_RESPONSE_DELAY_MS },

@@ -140,6 +140,8 @@ export interface InitializationOptions {
   contextWindow?: number | null;
   /** Mark prompt-cache breakpoints (Anthropic). Default: $CLEVERAGENTS_PROMPT_CACHING (0 or 1), else true. */
   promptCaching?: boolean | null;
+  /** Send the workspace's AGENTS.md files (CLAUDE.md where there is none) and the user's own to the model (docs/agents.md). Default: $CLEVERAGENTS_PROJECT_INSTRUCTIONS (0 or 1), else true. */
+  projectInstructions?: boolean | null;
   /** Prices by model name, over $CLEVERAGENTS_PRICES (the same JSON) and the built-in table, e.g. `{"my-model": {"input": 0.5, "output": 1.5}}`. */
   prices?: { [key: string]: unknown } | null;
   /** Folders `run_command` may also read (absolute, or starting with `~`), added to $CLEVERAGENTS_COMMAND_READ_PATHS. Credential folders stay hidden. */
@@ -152,6 +154,22 @@ export interface InitializationOptions {
   allowUnconfinedCommands?: boolean | null;
   /** The access token of a daemon started with `--tcp` (required there: read it from the file the daemon names on stderr). Ignored over stdio and `--socket`. */
   token?: string | null;
+}
+
+/** A project instructions file (AGENTS.md, or CLAUDE.md where there is none) a run sends the model (docs/agents.md). */
+export interface InstructionFile {
+  /** Relative to the sandbox root (`/`-separated); the user's own file by its absolute path. */
+  path: string;
+  /** user: the user's own, for every project; project: the sandbox root's; folder: a subfolder's, for the files beneath it. */
+  scope: "user" | "project" | "folder";
+  /** The folder it governs, relative to the root (`.` for it); empty for user. */
+  folder: string;
+  /** The characters of it the model is sent. */
+  chars: number;
+  /** Its length; more than `chars` when it was cut. */
+  totalChars: number;
+  /** Whether it was cut to the size limit. */
+  truncated: boolean;
 }
 
 /** An LLM call is about to be made. */
@@ -182,6 +200,30 @@ export interface ModelPrice {
   cacheWrite?: number | null;
   /** Input read from the prompt cache. Default: `input`. */
   cacheRead?: number | null;
+}
+
+/** The model set its plan (an `update_plan` call): the whole plan, to show as a checklist in place of the previous one. Sent right after that call's `toolCall` notification. */
+export interface PlanParams {
+  /** The run's id. */
+  runId: string;
+  /** Per-run sequence number. */
+  seq: number;
+  /** The iteration whose call set it. */
+  iteration: number;
+  /** The `update_plan` call that set it. */
+  callId: string;
+  /** Every step, in order. */
+  steps: PlanStep[];
+  /** Why the plan changed, if the model said. */
+  explanation: string | null;
+}
+
+/** One step of the model's plan. */
+export interface PlanStep {
+  /** What the step does. */
+  text: string;
+  /** pending, in_progress (at most one) or done. */
+  status: "pending" | "in_progress" | "done";
 }
 
 /** A tool call as the model asked for it, inside an assistant message. */
@@ -273,6 +315,8 @@ export interface RunDetail {
   changedFiles: ChangedFile[];
   /** Why it cannot be wholly undone, if it cannot. */
   checkpointWarning: string | null;
+  /** The plan as its last `update_plan` call left it (the call's record holds it); null when it set none. */
+  plan: PlanStep[] | null;
 }
 
 /** The run ended. Always the last notification of a run. */
@@ -333,6 +377,8 @@ export interface RunParams {
   contextWindow?: number | null;
   /** Overrides whether prompt-cache breakpoints are marked. */
   promptCaching?: boolean | null;
+  /** Overrides whether AGENTS.md files are sent to the model. */
+  projectInstructions?: boolean | null;
   /** Files attached to the prompt (at most 50); the model sees them first. */
   resources?: RunResource[] | null;
   /** More folders `run_command` may read in this run (added to the session's). */
@@ -403,6 +449,8 @@ export interface RunStartedParams {
   model: string | null;
   /** The run this one continues, if any. */
   continuedFrom: string | null;
+  /** The project instructions files in the run's system prompt (the user's own, then the root's AGENTS.md); empty when there are none or they are turned off. A subfolder's file reaches the model later, with the first tool result there. */
+  instructions: InstructionFile[];
 }
 
 /** One run as the history lists it. Times are Unix epoch seconds. */
@@ -663,6 +711,7 @@ export interface ServerRequests {
 /** Notifications the daemon sends, by method. */
 export interface ServerNotifications {
   "cleveragents/runStarted": RunStartedParams;
+  "cleveragents/plan": PlanParams;
   "cleveragents/iterationStarted": IterationStartedParams;
   "cleveragents/textDelta": TextDeltaParams;
   "cleveragents/toolCallStarted": ToolCallStartedParams;

@@ -21,6 +21,7 @@ session's `cwd` as the sandbox root and the session's conversation so far as its
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Sequence
@@ -79,6 +80,7 @@ from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.records import ToolCallRunResult
 from ..tool.runtime import new_run_id
 from ..workspace.file_access import with_file_access
+from ..workspace.prompt_commands import expand_prompt_command
 from ..workspace.sandbox import too_broad
 from ..workspace.terminal import with_terminal
 from .commands import advertise_commands, run_slash_command, slash_command
@@ -195,7 +197,8 @@ class CleverAgentsAgent:
         )
         self._offer_editor(self.sessions[session_id])
         log.info("session %s in %s, profile %s", session_id, sandbox_root, profile)
-        advertise_commands(self.client, session_id)  # `/undo`, `/restore N`: sent after this
+        # `/undo`, `/restore N` and the custom commands: sent after this answer.
+        advertise_commands(self.client, session_id, sandbox_root)
         return NewSessionResponse(session_id=session_id, modes=_modes(profile))
 
     async def list_sessions(
@@ -250,7 +253,7 @@ class CleverAgentsAgent:
         )
         self._offer_editor(self.sessions[session_id])
         log.info("session %s loaded (%d runs), profile %s", session_id, len(runs), profile)
-        advertise_commands(self.client, session_id)
+        advertise_commands(self.client, session_id, sandbox_root)
         return LoadSessionResponse(modes=_modes(profile))
 
     async def set_session_mode(
@@ -284,6 +287,10 @@ class CleverAgentsAgent:
         command = slash_command(text)
         if command is not None:
             return await run_slash_command(self.manager, self.client, session, command)
+        # `/name arguments` of a custom command: its prompt runs (workspace/prompt_commands.py).
+        if text.lstrip().startswith("/"):
+            expanded = await asyncio.to_thread(expand_prompt_command, text, session.sandbox_root)
+            text = expanded if expanded is not None else text
         llm = self._llm_caller(session)
         turn = PromptTurn(self.client, session, self.manager.defaults.approval_timeout_s)
         session.turn = turn
@@ -513,8 +520,9 @@ def _requested_profile(meta: Any, defaults: RunDefaults) -> str:
 
 
 def _requested_runtime_options(meta: Any) -> dict[str, Any]:
-    """`toolResultBudget`, `contextWindow` and `promptCaching` of `_meta.cleveragents` in
-    `session/new`, as the runtime's keyword arguments; RequestError naming a bad one."""
+    """`toolResultBudget`, `contextWindow`, `promptCaching` and `projectInstructions` of
+    `_meta.cleveragents` in `session/new`, as the runtime's keyword arguments; RequestError
+    naming a bad one."""
     if not isinstance(meta, dict):
         return {}
     options: dict[str, Any] = {}
@@ -531,13 +539,16 @@ def _requested_runtime_options(meta: Any) -> dict[str, Any]:
         if problem:
             raise invalid_params(f"_meta.{META_KEY}.{name}: {problem}")
         options[keyword] = value
-    caching = meta.get("promptCaching")
-    if caching is not None:
-        if not isinstance(caching, bool):
-            raise invalid_params(
-                f"_meta.{META_KEY}.promptCaching: expected true or false, got {caching!r}"
-            )
-        options["cache"] = caching
+    for name, keyword in (
+        ("promptCaching", "cache"),
+        ("projectInstructions", "project_instructions"),
+    ):
+        flag = meta.get(name)
+        if flag is None:
+            continue
+        if not isinstance(flag, bool):
+            raise invalid_params(f"_meta.{META_KEY}.{name}: expected true or false, got {flag!r}")
+        options[keyword] = flag
     return options
 
 

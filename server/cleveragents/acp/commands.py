@@ -1,7 +1,9 @@
-"""Slash commands of an ACP session: `/undo` and `/restore N`, undo through the core.
+"""Slash commands of an ACP session: `/undo` and `/restore N`, undo through the core, and the
+custom commands of the workspace and the user (`workspace/prompt_commands.py`).
 
-The agent advertises them with an `available_commands_update` right after `session/new`;
-a prompt whose text is one of them runs no model:
+The agent advertises them with an `available_commands_update` right after `session/new` and
+`session/load`. A custom command's `/name arguments` is expanded to its prompt, which runs as
+any prompt does. `/undo` and `/restore` run no model:
 
 - `/undo` puts the files back as they were before the session's last prompt. Right after a
   `/undo` or `/restore`, it undoes that restore instead (so `/undo` twice is a redo).
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +39,7 @@ from ..service.errors import INVALID_PARAMS, ServiceError
 from ..service.runs import RunManager
 from ..service.undo import RestoreOutcome
 from ..workspace.names import shown_path
+from ..workspace.prompt_commands import PromptCommand, load_prompt_commands
 from .session import AcpSession
 from .updates import META_KEY
 
@@ -53,7 +57,8 @@ class SlashCommand:
     arguments: list[str]
 
 
-def available_commands() -> AvailableCommandsUpdate:
+def available_commands(custom: Sequence[PromptCommand] = ()) -> AvailableCommandsUpdate:
+    """The built-in commands, then the custom ones (their source under `_meta.cleveragents`)."""
     return AvailableCommandsUpdate(
         session_update="available_commands_update",
         available_commands=[
@@ -72,16 +77,29 @@ def available_commands() -> AvailableCommandsUpdate:
                 ),
                 input=AvailableCommandInput(UnstructuredCommandInput(hint="N [RUN_ID]")),
             ),
+            *(
+                AvailableCommand(
+                    name=command.name,
+                    description=command.description,
+                    input=AvailableCommandInput(
+                        UnstructuredCommandInput(hint=command.argument_hint or "arguments")
+                    ),
+                    field_meta={META_KEY: {"source": command.source, "path": command.path}},
+                )
+                for command in custom
+            ),
         ],
     )
 
 
-def advertise_commands(client: Client, session_id: str) -> None:
-    """Send the command list once the current request has been answered."""
+def advertise_commands(client: Client, session_id: str, sandbox_root: str) -> None:
+    """Send the command list (the workspace's and the user's custom commands read on a
+    thread) once the current request has been answered."""
 
     async def send() -> None:
         try:
-            await client.session_update(session_id, available_commands())
+            custom = await asyncio.to_thread(load_prompt_commands, sandbox_root)
+            await client.session_update(session_id, available_commands(custom))
         except Exception as exc:  # the connection went away: nobody to tell
             log.warning("available commands not sent: %s: %s", type(exc).__name__, exc)
 

@@ -17,6 +17,8 @@ from typing import Any
 from acp import Client
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
     RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
@@ -26,7 +28,14 @@ from acp.schema import (
 from ..mcp import McpToolset
 from ..service.trust import TrustRequest
 from ..tool.cancel import CancelToken, unless_cancelled
-from ..tool.events import RunEvent, RunStarted, TextDelta, ToolCallFinished, ToolCallStarted
+from ..tool.events import (
+    PlanUpdated,
+    RunEvent,
+    RunStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from ..tool.messages import Message
 from ..tool.policy import ApprovalDecision, ApprovalRequest, verdict
 from ..tool.registry import ToolRegistry
@@ -43,11 +52,21 @@ from .permissions import (
     trusted_from,
     turn_cancelled,
 )
-from .updates import call_finished, call_running, call_started, call_terminal, message_chunk
+from .updates import (
+    call_finished,
+    call_running,
+    call_started,
+    call_terminal,
+    instructions_note,
+    message_chunk,
+    plan_update,
+)
 
 log = logging.getLogger(__name__)
 
-SessionUpdate = AgentMessageChunk | ToolCallStart | ToolCallProgress
+SessionUpdate = (
+    AgentMessageChunk | ToolCallStart | ToolCallProgress | AgentPlanUpdate | AgentThoughtChunk
+)
 COMMAND_TOOL = "run_command"
 
 
@@ -136,6 +155,10 @@ class PromptTurn:
         """A run observer: events the client shows become `session/update`s."""
         if isinstance(event, RunStarted):
             self.run_started = True
+            if event.instructions:
+                self.updates.put(instructions_note(event.run_id, event.instructions))
+        elif isinstance(event, PlanUpdated):
+            self.updates.put(plan_update(event.steps, event.call_id))
         elif isinstance(event, TextDelta):
             self.updates.put(message_chunk(event))
         elif isinstance(event, ToolCallStarted):

@@ -11,7 +11,8 @@ Loading continues the conversation's newest run (when runs branched, the newest 
 replays the whole chain down to it: per run, the prompt as a `user_message_chunk`, each model
 response's text as an `agent_message_chunk` (the same `messageId` as when it streamed), and
 each tool call as one `tool_call` carrying its final status (`completed` or `failed`), its
-output and our `_meta`. A call whose run ended before it did is replayed as `failed`.
+output and our `_meta`, and after each `update_plan` call the `plan` it set. A call whose
+run ended before it did is replayed as `failed`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
     ListSessionsResponse,
     SessionInfo,
     TextContentBlock,
@@ -33,14 +35,22 @@ from acp.schema import (
 
 from ..service.history import ConversationSummary, RunHistory, StoredRun
 from ..tool.messages import AssistantMessage, ToolCallRequest
+from ..tool.plan import plan_from_record
 from ..tool.records import ToolCallRecord
 from ..tool.registry import ToolRegistry
-from .updates import META_KEY, call_finished, tool_kind, tool_locations, tool_title
+from .updates import (
+    META_KEY,
+    call_finished,
+    plan_update,
+    tool_kind,
+    tool_locations,
+    tool_title,
+)
 
 PAGE_SIZE = 50
 TITLE_LIMIT = 80
 
-ReplayedUpdate = UserMessageChunk | AgentMessageChunk | ToolCallStart
+ReplayedUpdate = UserMessageChunk | AgentMessageChunk | ToolCallStart | AgentPlanUpdate
 
 
 class BadCursor(ValueError):
@@ -134,6 +144,9 @@ def replay(
             for call in response.tool_calls:
                 record = records.get((iteration, call.call_id))
                 updates.append(_replayed_call(call, record, iteration, registry, sandbox_root))
+                steps = plan_from_record(record) if record is not None else None
+                if steps is not None:  # the plan as the client saw it after this call
+                    updates.append(plan_update(steps, call.call_id))
     return updates
 
 

@@ -11,11 +11,16 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
     ContentToolCallContent,
+    PlanEntry,
+    PlanEntryStatus,
     StopReason,
     TerminalToolCallContent,
     TextContentBlock,
@@ -27,6 +32,8 @@ from acp.schema import (
 )
 
 from ..tool.events import TextDelta, ToolCallStarted
+from ..tool.instructions import InstructionFile, describe_files
+from ..tool.plan import PLAN_TOOL, PlanStep
 from ..tool.records import ToolCallRecord, ToolCallRunResult, Usage
 from ..tool.registry import ToolSpec
 from ..tool.router import result_from_record
@@ -52,6 +59,8 @@ def tool_kind(spec: ToolSpec | None) -> ToolKind:
     """The ACP kind of a tool, for the editor's icon: from its name, else from its flags."""
     if spec is None:
         return "other"
+    if spec.name == PLAN_TOOL and spec.source == "builtin":
+        return "think"  # planning: no file read or changed
     words = {word.lower() for word in _WORD_BREAK.split(spec.name) if word}
     for kind, names in _KIND_WORDS:
         if words & names:
@@ -150,6 +159,54 @@ def call_finished(record: ToolCallRecord, *, in_terminal: bool = False) -> ToolC
                 "durationMs": record.duration_ms,
                 "iteration": record.iteration,
                 "errorKind": record.error_kind,
+            }
+        },
+    )
+
+
+# Our plan statuses as ACP's (ACP says `completed` where the model says `done`).
+_PLAN_STATUS: dict[str, PlanEntryStatus] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "done": "completed",
+}
+
+
+def plan_update(steps: Sequence[PlanStep], call_id: str | None = None) -> AgentPlanUpdate:
+    """The model's whole plan as an ACP `plan` update (the client replaces the one before).
+
+    Steps have no priority of their own: every entry is `medium`.
+    """
+    return AgentPlanUpdate(
+        session_update="plan",
+        entries=[
+            PlanEntry(content=step.text, priority="medium", status=_PLAN_STATUS[step.status])
+            for step in steps
+        ],
+        field_meta={META_KEY: {"callId": call_id}} if call_id is not None else None,
+    )
+
+
+def instructions_note(run_id: str, files: Sequence[InstructionFile]) -> AgentThoughtChunk:
+    """`using AGENTS.md, 2 files: ...` as a thought at the top of the turn, the files under
+    `_meta.cleveragents.instructions` (the daemon's `InstructionFile`, camelCase)."""
+    return AgentThoughtChunk(
+        session_update="agent_thought_chunk",
+        content=TextContentBlock(type="text", text=describe_files(files) + "\n"),
+        message_id=f"{run_id}-instructions",
+        field_meta={
+            META_KEY: {
+                "instructions": [
+                    {
+                        "path": file.path,
+                        "scope": file.scope,
+                        "folder": file.folder,
+                        "chars": file.chars,
+                        "totalChars": file.total_chars,
+                        "truncated": file.truncated,
+                    }
+                    for file in files
+                ]
             }
         },
     )

@@ -55,6 +55,7 @@ def client_options(options: wire.InitializationOptions) -> ClientOptions:
         tool_result_budget=options.tool_result_budget,
         context_window=options.context_window,
         prompt_caching=options.prompt_caching,
+        project_instructions=options.project_instructions,
         prices=(
             {model: unstructure(price) for model, price in options.prices.items()}
             if options.prices is not None

@@ -15,6 +15,7 @@ from ..service.runs import RunManager, RunPlan
 from ..service.trust import TrustRequest
 from ..tool.events import (
     IterationStarted,
+    PlanUpdated,
     ResponseReceived,
     RunEvent,
     RunFailed,
@@ -38,6 +39,8 @@ from .translate import (
     run_result,
     run_summary,
     tool_info,
+    wire_instructions,
+    wire_plan,
     wire_record,
     wire_trusted_server,
     wire_usage,
@@ -218,6 +221,7 @@ class RunStream:
                     provider=self.plan.provider,
                     model=self.plan.model,
                     continued_from=self.plan.continue_from,
+                    instructions=wire_instructions(event.instructions),
                 ),
             )
             self._progress(
@@ -272,6 +276,18 @@ class RunStream:
                 "cleveragents/toolCall",
                 wire.ToolCallParams(
                     run_id=run_id, seq=self._next(), record=wire_record(event.record)
+                ),
+            )
+        elif isinstance(event, PlanUpdated):
+            self._send(
+                "cleveragents/plan",
+                wire.PlanParams(
+                    run_id=run_id,
+                    seq=self._next(),
+                    iteration=event.iteration,
+                    call_id=event.call_id,
+                    steps=wire_plan(event.steps) or [],
+                    explanation=event.explanation,
                 ),
             )
         elif isinstance(event, RunFinished):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, cast
 
 from ..service.changes import ChangedFile
@@ -11,7 +12,9 @@ from ..service.runs import RunOutcome, RunRequest
 from ..service.settings import COMMAND_LIMITS, CommandSettings
 from ..service.trust import TrustedServer
 from ..service.undo import RestoreOutcome
+from ..tool.instructions import InstructionFile
 from ..tool.messages import AssistantMessage, Message, UserMessage
+from ..tool.plan import PlanStep, last_plan
 from ..tool.records import ToolCallRecord, Usage
 from ..tool.registry import ToolSpec
 from ..tool.resources import Resource
@@ -37,6 +40,7 @@ def run_request(params: wire.RunParams) -> RunRequest:
         tool_result_budget=params.tool_result_budget,
         context_window=params.context_window,
         prompt_caching=params.prompt_caching,
+        project_instructions=params.project_instructions,
         resources=tuple(
             ResourceRequest(r.path, r.text, r.start_line, r.end_line)
             for r in params.resources or ()
@@ -192,7 +196,28 @@ def run_detail(stored: StoredRun) -> wire.RunDetail:
         checkpoints=wire_checkpoints(stored.checkpoints),
         changed_files=wire_changes(stored.changed_files),
         checkpoint_warning=stored.checkpoint_warning,
+        plan=wire_plan(last_plan(stored.records)),
     )
+
+
+def wire_plan(steps: Sequence[PlanStep] | None) -> list[wire.PlanStep] | None:
+    if steps is None:
+        return None
+    return [wire.PlanStep(text=step.text, status=step.status) for step in steps]
+
+
+def wire_instructions(files: Sequence[InstructionFile]) -> list[wire.InstructionFile]:
+    return [
+        wire.InstructionFile(
+            path=file.path,
+            scope=file.scope,
+            folder=file.folder,
+            chars=file.chars,
+            total_chars=file.total_chars,
+            truncated=file.truncated,
+        )
+        for file in files
+    ]
 
 
 def wire_message(message: Message) -> wire.ConversationMessage:

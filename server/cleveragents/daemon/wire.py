@@ -181,6 +181,42 @@ class ChangedFile:
 
 
 @attrs.frozen(kw_only=True)
+class InstructionFile:
+    """A project instructions file (AGENTS.md, or CLAUDE.md where there is none) a run sends
+    the model (docs/agents.md)."""
+
+    path: str = attrs.field(
+        metadata=doc(
+            "Relative to the sandbox root (`/`-separated); the user's own file by its "
+            "absolute path."
+        )
+    )
+    scope: Literal["user", "project", "folder"] = attrs.field(
+        metadata=doc(
+            "user: the user's own, for every project; project: the sandbox root's; folder: a "
+            "subfolder's, for the files beneath it."
+        )
+    )
+    folder: str = attrs.field(
+        metadata=doc("The folder it governs, relative to the root (`.` for it); empty for user.")
+    )
+    chars: int = attrs.field(metadata=doc("The characters of it the model is sent."))
+    total_chars: int = attrs.field(metadata=doc("Its length; more than `chars` when it was cut."))
+    truncated: bool = attrs.field(metadata=doc("Whether it was cut to the size limit."))
+
+
+PlanStatus = Literal["pending", "in_progress", "done"]
+
+
+@attrs.frozen(kw_only=True)
+class PlanStep:
+    """One step of the model's plan."""
+
+    text: str = attrs.field(metadata=doc("What the step does."))
+    status: PlanStatus = attrs.field(metadata=doc("pending, in_progress (at most one) or done."))
+
+
+@attrs.frozen(kw_only=True)
 class Checkpoint:
     """A snapshot of a run's folder, taken just before an iteration first changed it."""
 
@@ -292,6 +328,14 @@ class InitializationOptions:
         metadata=doc(
             "Mark prompt-cache breakpoints (Anthropic). Default: "
             "$CLEVERAGENTS_PROMPT_CACHING (0 or 1), else true."
+        ),
+    )
+    project_instructions: bool | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "Send the workspace's AGENTS.md files (CLAUDE.md where there is none) and the "
+            "user's own to the model (docs/agents.md). Default: "
+            "$CLEVERAGENTS_PROJECT_INSTRUCTIONS (0 or 1), else true."
         ),
     )
     prices: dict[str, ModelPrice] | None = attrs.field(
@@ -428,6 +472,9 @@ class RunParams:
     prompt_caching: bool | None = attrs.field(
         default=None, metadata=doc("Overrides whether prompt-cache breakpoints are marked.")
     )
+    project_instructions: bool | None = attrs.field(
+        default=None, metadata=doc("Overrides whether AGENTS.md files are sent to the model.")
+    )
     resources: list[RunResource] | None = attrs.field(
         default=None,
         metadata=doc("Files attached to the prompt (at most 50); the model sees them first."),
@@ -501,6 +548,26 @@ class RunStartedParams:
     provider: str = attrs.field(metadata=doc("The provider in use."))
     model: str | None = attrs.field(metadata=doc("The model asked for, if one was named."))
     continued_from: str | None = attrs.field(metadata=doc("The run this one continues, if any."))
+    instructions: list[InstructionFile] = attrs.field(
+        metadata=doc(
+            "The project instructions files in the run's system prompt (the user's own, then "
+            "the root's AGENTS.md); empty when there are none or they are turned off. A "
+            "subfolder's file reaches the model later, with the first tool result there."
+        )
+    )
+
+
+@attrs.frozen(kw_only=True)
+class PlanParams:
+    """The model set its plan (an `update_plan` call): the whole plan, to show as a checklist
+    in place of the previous one. Sent right after that call's `toolCall` notification."""
+
+    run_id: str = attrs.field(metadata=doc("The run's id."))
+    seq: int = attrs.field(metadata=doc("Per-run sequence number."))
+    iteration: int = attrs.field(metadata=doc("The iteration whose call set it."))
+    call_id: str = attrs.field(metadata=doc("The `update_plan` call that set it."))
+    steps: list[PlanStep] = attrs.field(metadata=doc("Every step, in order."))
+    explanation: str | None = attrs.field(metadata=doc("Why the plan changed, if the model said."))
 
 
 @attrs.frozen(kw_only=True)
@@ -755,6 +822,12 @@ class RunDetail(RunSummary):
     checkpoint_warning: str | None = attrs.field(
         metadata=doc("Why it cannot be wholly undone, if it cannot.")
     )
+    plan: list[PlanStep] | None = attrs.field(
+        metadata=doc(
+            "The plan as its last `update_plan` call left it (the call's record holds it); "
+            "null when it set none."
+        )
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -1001,6 +1074,15 @@ METHODS: tuple[Method, ...] = (
         None,
         False,
         "A run began.",
+    ),
+    Method(
+        "cleveragents/plan",
+        "notification",
+        "server_to_client",
+        PlanParams,
+        None,
+        False,
+        "The model's plan, whole, each time it changes.",
     ),
     Method(
         "cleveragents/iterationStarted",

@@ -2,8 +2,10 @@
 
 It exercises the tools it is given with arguments synthesised from their schemas (and from
 what earlier calls returned), read-only tools first and mutating ones only where the run's
-automation profile may allow them, then answers with a summary of what it saw. Everything is
-derived from the conversation in the request, so one instance serves any number of runs.
+automation profile may allow them, then answers with a summary of what it saw. Given a prompt
+of several steps ("..., then ...", a numbered or bulleted list) and the `update_plan` tool, it
+keeps a plan of its phases (look around, read, change) as it goes. Everything is derived from
+the conversation in the request, so one instance serves any number of runs.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ..tool.messages import (
     ToolSchema,
     UserMessage,
 )
+from ..tool.plan import PLAN_TOOL
 from ..tool.records import Usage
 
 NOTICE = "[offline model: no LLM provider configured, so this run is deterministic and local]"
@@ -167,7 +170,10 @@ class OfflineCaller:
         prompt, calls, results = _conversation(request)
         seen = _Observations(prompt, results.values())
         called = {c.tool_name for c in calls}
-        response = self._next_calls(request, seen, called)
+        tools = [t for t in request.tools if t.name != PLAN_TOOL]
+        response = self._next_calls(request, tools, seen, called)
+        if len(tools) < len(request.tools) and _several_steps(prompt):
+            response = _with_plan(response, tools, request, calls)
         if response is None:
             response = LLMResponse(text=_summary(prompt, calls, results), stop_reason="end_turn")
         if on_text is not None and response.text:
@@ -177,9 +183,9 @@ class OfflineCaller:
         return response
 
     def _next_calls(
-        self, request: LLMRequest, seen: _Observations, called: set[str]
+        self, request: LLMRequest, tools: list[ToolSchema], seen: _Observations, called: set[str]
     ) -> LLMResponse | None:
-        waiting = [t for t in request.tools if t.name not in called]
+        waiting = [t for t in tools if t.name not in called]
         allowed = [t for t in waiting if _allowed(t, request.automation_profile)]
         read_only = [t for t in allowed if not t.mutating]
         # Discovery first (tools that need no file name), then readers fed by what was found.
@@ -234,6 +240,67 @@ class OfflineCaller:
             if key in required:
                 arguments[key] = "."
         return ToolCallRequest(f"offline_{iteration}_{index}", tool.name, arguments)
+
+
+_STEP_BREAK = re.compile(r"\bthen\b|;|\n\s*(?:\d+[.)]|[-*])\s+", re.IGNORECASE)
+_PHASES = (
+    ("look", "Look around the workspace"),
+    ("read", "Read what looks most relevant"),
+    ("change", "Make the changes"),
+)
+
+
+def _several_steps(prompt: str) -> bool:
+    """Whether the prompt asks for more than one thing in a row (then; a list)."""
+    parts = [part for part in _STEP_BREAK.split(prompt) if re.search(r"[^\W\d_]{3,}", part)]
+    return len(parts) > 1
+
+
+def _phase_of(call: ToolCallRequest, tools: dict[str, ToolSchema]) -> str:
+    tool = tools.get(call.tool_name)
+    if tool is None or tool.mutating:
+        return "change"
+    return "read" if _needs_file(tool) else "look"
+
+
+def _with_plan(
+    response: LLMResponse | None,
+    tools: list[ToolSchema],
+    request: LLMRequest,
+    calls: list[ToolCallRequest],
+) -> LLMResponse | None:
+    """`response` with an update_plan call first when its phase changes the plan (and, once
+    nothing is left to do, a response that marks every step done)."""
+    by_name = {t.name: t for t in tools}
+    profile = request.automation_profile
+    present = {
+        "look": any(not t.mutating and not _needs_file(t) for t in tools),
+        "read": any(not t.mutating and _needs_file(t) for t in tools),
+        "change": any(t.mutating and _allowed(t, profile) for t in tools),
+    }
+    phases = [(key, text) for key, text in _PHASES if present[key]]
+    keys = [key for key, _ in phases]
+    if response is None:
+        current = len(phases)  # every step done
+    else:
+        found = {_phase_of(c, by_name) for c in response.tool_calls}
+        current = max((keys.index(k) for k in found if k in keys), default=-1)
+        if current < 0:
+            return response
+    steps = [
+        {
+            "text": text,
+            "status": "done" if i < current else "in_progress" if i == current else "pending",
+        }
+        for i, (_, text) in enumerate(phases)
+    ]
+    sent = [c.arguments.get("steps") for c in calls if c.tool_name == PLAN_TOOL]
+    if not steps or (sent and sent[-1] == steps):
+        return response
+    plan = ToolCallRequest(f"offline_{request.iteration}_plan", PLAN_TOOL, {"steps": steps})
+    if response is None:
+        return LLMResponse("Every step is done.", [plan], "tool_use")
+    return LLMResponse(response.text, [plan, *response.tool_calls], response.stop_reason)
 
 
 def _needs_file(tool: ToolSchema) -> bool:

@@ -38,8 +38,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from ..paths import user_data_dir
 from ..tool.events import (
     IterationStarted,
+    PlanUpdated,
     ResponseReceived,
     RunEvent,
     RunFailed,
@@ -214,16 +216,7 @@ def default_history_path() -> Path:
     data folder: `~/.local/share` on Linux, `~/Library/Application Support` on macOS,
     `%LOCALAPPDATA%` on Windows.
     """
-    xdg = os.environ.get("XDG_DATA_HOME", "")
-    if xdg and os.path.isabs(xdg):
-        base = Path(xdg)
-    elif sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
-        base = Path(os.environ["LOCALAPPDATA"])
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = Path.home() / ".local" / "share"
-    return base / "cleveragents" / HISTORY_FILE_NAME
+    return user_data_dir() / HISTORY_FILE_NAME
 
 
 @dataclass(slots=True, frozen=True)
@@ -403,7 +396,8 @@ TITLE_CHARS = 200
 
 # Events the history does not store (text deltas: the answer is stored whole; a call is
 # stored when it finishes).
-UNSTORED_EVENTS = (TextDelta, ToolCallStarted)
+# A plan is stored as its update_plan call's record (tool/plan.py reads it back).
+UNSTORED_EVENTS = (TextDelta, ToolCallStarted, PlanUpdated)
 
 
 class RunHistory:

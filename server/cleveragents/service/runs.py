@@ -88,6 +88,7 @@ class RunRequest:
     tool_result_budget: int | None = None
     context_window: int | None = None
     prompt_caching: bool | None = None
+    project_instructions: bool | None = None
     # Files attached to the prompt; the first message shows them.
     resources: tuple[ResourceRequest, ...] = ()
     # A layer of run_command settings for this run only, over the session's.
@@ -161,6 +162,8 @@ class RunPlan:
     context_window: int | None
     prompt_caching: bool
     resources: tuple[ResourceRequest, ...] = ()
+    # Whether AGENTS.md files reach the model (workspace/instructions.py).
+    project_instructions: bool = True
     # run_command's reach for this run when its params change it; None: the session's.
     command_policy: CommandPolicy | None = None
 
@@ -173,6 +176,7 @@ class RunPlan:
             "cache": self.prompt_caching,
             "context_policy": defaults.context_policy,
             "compaction_summary": defaults.compaction_summary,
+            "project_instructions": self.project_instructions,
         }
 
 
@@ -303,6 +307,11 @@ class RunManager:
             prompt_caching=caching,
             resources=tuple(params.resources),
             command_policy=policy,
+            project_instructions=(
+                params.project_instructions
+                if params.project_instructions is not None
+                else defaults.project_instructions
+            ),
         )
 
     async def _check_stored(self, plan: RunPlan) -> None:

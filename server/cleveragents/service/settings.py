@@ -55,6 +55,7 @@ ENV_CONTEXT_KEEP_TOOL_USES = "CLEVERAGENTS_CONTEXT_KEEP_TOOL_USES"
 ENV_CONTEXT_CLEAR_AT_LEAST = "CLEVERAGENTS_CONTEXT_CLEAR_AT_LEAST"
 # Ask the model for a summary of what compaction drops (an extra model call each time).
 ENV_COMPACTION_SUMMARY = "CLEVERAGENTS_COMPACTION_SUMMARY"
+ENV_PROJECT_INSTRUCTIONS = "CLEVERAGENTS_PROJECT_INSTRUCTIONS"
 
 MAX_RESULT_BUDGET_CHARS = 10_000_000
 MIN_CONTEXT_WINDOW = 1024
@@ -98,6 +99,8 @@ class RunDefaults:
     # When old tool results are cleared before the window requires it, and how much.
     context_policy: ContextPolicy = field(default_factory=ContextPolicy)
     compaction_summary: bool = False
+    # Read AGENTS.md (and CLAUDE.md) into the prompt (workspace/instructions.py).
+    project_instructions: bool = True
     # Price overrides by model (tool/models.py's table covers the rest).
     prices: Mapping[str, ModelPrice] = field(default_factory=dict)
     # What run_command may reach; None: the environment's (CommandPolicy.from_environment).
@@ -124,6 +127,7 @@ class RunDefaults:
             "cache": self.prompt_caching,
             "context_policy": self.context_policy,
             "compaction_summary": self.compaction_summary,
+            "project_instructions": self.project_instructions,
         }
 
 
@@ -200,6 +204,7 @@ class ClientOptions:
     context_keep_tool_uses: int | None = None
     context_clear_at_least: int | None = None
     compaction_summary: bool | None = None
+    project_instructions: bool | None = None
     # {model: {input, output, cacheWrite?, cacheRead?}} in USD per million tokens.
     prices: Mapping[str, Mapping[str, Any]] | None = None
     command: CommandSettings = field(default_factory=CommandSettings)
@@ -274,6 +279,10 @@ def session_settings(
     summary = _bool_setting(
         problems, *pick("compaction_summary", options.compaction_summary, ENV_COMPACTION_SUMMARY)
     )
+    instructions = _bool_setting(
+        problems,
+        *pick("project_instructions", options.project_instructions, ENV_PROJECT_INSTRUCTIONS),
+    )
     prices = _prices(problems, options.prices, env, options_name)
     policy = _command_policy(problems, options.command, env, options_name)
     trust_workspace = options.trust_workspace
@@ -298,6 +307,7 @@ def session_settings(
         prompt_caching=caching if caching is not None else True,
         context_policy=context_policy,
         compaction_summary=summary is True,
+        project_instructions=instructions if instructions is not None else True,
         prices=prices,
         command_policy=policy,
         trust_workspace=trust_workspace,

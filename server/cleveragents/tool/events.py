@@ -6,14 +6,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .instructions import InstructionFile
 from .messages import AssistantMessage
+from .plan import PlanStep
 from .records import ToolCallRecord, ToolCallRunResult, Usage
 from .resources import Resource
 
 
 @dataclass(slots=True, frozen=True)
 class RunStarted:
-    """`prompt` is the user's own text; the first message also shows the `resources`."""
+    """`prompt` is the user's own text; the first message also shows the `resources`.
+
+    `instructions`: the project instructions files in the run's system prompt (AGENTS.md).
+    """
 
     run_id: str
     prompt: str
@@ -22,6 +27,7 @@ class RunStarted:
     automation_profile: str
     max_iterations: int
     resources: tuple[Resource, ...] = ()
+    instructions: tuple[InstructionFile, ...] = ()
 
 
 @dataclass(slots=True, frozen=True)
@@ -68,6 +74,17 @@ class ToolCallFinished:
 
 
 @dataclass(slots=True, frozen=True)
+class PlanUpdated:
+    """The model set its plan (an `update_plan` call succeeded): the whole plan, in order."""
+
+    run_id: str
+    iteration: int
+    call_id: str
+    steps: tuple[PlanStep, ...]
+    explanation: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
 class RunFinished:
     run_id: str
     result: ToolCallRunResult
@@ -89,6 +106,7 @@ RunEvent = (
     | ResponseReceived
     | ToolCallStarted
     | ToolCallFinished
+    | PlanUpdated
     | RunFinished
     | RunFailed
 )

@@ -29,6 +29,7 @@ from .context_guard import (
 from .errors import ContextLengthExceeded
 from .events import (
     IterationStarted,
+    PlanUpdated,
     ResponseReceived,
     RunFailed,
     RunFinished,
@@ -39,6 +40,7 @@ from .events import (
     ToolCallStarted,
     publish,
 )
+from .instructions import FolderNote, InstructionsSource, RunInstructions, with_note
 from .llm import LLMCaller, as_llm_caller
 from .messages import (
     AssistantMessage,
@@ -56,6 +58,7 @@ from .models import (
     normalise_prices,
     price_for,
 )
+from .plan import plan_from_record
 from .policy import Approver, Authorizer, check_profile
 from .records import ToolCallRecord, ToolCallRunResult, Usage
 from .registry import ToolRegistry
@@ -128,8 +131,12 @@ class _Run:
         result_budget: int | None,
         context_window: int | None,
         cancel: CancelToken,
+        instructions: RunInstructions | None = None,
     ) -> None:
         self.runtime = runtime
+        self.instructions = instructions
+        # Folder instructions found for a call, by call id, until its result is built.
+        self.notes: dict[str, FolderNote] = {}
         self.run_id = run_id
         self.cancel = cancel
         self.context = context
@@ -191,6 +198,18 @@ class _Run:
         self.context.tool_call_history.append(record)
         if self.observers:  # an event nobody receives is not built
             self.emit(ToolCallFinished(self.run_id, record))
+            steps = plan_from_record(record)
+            if steps is not None:
+                explanation = record.inputs.get("explanation")
+                self.emit(
+                    PlanUpdated(
+                        self.run_id,
+                        record.iteration,
+                        record.call_id,
+                        steps,
+                        explanation if isinstance(explanation, str) else None,
+                    )
+                )
 
     def is_repeat(self, call: ToolCallRequest) -> bool:
         """True when this call repeats the previous N identical calls in a row."""
@@ -242,6 +261,12 @@ class _Run:
                     raise
             slots[index] = record
             self.finish(record)
+            instructions = self.instructions
+            if instructions is not None and instructions.concerns(call.tool_name):
+                # Reading a folder's AGENTS.md is file I/O: off the event loop.
+                note = await asyncio.to_thread(instructions.for_call, call.tool_name, record.inputs)
+                if note is not None:
+                    self.notes[record.call_id] = note
 
         registry = self.runtime.registry
         writes = any(
@@ -294,6 +319,10 @@ class _Run:
         sizes: list[int] = []
         for record in ordered:
             result, size = sized_result_from_record(record, self.result_budget)
+            note = self.notes.pop(record.call_id, None)
+            if note is not None:  # a folder's AGENTS.md rides with the first result there
+                result, added = with_note(result, note)
+                size += added
             results.append(result)
             sizes.append(size)
         message = ToolResultsMessage(tuple(results))
@@ -350,6 +379,8 @@ class _Run:
         tools = [spec.to_schema() for spec in runtime.registry.specs()]
         self.messages.append(UserMessage(prompt_with_resources(prompt, resources)))
         system = runtime.system_prompt
+        if self.instructions is not None:
+            system = self.instructions.system_prompt(system)
         guard = self.guard = ContextGuard(
             self.limits,
             len(system or "") + tools_chars(tools),
@@ -500,6 +531,7 @@ class ToolCallingRuntime:
         cache: bool = True,
         context_policy: ContextPolicy | None = None,
         compaction_summary: bool = False,
+        instructions: InstructionsSource | None = None,
     ) -> None:
         if not isinstance(registry, ToolRegistry):
             raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
@@ -541,6 +573,8 @@ class ToolCallingRuntime:
         self.context_policy = context_policy if context_policy is not None else ContextPolicy()
         # After a compaction, ask the model to summarise the dropped turns for the note.
         self.compaction_summary = bool(compaction_summary)
+        # Where each run's project instructions (AGENTS.md) come from; None: none are read.
+        self.instructions = instructions
 
     async def arun_tool_loop(
         self,
@@ -589,8 +623,25 @@ class ToolCallingRuntime:
             if before_mutation is None
             else CheckpointingAuthorizer(profile, chosen_approver, run_id, before_mutation, token)
         )
+        instructions: RunInstructions | None = None
+        cancelled_early = False
+        if self.instructions is not None:
+            try:  # file I/O: off the event loop
+                instructions = await asyncio.to_thread(
+                    self.instructions.for_run, context.sandbox_root
+                )
+            except asyncio.CancelledError:
+                cancelled_early = True  # the run still starts and ends, as cancelled
         run = _Run(
-            self, run_id, context, (*self.observers, *observers), authorizer, budget, window, token
+            self,
+            run_id,
+            context,
+            (*self.observers, *observers),
+            authorizer,
+            budget,
+            window,
+            token,
+            instructions,
         )
         run.messages.extend(close_dangling_calls(history))
         run.emit(
@@ -602,8 +653,12 @@ class ToolCallingRuntime:
                 authorizer.profile,
                 self.max_iterations,
                 tuple(resources),
+                instructions.files if instructions is not None else (),
             )
         )
+        if cancelled_early:
+            run.emit(RunFinished(run_id, run.result("", "cancelled")))
+            raise asyncio.CancelledError
         body = asyncio.ensure_future(run.loop(prompt, resources))
         # The cancel stops the body where it is, inside `cancel()` when that runs on this
         # loop: an open approval is withdrawn, a model stream aborted, a running tool stopped.

@@ -9,6 +9,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from cleveragents.tool.plan import plan_tool_spec
 from cleveragents.tool.registry import ToolRegistry, ToolSpec, make_spec
 from cleveragents.tool.schema import schema_from_function
 
@@ -49,7 +50,7 @@ def _spec(
 
 
 def builtin_tools(command_policy: CommandPolicy | None = None) -> list[ToolSpec]:
-    """read_file, write_file, edit_file, list_dir, glob, grep and run_command.
+    """read_file, write_file, edit_file, list_dir, glob, grep, run_command and update_plan.
 
     `command_policy` decides what run_command can reach; by default the environment's
     (CommandPolicy.from_environment, which raises ValueError on a malformed setting).
@@ -82,6 +83,7 @@ def builtin_tools(command_policy: CommandPolicy | None = None) -> list[ToolSpec]
             executes_code=True,
             timeout_s=RUN_COMMAND_SPEC_TIMEOUT_S,
         ),
+        plan_tool_spec(),
     ]
 
 

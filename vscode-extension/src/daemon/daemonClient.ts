@@ -25,12 +25,9 @@ import {
   type ClientRequests,
   type ServerCapability,
 } from '../protocol';
-import type {
-  AllServerNotifications,
-  TrustWorkspaceParams,
-  TrustWorkspaceResult,
-} from '../shared/wireAdditions';
+import type { TrustWorkspaceParams, TrustWorkspaceResult } from '../shared/wireAdditions';
 import type { DaemonStatus } from '../shared/messages';
+import { RUN_NOTIFICATIONS } from '../shared/runNotifications';
 import type { RunNotification } from '../shared/runState';
 import { initializationOptions, type Settings } from '../host/settings';
 import type { ApiKeyStore } from './apiKeys';
@@ -45,16 +42,7 @@ import {
 import type { PrivateEnvironment } from './privateEnvironment';
 import { chooseInterpreter } from './pythonInterpreter';
 
-const NOTIFICATIONS: (keyof AllServerNotifications)[] = [
-  'cleveragents/runStarted',
-  'cleveragents/iterationStarted',
-  'cleveragents/textDelta',
-  'cleveragents/toolCallStarted',
-  'cleveragents/toolCall',
-  'cleveragents/runFinished',
-  // Newer daemons; an older one never sends it.
-  'cleveragents/usage',
-];
+const NOTIFICATIONS = RUN_NOTIFICATIONS;
 
 const MAX_RESTARTS = 4;
 const RESTART_WINDOW_MS = 3 * 60_000;

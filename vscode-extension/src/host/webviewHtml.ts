@@ -69,6 +69,11 @@ export function renderWebviewHtml(options: WebviewPageOptions): string {
     <h2 id="run-heading" class="section-heading" data-testid="run-heading">No run yet</h2>
     <p class="run-meta" data-testid="run-meta"></p>
     <p class="run-usage" data-testid="run-usage" hidden>Tokens <span data-testid="run-tokens">—</span> · Cost <span data-testid="run-cost">—</span></p>
+    <p class="run-instructions" data-testid="run-instructions" hidden></p>
+    <section class="run-plan" data-testid="run-plan" aria-labelledby="plan-title" hidden>
+      <h3 id="plan-title" class="plan-title" data-testid="plan-title">Plan</h3>
+      <ol class="plan-steps" data-testid="plan-steps"></ol>
+    </section>
     <div class="transcript" data-testid="transcript" role="list" aria-labelledby="run-heading" aria-live="polite" aria-relevant="additions"></div>
     <p class="empty" data-testid="transcript-empty">Type a prompt and press Run. Every tool call the agent makes shows up here as it happens.</p>
     <div class="scroll-anchor" aria-hidden="true"></div>

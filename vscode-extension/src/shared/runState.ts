@@ -6,7 +6,15 @@
 // arrives early waits in a buffer until the missing ones come, and `settle` (the run's
 // request has returned) applies whatever is still buffered, marking the holes as gaps.
 
-import type { ApproveToolCallParams, ChangedFile, RunDetail, RunResult, ToolCallRecord } from '../protocol';
+import type {
+  ApproveToolCallParams,
+  ChangedFile,
+  InstructionFile,
+  PlanStep,
+  RunDetail,
+  RunResult,
+  ToolCallRecord,
+} from '../protocol';
 import type { AllServerNotifications, UsageView } from './wireAdditions';
 
 export type NotificationMethod = keyof AllServerNotifications;
@@ -16,7 +24,7 @@ export type RunNotification = {
   [M in NotificationMethod]: { method: M; params: AllServerNotifications[M] };
 }[NotificationMethod];
 
-export type { ChangedFile, UsageView };
+export type { ChangedFile, InstructionFile, PlanStep, UsageView };
 
 /** `cancel`: the user pressed Stop while asked; the daemon stops the whole run. */
 export type ApprovalDecision = 'allow' | 'deny' | 'allow_for_run' | 'cancel';
@@ -123,6 +131,10 @@ export interface RunHeader {
   usage: UsageView | null;
   /** A run, or a restore of a folder (a history entry; restoring it undoes it). */
   kind: 'run' | 'restore';
+  /** The project instructions files (AGENTS.md) in the run's system prompt. */
+  instructions: InstructionFile[];
+  /** The model's plan as its latest `update_plan` call left it; null: it set none. */
+  plan: PlanStep[] | null;
 }
 
 /** Everything needed to rebuild a RunState elsewhere (plain JSON). */
@@ -185,6 +197,8 @@ export class RunState {
       startedAt: init.startedAt ?? null,
       usage: init.usage ?? null,
       kind: init.kind ?? 'run',
+      instructions: init.instructions ?? [],
+      plan: init.plan ?? null,
     };
   }
 
@@ -471,6 +485,8 @@ export class RunState {
       source: 'history',
       storedStatus: detail.status,
       startedAt: detail.startedAt,
+      // A daemon older than plans sends none.
+      plan: detail.plan ?? null,
     });
     const recordsByIteration = new Map<number, ToolCallRecord[]>();
     for (const record of detail.toolCallHistory) {
@@ -569,6 +585,8 @@ export class RunState {
           provider: p.provider,
           model: p.model,
           continuedFrom: p.continuedFrom,
+          // A daemon older than project instructions sends none.
+          instructions: p.instructions ?? [],
         });
         if (this.header.phase === 'pending') {
           this.header.phase = 'running';
@@ -610,6 +628,10 @@ export class RunState {
       }
       case 'cleveragents/usage':
         this.setUsage(notification.params.total);
+        break;
+      case 'cleveragents/plan':
+        this.header.plan = notification.params.steps;
+        this.emitHeader();
         break;
     }
   }

@@ -1,6 +1,25 @@
 // Text the panel shows: durations, times, pretty JSON, one-line summaries. Pure functions.
 
-import type { StopReason, UsageView } from '../shared/runState';
+import type { InstructionFile, PlanStep, StopReason, UsageView } from '../shared/runState';
+
+/** The checklist marks of a plan's steps. */
+export const PLAN_MARKS: Record<PlanStep['status'], string> = { done: '✓', in_progress: '▸', pending: '○' };
+
+/** A step's status for screen readers. */
+export const PLAN_STATUS_WORDS: Record<PlanStep['status'], string> = {
+  done: 'done',
+  in_progress: 'in progress',
+  pending: 'to do',
+};
+
+/** "Using AGENTS.md, 2 files" and the paths (with what was cut) for its tooltip. */
+export function instructionsLine(files: readonly InstructionFile[]): { text: string; title: string } {
+  if (files.length === 0) return { text: '', title: '' };
+  const names = [...new Set(files.map((file) => file.path.split(/[\\/]/).pop() ?? file.path))].sort();
+  const count = `${files.length} file${files.length === 1 ? '' : 's'}`;
+  const title = files.map((file) => (file.truncated ? `${file.path} (cut to the size limit)` : file.path)).join('\n');
+  return { text: `Using ${names.join(' and ')}, ${count}`, title };
+}
 
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms) || ms < 0) {

@@ -3,10 +3,10 @@
 // time), then run events as they happen; the page sends the user's actions.
 
 import type { DaemonStatus, HostMessage, Notice, RunTab, WebviewMessage } from '../shared/messages';
-import { RunState, type RunSnapshot } from '../shared/runState';
+import { RunState, type InstructionFile, type PlanStep, type RunSnapshot } from '../shared/runState';
 import { el, required, setAttr, setText } from './dom';
 import { Composer } from './composer';
-import { clip, formatUsage, stopReasonTitle } from './format';
+import { clip, formatUsage, instructionsLine, PLAN_MARKS, PLAN_STATUS_WORDS, stopReasonTitle } from './format';
 import { HistoryView } from './historyView';
 import { TranscriptView } from './transcriptView';
 
@@ -42,6 +42,10 @@ const runMeta = required<HTMLElement>(root, '[data-testid="run-meta"]');
 const runUsage = required<HTMLElement>(root, '[data-testid="run-usage"]');
 const runTokens = required<HTMLElement>(root, '[data-testid="run-tokens"]');
 const runCost = required<HTMLElement>(root, '[data-testid="run-cost"]');
+const runInstructions = required<HTMLElement>(root, '[data-testid="run-instructions"]');
+const runPlan = required<HTMLElement>(root, '[data-testid="run-plan"]');
+const planTitle = required<HTMLElement>(root, '[data-testid="plan-title"]');
+const planSteps = required<HTMLOListElement>(root, '[data-testid="plan-steps"]');
 const runTabs = required<HTMLElement>(root, '[data-testid="run-tabs"]');
 const transcriptList = required<HTMLElement>(root, '[data-testid="transcript"]');
 const transcriptEmpty = required<HTMLElement>(root, '[data-testid="transcript-empty"]');
@@ -213,6 +217,8 @@ function renderHeader(): void {
   if (run === null) {
     setText(runHeading, 'No run yet');
     setText(runMeta, '');
+    renderInstructions([]);
+    renderPlan(null);
     return;
   }
   const usage = formatUsage(run.header.usage);
@@ -227,6 +233,38 @@ function renderHeader(): void {
   if (header.continuedFrom) meta.push('follow-up');
   if (header.source === 'history') meta.push('from the history');
   setText(runMeta, meta.join(' · '));
+  renderInstructions(header.instructions);
+  renderPlan(header.plan);
+}
+
+/** "Using AGENTS.md, 2 files", the paths in its tooltip. */
+function renderInstructions(files: readonly InstructionFile[]): void {
+  runInstructions.hidden = files.length === 0;
+  const line = instructionsLine(files);
+  setText(runInstructions, line.text);
+  setAttr(runInstructions, 'title', line.title || null);
+}
+
+/** The plan as a checklist at the top of the run: redrawn whole, as the model sends it. */
+function renderPlan(steps: readonly PlanStep[] | null): void {
+  runPlan.hidden = steps === null || steps.length === 0;
+  if (steps === null) {
+    planSteps.replaceChildren();
+    return;
+  }
+  const done = steps.filter((step) => step.status === 'done').length;
+  setText(planTitle, `Plan · ${done} of ${steps.length} done`);
+  planSteps.replaceChildren(
+    ...steps.map((step) => {
+      return el(
+        'li',
+        { className: 'plan-step', attrs: { 'data-status': step.status, 'data-testid': 'plan-step' } },
+        el('span', { className: 'plan-mark', text: PLAN_MARKS[step.status], attrs: { 'aria-hidden': 'true' } }),
+        el('span', { className: 'plan-text', text: step.text }),
+        el('span', { className: 'sr-only', text: ` (${PLAN_STATUS_WORDS[step.status]})` }),
+      );
+    }),
+  );
 }
 
 /** The run on display, when this client has it going. */

@@ -378,3 +378,28 @@ describe('RunState.fromDetail (history)', () => {
     assert.equal(RunState.fromSnapshot(snapshot).apply(first), 'duplicate');
   });
 });
+
+describe('the run notifications the host subscribes to', () => {
+  it('are every notification of protocol/schema.json that belongs to a run', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { RUN_NOTIFICATIONS } = await import('../../src/shared/runNotifications');
+    const { EXTENSION_ROOT } = await import('./pythonForTests');
+    const schemaPath = join(EXTENSION_ROOT, '..', 'protocol', 'schema.json');
+    const schema = JSON.parse(readFileSync(schemaPath, 'utf8')) as {
+      'x-methods': Record<string, { kind: string; direction: string; params: { $ref?: string } | null }>;
+      $defs: Record<string, { properties?: Record<string, unknown> }>;
+    };
+    const ofARun = Object.entries(schema['x-methods'])
+      .filter(([, method]) => method.kind === 'notification' && method.direction === 'serverToClient')
+      .filter(([, method]) => {
+        const name = method.params?.$ref?.split('/').pop() ?? '';
+        const properties = schema.$defs[name]?.properties ?? {};
+        return 'runId' in properties && 'seq' in properties;
+      })
+      .map(([name]) => name)
+      .sort();
+    assert.ok(ofARun.includes('cleveragents/plan'));
+    assert.deepEqual([...RUN_NOTIFICATIONS].sort(), ofARun);
+  });
+});

@@ -96,6 +96,7 @@ describe('undo in the transcript', () => {
       toolCallHistory: [],
       messages: [],
       kind: 'restore',
+      plan: null,
       restoredRunId: 'three-steps',
       restoredIteration: null,
       checkpoints: [{ iteration: null, createdAt: 1_700_000_000, note: null }],
