@@ -123,7 +123,7 @@ def test_iteration_limit_exits_3(workspace: Path, tmp_path: Path) -> None:
 
 def test_usage_and_configuration_errors(workspace: Path, tmp_path: Path) -> None:
     done = cli("run", "x", "--sandbox", str(tmp_path / "absent"))
-    assert done.returncode == 2 and "is not a folder" in done.stderr
+    assert done.returncode == 2 and "--sandbox: no such folder" in done.stderr
     done = cli("run", "x", "--sandbox", str(workspace), "--provider", "nope")
     assert done.returncode == 2 and "invalid choice" in done.stderr
     done = cli("run", "  ", "--sandbox", str(workspace))

@@ -32,6 +32,7 @@ from acp.schema import (
     UnstructuredCommandInput,
 )
 
+from ..jsonrpc_errors import code_of
 from ..service.errors import INVALID_PARAMS, ServiceError
 from ..service.runs import RunManager
 from ..service.undo import RestoreOutcome
@@ -106,7 +107,7 @@ async def run_slash_command(
         meta["runId"] = run_id
         outcome = await manager.restore(run_id, iteration)
     except ServiceError as exc:
-        meta["error"] = {"code": exc.code, "message": exc.message}
+        meta["error"] = {"code": code_of(exc), "message": exc.message}
         text = f"Not restored: {exc.message}"
     else:
         meta["restoreId"] = outcome.restore_id

@@ -37,6 +37,7 @@ from pygls.protocol import (
 )
 
 from .. import __version__
+from ..jsonrpc_errors import as_jsonrpc, wire_field
 from ..jsonrpc_io import (
     Frame,
     FrameError,
@@ -46,7 +47,7 @@ from ..jsonrpc_io import (
     start_fd_reader,
 )
 from ..providers import PROVIDERS
-from ..service.errors import ParamsError, ServiceError
+from ..service.errors import ErrorKind, ParamsError, ServiceError
 from ..service.history import RunHistory
 from ..service.processes import claim_stdio, kill_descendants
 from ..service.runs import RunManager
@@ -328,8 +329,8 @@ class Daemon:
         try:
             check(self.manager, partial)
         except ServiceError as exc:
-            if exc.code == wire.INVALID_PARAMS and isinstance(exc.data, dict):
-                return without_problems_at(list(exc.data.get("problems", [])), bad)
+            if exc.kind is ErrorKind.INVALID_PARAMS:
+                return without_problems_at(exc.renamed(wire_field).problems, bad)
         except ParamsError as exc:
             return without_problems_at(exc.problems, bad)
         return []
@@ -399,7 +400,8 @@ class Daemon:
                 value = await value
             return value if isinstance(value, EncodedResult) else unstructure(value)
         except ServiceError as exc:
-            raise JsonRpcException(exc.message, exc.code, exc.data) from None
+            code, message, data = as_jsonrpc(exc)
+            raise JsonRpcException(message, code, data) from None
 
     def _initialize(self, params: lsp.InitializeParams) -> None:
         try:

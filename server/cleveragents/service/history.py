@@ -38,6 +38,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, cast
 
+# Re-exported: the data folder is paths.py's; callers of old import it from here.
+from ..paths import default_history_path as default_history_path
 from ..tool.events import (
     IterationStarted,
     ResponseReceived,
@@ -71,7 +73,6 @@ RunStatus = Literal["running", "finished", "cancelled", "limit", "failed", "inte
 RunKind = Literal["run", "restore"]
 StoredCheckpointKind = Literal["iteration", "end", "restore"]
 
-HISTORY_FILE_NAME = "history.sqlite3"
 # How long a write waits for another process (a second daemon) holding the write lock.
 BUSY_TIMEOUT_S = 5.0
 INTERRUPTED_ERROR = "the process running this run ended before the run finished"
@@ -171,25 +172,6 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
-
-
-def default_history_path() -> Path:
-    """The history database in the user's data folder.
-
-    `$XDG_DATA_HOME` when set (absolute, as the XDG spec requires), else the platform's
-    data folder: `~/.local/share` on Linux, `~/Library/Application Support` on macOS,
-    `%LOCALAPPDATA%` on Windows.
-    """
-    xdg = os.environ.get("XDG_DATA_HOME", "")
-    if xdg and os.path.isabs(xdg):
-        base = Path(xdg)
-    elif sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
-        base = Path(os.environ["LOCALAPPDATA"])
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = Path.home() / ".local" / "share"
-    return base / "cleveragents" / HISTORY_FILE_NAME
 
 
 @dataclass(slots=True, frozen=True)
