@@ -175,7 +175,7 @@ async def test_the_same_run_leaves_the_same_history_through_every_front(tmp_path
     cli = through_the_cli(tmp_path)
 
     # What the runs did, checked once: two runs, the second continuing the first.
-    assert [row["status"] for row in daemon] == ["completed", "completed"]
+    assert [row["status"] for row in daemon] == ["finished", "finished"]
     assert [row["continues_a_run"] for row in daemon] == [False, True]
     first = daemon[0]
     assert [(r["tool_name"], r["success"]) for r in first["records"]] == [
