@@ -18,7 +18,7 @@ from cleveragents.service.history import RunHistory
 
 # The daemon's raw client lives with the daemon tests.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-from daemon_support import RawDaemon  # noqa: E402
+from daemon_support import RawDaemon
 
 PROMPTS = ("Write the notes.", "And again.")
 # Ids and times differ by nature; where the run happened differs by design.
@@ -86,7 +86,9 @@ async def through_the_daemon(tmp_path: Path) -> list[dict[str, Any]]:
     script = scripted_run(home / "script.json")
     daemon = await RawDaemon.start(home)
     try:
-        await daemon.initialize({"provider": "replay", "replayScript": script, "pluginTools": False})
+        await daemon.initialize(
+            {"provider": "replay", "replayScript": script, "pluginTools": False}
+        )
         previous = None
         for prompt in PROMPTS:
             params: dict[str, Any] = {
