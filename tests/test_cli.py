@@ -149,6 +149,22 @@ def test_a_provider_failure_mid_run_exits_1_with_the_reason(
     assert "the run failed" in done.stderr and "iteration 2 asked for another" in done.stderr
 
 
+def test_the_history_file_comes_from_cleveragents_history(workspace: Path, tmp_path: Path) -> None:
+    """As for the daemon and ACP mode: --history, else $CLEVERAGENTS_HISTORY, else the data
+    folder's."""
+    chosen = tmp_path / "chosen" / "runs.sqlite3"
+    chosen.parent.mkdir()
+    env = {"CLEVERAGENTS_HISTORY": str(chosen)}
+    done = cli(
+        "run", "Look", "--sandbox", str(workspace), "--profile", "read-only", "--json", env=env
+    )
+    assert done.returncode == 0, done.stderr
+    run_id = json.loads(done.stdout)["run_id"]
+    listed = cli("runs", "--json", env=env)
+    assert [r["run_id"] for r in json.loads(listed.stdout)] == [run_id]
+    assert chosen.exists() and not (tmp_path / "data" / "cleveragents" / "history.sqlite3").exists()
+
+
 def test_runs_are_stored_listed_shown_and_continued(workspace: Path, tmp_path: Path) -> None:
     history = str(tmp_path / "history.sqlite3")
     first = cli(

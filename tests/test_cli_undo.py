@@ -164,7 +164,7 @@ def test_a_run_lists_its_changes_and_runs_restore_undoes_it(home: Path, workspac
     assert files(workspace) == after_first
 
     bad = cli(home, "runs", "restore", run_id, "--iteration", "7", "--yes")
-    assert bad.returncode == 2 and "params.iteration" in bad.stderr
+    assert bad.returncode == 2 and "--iteration: " in bad.stderr
     missing = cli(home, "runs", "restore", "run_nope", "--yes")
     assert missing.returncode == 1 and "no run 'run_nope'" in missing.stderr
 

@@ -134,7 +134,7 @@ async def test_a_run_in_a_folder_around_or_inside_blocks_a_restore(
             with pytest.raises(ServiceError) as raised:
                 await undo.in_thread(lambda b=busy: undo.restore("outer", active={"live": b}))
             assert raised.value.kind is RUN_ACTIVE
-            assert raised.value.data == {"sandboxRoot": str(sandbox), "activeRunIds": ["live"]}
+            assert raised.value.data == {"sandbox_root": str(sandbox), "active_run_ids": ["live"]}
         assert (sandbox / "f").read_text() == "1"
         elsewhere = {"live": str(tmp_path / "elsewhere")}
         done = await undo.in_thread(lambda: undo.restore("outer", active=elsewhere))

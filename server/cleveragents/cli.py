@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from . import __version__
@@ -662,9 +663,9 @@ def _checkpoints_command(args: argparse.Namespace, history: Any) -> int:
             return _disk(args, undo)
         return _prune_checkpoints(args, undo)
     except ServiceError as exc:
-        return _fail(
-            exc.message, EXIT_USAGE if exc.kind is ErrorKind.INVALID_PARAMS else EXIT_ERROR
-        )
+        if exc.kind is ErrorKind.INVALID_PARAMS:
+            return _fail(_flag_problems(exc, lambda f: _FLAGS.get(f, f)), EXIT_USAGE)
+        return _fail(exc.message)
     finally:
         undo.close()
 
@@ -790,6 +791,7 @@ _FLAGS = {
     "tool_result_budget": "--tool-result-budget",
     "context_window": "--context-window",
     "model": "--model",
+    "iteration": "--iteration",
 }
 
 
@@ -834,7 +836,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from .display import RunDisplay
     from .providers import ProviderConfigError, resolve_provider_name
-    from .service.errors import ErrorKind, ParamsError, ServiceError, rename_field
+    from .service.errors import ErrorKind, ParamsError, ServiceError
     from .service.history import RunHistory
     from .service.runs import RunManager, RunRequest
     from .service.settings import history_path
@@ -923,11 +925,8 @@ def _run(args: argparse.Namespace) -> int:
     except ServiceError as exc:
         display.stop()
         if exc.kind is ErrorKind.INVALID_PARAMS:
-            problems = [
-                rename_field(p, lambda f: _FLAGS.get(f, _file_flag_of(f, args.files)))
-                for p in exc.problems
-            ]
-            return _fail("; ".join(problems), EXIT_USAGE)
+            flag = lambda f: _FLAGS.get(f, _file_flag_of(f, args.files))  # noqa: E731
+            return _fail(_flag_problems(exc, flag), EXIT_USAGE)
         if exc.kind is ErrorKind.RUN_NOT_FOUND and args.continue_from:
             return _fail(f"no run {args.continue_from!r} to continue")
         return _fail(exc.message)
@@ -957,6 +956,13 @@ def _run(args: argparse.Namespace) -> int:
     if result.stop_reason == "cancelled":
         return EXIT_CANCELLED
     return EXIT_LIMIT if result.terminated_by_limit else EXIT_OK
+
+
+def _flag_problems(error: Any, flag: Callable[[str], str]) -> str:
+    """An INVALID_PARAMS error's problems, each field named as the command line names it."""
+    from .service.errors import rename_field
+
+    return "; ".join(rename_field(problem, flag) for problem in error.problems)
 
 
 def _file_flag_of(field: str, requests: list[Any]) -> str:

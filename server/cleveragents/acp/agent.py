@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -81,6 +82,9 @@ log = logging.getLogger(__name__)
 
 # ACP's "resource not found" (its ErrorCode list): a session id that names no session.
 RESOURCE_NOT_FOUND = -32002
+
+# The ids `session/new` gives; its first prompt's run takes the id as its own.
+NEW_SESSION_ID = re.compile(r"sess_[0-9a-f]{24}")
 
 McpServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
 CLIENT_MCP_CONFIG = "session/new mcpServers"
@@ -183,7 +187,7 @@ class CleverAgentsAgent:
         profile = _requested_profile(kwargs.get(META_KEY), self.manager.defaults)
         run_options = _requested_run_options(kwargs.get(META_KEY))
         client_mcp = await _start_client_mcp(sandbox_root, mcp_servers or ())
-        session_id = f"sess_{os.urandom(12).hex()}"
+        session_id = f"sess_{os.urandom(12).hex()}"  # NEW_SESSION_ID
         self.sessions[session_id] = AcpSession(
             session_id=session_id,
             sandbox_root=sandbox_root,
@@ -399,6 +403,10 @@ def _stored_session(
     if conversation is None:
         if open_session is not None and open_session.last_run_id is None:
             return []  # opened here, nothing stored yet: nothing to replay
+        if NEW_SESSION_ID.fullmatch(session_id) and not history.has_run(session_id):
+            # A `session/new` session not prompted yet, opened by another agent process (a
+            # client such as acpx starts one per command): an empty session to go on with.
+            return []
         raise request_error(
             RESOURCE_NOT_FOUND,
             f"no session {session_id!r} in the run history (session/list lists them)",

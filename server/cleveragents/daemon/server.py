@@ -508,6 +508,7 @@ async def serve_stdio(in_fd: int, out_fd: int, history: RunHistory | None) -> in
     start_fd_reader(in_fd, loop, daemon.feed)
     _handle_signals(loop, daemon)
     await daemon.stopped.wait()
+    _ignore_signals(loop)
     await daemon.close()
     writer.close()
     return daemon.exit_code or 0
@@ -545,6 +546,7 @@ async def serve_stream(
 
     pumping = asyncio.ensure_future(pump())
     await daemon.stopped.wait()
+    _ignore_signals(asyncio.get_running_loop())
     pumping.cancel()
     await daemon.close()
     with contextlib.suppress(Exception):
@@ -557,6 +559,18 @@ def _handle_signals(loop: asyncio.AbstractEventLoop, daemon: Daemon) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, daemon.stop, 128 + signum, f"signal {signum}")
+
+
+def _ignore_signals(loop: asyncio.AbstractEventLoop) -> None:
+    """Once stopping, the exit code is decided and a signal changes nothing: ignored for the
+    rest of the process's life. Left to the loop, its handlers would be removed when it closes
+    (the default action back), and an editor's SIGTERM right after it closed our stdin would
+    kill the process by the signal while it winds down."""
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signum)
+        with contextlib.suppress(ValueError, OSError):  # not the main thread: nothing to do
+            signal.signal(signum, signal.SIG_IGN)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -73,9 +73,10 @@ class ServiceError(Exception):
 
     def renamed(self, rename: Callable[[str], str]) -> ServiceError:
         """The same error with each problem's field named by `rename` (a front's names)."""
-        if self.kind is not ErrorKind.INVALID_PARAMS or not self.problems:
+        problems = [rename_field(p, rename) for p in self.problems]
+        if self.kind is not ErrorKind.INVALID_PARAMS or problems == self.problems:
             return self
-        renamed = invalid_params([rename_field(p, rename) for p in self.problems])
+        renamed = invalid_params(problems)
         data = {**self.data, "problems": renamed.data["problems"]}
         return ServiceError(self.kind, renamed.message, data)
 

@@ -905,8 +905,9 @@ class RunHistory:
         # runs once per level without an index on continued_from.
         with self._transaction(immediate=False) as conn:
             rows = conn.execute(
+                # Restores are no conversations: they undo runs of one, and are no turn of it.
                 "SELECT seq, run_id, continued_from, sandbox_root, substr(prompt, 1, ?), "
-                "status, started_at, finished_at FROM runs ORDER BY seq",
+                "status, started_at, finished_at FROM runs WHERE kind != 'restore' ORDER BY seq",
                 (TITLE_CHARS,),
             ).fetchall()
         parent = {row[1]: row[2] for row in rows}

@@ -34,8 +34,8 @@ from ..tool.registry import ToolRegistry, ToolSpec
 from ..tool.runner import ToolRunner
 from ..tool.runtime import CancelToken, new_run_id
 from ..toolsets import with_command_policy
-from ..workspace.command_policy import CommandPolicy, never_visible_to_tools
-from ..workspace.sandbox import too_broad
+from ..workspace.command_policy import CommandPolicy
+from ..workspace.sandbox import refused_root
 from .changes import ChangedFile
 from .errors import (
     PROVIDER_UNAVAILABLE,
@@ -459,7 +459,7 @@ class RunManager:
             raise ServiceError(
                 TOOLS_UNAVAILABLE, str(exc), {"sandbox_root": plan.sandbox_root}
             ) from exc
-        except ServiceError:  # bad params found once the MCP tools are known: -32602 as is
+        except ServiceError:  # bad params found once the MCP tools are known: as they are
             raise
         except Exception as exc:
             log.warning("run %s failed: %s: %s", plan.run_id, type(exc).__name__, exc)
@@ -681,20 +681,10 @@ def check_sandbox_root(value: str) -> tuple[str, str | None]:
     resolved = os.path.realpath(path)
     if not os.path.isdir(resolved):
         return value, f"no such folder: {value!r}"
-    problem = too_broad(resolved)
+    problem = refused_root(resolved)
     if problem is not None:
         return value, f"{value!r} {problem}"
-    hidden = next((h for h in never_visible_to_tools() if _within(resolved, h)), None)
-    if hidden is not None:
-        return value, (
-            f"{value!r} lies inside {hidden}, which tools may never see (credentials, "
-            "cleveragents' own history and checkpoints): choose the project's folder"
-        )
     return resolved, None
-
-
-def _within(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def resource_label(index: int | None, field: str) -> str:
