@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION, text_block
-from acp_support import RecordingClient, StartAgent, call, replay_env, write_script
+from acp_support import RecordingClient, StartAgent, agent_command, call, replay_env, write_script
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
 from daemon_support import RawDaemon, daemon_command, daemon_env, frame
@@ -150,15 +150,7 @@ def test_sigterm_right_after_stdin_ends_never_kills_acp_mode(tmp_path: Path) -> 
     hello = json.dumps(
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
     ).encode()
-    command = [
-        sys.executable,
-        "-m",
-        "cleveragents",
-        "serve",
-        "--acp",
-        "--history",
-        str(tmp_path / "h.sqlite3"),
-    ]
+    command = agent_command(tmp_path / "h.sqlite3")
     for pause in PAUSES_S:
         code, err = _terminate_after_eof(command, replay_env(tmp_path, ""), hello + b"\n", pause)
         # The first reason to stop sets the code: stdin's end (0) or the signal (143).
