@@ -127,7 +127,10 @@ def test_usage_and_configuration_errors(workspace: Path, tmp_path: Path) -> None
     done = cli("run", "x", "--sandbox", str(workspace), "--provider", "nope")
     assert done.returncode == 2 and "invalid choice" in done.stderr
     done = cli("run", "  ", "--sandbox", str(workspace))
-    assert done.returncode == 2 and "prompt is empty" in done.stderr
+    assert done.returncode == 2 and "the prompt: must not be empty" in done.stderr
+    done = cli("run", "x", "--sandbox", str(workspace), "--max-iterations", "1001")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "cleveragents: --max-iterations: must be at most 1000, got 1001\n"
     env = {"ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": ""}
     done = cli(
         "run", "x", "--sandbox", str(workspace), "--provider", "anthropic", "--no-history", env=env

@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable
@@ -354,7 +355,7 @@ def _settings(args: argparse.Namespace, **options: Any) -> Any:
         allow_unconfined=args.allow_unconfined_commands,
     )
     return session_settings(
-        ClientOptions(command=command, **options), os.environ, options_name="the command line"
+        ClientOptions(command=command, **options), os.environ, options_name=_OPTIONS[:-1]
     ).defaults
 
 
@@ -784,7 +785,7 @@ def _sandbox_problem(given: str) -> tuple[str, str | None]:
 # The core's field names as the command line names them, in a refused run's problems.
 _FLAGS = {
     "sandbox_root": "--sandbox",
-    "prompt": "the prompt",
+    "prompt": "the prompt",  # the one argument that is no flag
     "provider": "--provider",
     "max_iterations": "--max-iterations",
     "continue_from": "--continue",
@@ -846,8 +847,6 @@ def _run(args: argparse.Namespace) -> int:
     sandbox, problem = _sandbox_problem(args.sandbox)
     if problem is not None:
         return _fail(problem, EXIT_USAGE)
-    if not args.prompt.strip():
-        return _fail("the prompt is empty", EXIT_USAGE)
     # With --json, stdout carries only the result; the live view goes to stderr.
     console = Console(stderr=args.json)
     try:
@@ -867,7 +866,7 @@ def _run(args: argparse.Namespace) -> int:
             trust_workspace=True if args.trust_workspace else None,
         )
     except ParamsError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return _fail("; ".join(_option_flag(p) for p in exc.problems), EXIT_USAGE)
     try:
         registry = build_registry(
             args.tools, builtins=not args.no_builtins, command_policy=settings.command_policy
@@ -891,6 +890,7 @@ def _run(args: argparse.Namespace) -> int:
     display = RunDisplay(console)
     # Without a terminal nobody can answer, so calls that need approval are denied.
     sink = TerminalSink(display, sys.stdin.isatty() and console.is_terminal)
+    run_id = new_run_id()
     request = RunRequest(
         prompt=args.prompt,
         sandbox_root=sandbox,
@@ -899,10 +899,8 @@ def _run(args: argparse.Namespace) -> int:
         replay_script=args.script,
         resources=tuple(args.files),
         continue_from=args.continue_from,
-        run_id=new_run_id(),
+        run_id=run_id,
     )
-    run_id = request.run_id
-    assert run_id is not None
 
     async def go() -> Any:
         # The core's pipeline, as for the daemon and ACP mode; its checkpoints live next to
@@ -930,9 +928,6 @@ def _run(args: argparse.Namespace) -> int:
         if exc.kind is ErrorKind.RUN_NOT_FOUND and args.continue_from:
             return _fail(f"no run {args.continue_from!r} to continue")
         return _fail(exc.message)
-    except ToolLoadError as exc:  # a malformed .mcp.json
-        display.stop()
-        return _fail(str(exc))
     finally:
         display.stop()
         if history is not None:
@@ -956,6 +951,21 @@ def _run(args: argparse.Namespace) -> int:
     if result.stop_reason == "cancelled":
         return EXIT_CANCELLED
     return EXIT_LIMIT if result.terminated_by_limit else EXIT_OK
+
+
+_OPTIONS = "the command line."  # what `_settings` calls the flags, for service/settings.py
+_OPTION_FLAGS = {"automationProfile": "--profile", "commandReadPaths": "--command-read-path"}
+
+
+def _option_flag(problem: str) -> str:
+    """A settings problem about a flag (`the command line.maxIterations: ...`) naming the flag
+    as the user typed it (`--max-iterations: ...`); one about a variable as it is."""
+    if not problem.startswith(_OPTIONS):
+        return problem
+    option, _, rest = problem[len(_OPTIONS) :].partition(":")
+    name = re.split(r"[.\[]", option, maxsplit=1)[0]
+    flag = _OPTION_FLAGS.get(name) or "--" + re.sub(r"([A-Z])", r"-\1", name).lower()
+    return f"{flag}:{rest}"
 
 
 def _flag_problems(error: Any, flag: Callable[[str], str]) -> str:

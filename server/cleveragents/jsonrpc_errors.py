@@ -6,6 +6,8 @@ numbers protocol/README.md documents (the daemon's `wire.py` lists their meaning
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .service.errors import ErrorKind, ServiceError
 
 PARSE_ERROR = -32700
@@ -61,17 +63,19 @@ def wire_field(path: str) -> str:
     return "params." + ".".join(camel(part) for part in path.split("."))
 
 
-def wire_named(error: ServiceError) -> ServiceError:
-    """`error` with its fields and data keys named as JSON-RPC params name them
-    (`params.sandboxRoot`, `runId`)."""
-    renamed = error.renamed(wire_field)
+def wire_named(error: ServiceError, name: Callable[[str], str] = wire_field) -> ServiceError:
+    """`error` with its fields named by `name` (by default as JSON-RPC params name them,
+    `params.sandboxRoot`) and its data keys in camelCase (`runId`)."""
+    renamed = error.renamed(name)
     data = renamed.data
     if isinstance(data, dict):
         data = {camel(key): value for key, value in data.items()}
     return ServiceError(error.kind, renamed.message, data)
 
 
-def as_jsonrpc(error: ServiceError) -> tuple[int, str, object]:
+def as_jsonrpc(
+    error: ServiceError, name: Callable[[str], str] = wire_field
+) -> tuple[int, str, object]:
     """`error` as a JSON-RPC error's code, message and data (see `wire_named`)."""
-    named = wire_named(error)
+    named = wire_named(error, name)
     return CODES[error.kind], named.message, named.data

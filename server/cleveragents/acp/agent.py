@@ -61,6 +61,7 @@ from ..jsonrpc_errors import (
     RUN_STILL_RUNNING,
     TOOLS_UNAVAILABLE,
     as_jsonrpc,
+    wire_field,
 )
 from ..mcp import McpConfig, McpError, McpServerConfig, McpToolset
 from ..service.errors import ServiceError
@@ -105,13 +106,13 @@ def invalid_params(problem: str) -> RequestError:
     return request_error(INVALID_PARAMS, f"invalid params: {problem}", problems=[problem])
 
 
-# The core's field names as ACP names them (the rest as the daemon does).
-_ACP_FIELDS = {"sandbox_root": "cwd", "prompt": "prompt"}
+# The core's field names as ACP names them (the rest as JSON-RPC params, as the daemon does).
+_ACP_FIELDS = {"sandbox_root": "cwd"}
 
 
 def service_error(error: ServiceError) -> RequestError:
     """A core error as ACP answers it: the JSON-RPC code of its kind, ACP's field names."""
-    code, message, data = as_jsonrpc(error.renamed(lambda f: _ACP_FIELDS.get(f, f)))
+    code, message, data = as_jsonrpc(error, lambda f: _ACP_FIELDS.get(f) or wire_field(f))
     return RequestError(code, message, data if isinstance(data, dict) and data else None)
 
 
@@ -187,7 +188,7 @@ class CleverAgentsAgent:
         profile = _requested_profile(kwargs.get(META_KEY), self.manager.defaults)
         run_options = _requested_run_options(kwargs.get(META_KEY))
         client_mcp = await _start_client_mcp(sandbox_root, mcp_servers or ())
-        session_id = f"sess_{os.urandom(12).hex()}"  # NEW_SESSION_ID
+        session_id = f"sess_{os.urandom(12).hex()}"  # as NEW_SESSION_ID matches
         self.sessions[session_id] = AcpSession(
             session_id=session_id,
             sandbox_root=sandbox_root,
