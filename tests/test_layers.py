@@ -211,6 +211,14 @@ def cycles(graph: Graph) -> list[list[str]]:
     return found
 
 
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    """A synthetic package: each file's path under `root` and its text."""
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
 @pytest.fixture(scope="module")
 def graph() -> Graph:
     return import_graph(PACKAGE_DIR)
@@ -252,10 +260,7 @@ def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
         "tool/b.py": "from . import c\n",
         "tool/c.py": "from .b import thing\n",
     }
-    for relative, text in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    write_tree(root, files)
     synthetic = import_graph(root)
     assert "cleveragents.tool.b" not in synthetic["cleveragents.tool.a"]  # TYPE_CHECKING only
     assert layer_violations(synthetic) == [
@@ -286,10 +291,7 @@ def test_a_lazy_import_that_reaches_up_is_caught(tmp_path: Path) -> None:
         "acp/agent.py": "",
         "odd.py": "",
     }
-    for relative, text in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    write_tree(root, files)
     assert rank_violations(import_graph(root)) == [
         "cleveragents.cli (rank 6) imports cleveragents.acp.agent (rank 6)",
         "cleveragents.odd has no rank in RANKS",
