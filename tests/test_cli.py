@@ -123,11 +123,14 @@ def test_iteration_limit_exits_3(workspace: Path, tmp_path: Path) -> None:
 
 def test_usage_and_configuration_errors(workspace: Path, tmp_path: Path) -> None:
     done = cli("run", "x", "--sandbox", str(tmp_path / "absent"))
-    assert done.returncode == 2 and "is not a folder" in done.stderr
+    assert done.returncode == 2 and "--sandbox: no such folder" in done.stderr
     done = cli("run", "x", "--sandbox", str(workspace), "--provider", "nope")
     assert done.returncode == 2 and "invalid choice" in done.stderr
     done = cli("run", "  ", "--sandbox", str(workspace))
-    assert done.returncode == 2 and "prompt is empty" in done.stderr
+    assert done.returncode == 2 and "the prompt: must not be empty" in done.stderr
+    done = cli("run", "x", "--sandbox", str(workspace), "--max-iterations", "1001")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "cleveragents: --max-iterations: must be at most 1000, got 1001\n"
     env = {"ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": ""}
     done = cli(
         "run", "x", "--sandbox", str(workspace), "--provider", "anthropic", "--no-history", env=env
@@ -147,6 +150,22 @@ def test_a_provider_failure_mid_run_exits_1_with_the_reason(
     )
     assert done.returncode == 1
     assert "the run failed" in done.stderr and "iteration 2 asked for another" in done.stderr
+
+
+def test_the_history_file_comes_from_cleveragents_history(workspace: Path, tmp_path: Path) -> None:
+    """As for the daemon and ACP mode: --history, else $CLEVERAGENTS_HISTORY, else the data
+    folder's."""
+    chosen = tmp_path / "chosen" / "runs.sqlite3"
+    chosen.parent.mkdir()
+    env = {"CLEVERAGENTS_HISTORY": str(chosen)}
+    done = cli(
+        "run", "Look", "--sandbox", str(workspace), "--profile", "read-only", "--json", env=env
+    )
+    assert done.returncode == 0, done.stderr
+    run_id = json.loads(done.stdout)["run_id"]
+    listed = cli("runs", "--json", env=env)
+    assert [r["run_id"] for r in json.loads(listed.stdout)] == [run_id]
+    assert chosen.exists() and not (tmp_path / "data" / "cleveragents" / "history.sqlite3").exists()
 
 
 def test_runs_are_stored_listed_shown_and_continued(workspace: Path, tmp_path: Path) -> None:

@@ -164,9 +164,27 @@ def test_a_run_lists_its_changes_and_runs_restore_undoes_it(home: Path, workspac
     assert files(workspace) == after_first
 
     bad = cli(home, "runs", "restore", run_id, "--iteration", "7", "--yes")
-    assert bad.returncode == 2 and "params.iteration" in bad.stderr
+    assert bad.returncode == 2 and "--iteration: " in bad.stderr
     missing = cli(home, "runs", "restore", "run_nope", "--yes")
     assert missing.returncode == 1 and "no run 'run_nope'" in missing.stderr
+    # The core's continuation rules, as the daemon's continueFrom gets them: a restore has no
+    # conversation to go on with.
+    history = str(home / "h.sqlite3")
+    continued = cli(
+        home,
+        "run",
+        "go",
+        "--sandbox",
+        str(workspace),
+        "--history",
+        history,
+        "--continue",
+        restore_id,
+    )
+    assert continued.returncode == 2, continued.stderr
+    assert continued.stderr.startswith("cleveragents: --continue: ") and "is a restore" in (
+        continued.stderr
+    )
 
     disk = cli(home, "runs", "disk", "--json")
     assert json.loads(disk.stdout)["by_sandbox"][str(workspace.resolve())] > 0

@@ -10,6 +10,11 @@ not those under `if TYPE_CHECKING:`, which never run) is an edge. The rules:
 - no two modules import each other, directly or around a circle.
 
 Only the launcher (`launcher.py`) and the `__main__` modules may start a front.
+
+On top of those rules, `RANKS` places every part of the package (ARCHITECTURE.md draws it):
+a module imports only parts of a lower rank, or its own part. So a lazy import inside a
+function that reaches up (the command wall asking the service for the data folder, say) fails
+as surely as one at the top of the file.
 """
 
 from __future__ import annotations
@@ -26,6 +31,28 @@ LAUNCHER = "cleveragents.launcher"
 TOOL_RUNTIME = "cleveragents.tool"
 
 Graph = dict[str, set[str]]
+
+# Each part of the package and its rank: a module imports only lower ranks (or its own part).
+# The longest matching name wins; `__main__` modules rank with the launcher.
+RANKS: dict[str, int] = {
+    "cleveragents": 0,  # the package itself: its version
+    "cleveragents.paths": 0,  # the data folder
+    "cleveragents.tool": 0,  # the runtime: loop, runner, registry, policy, events
+    "cleveragents.providers": 1,  # LLM callers
+    "cleveragents.workspace": 1,  # sandbox wall, built-in tools, command wall
+    "cleveragents.toolsets": 2,  # registries from modules and plugins
+    "cleveragents.assembly": 2,  # a runtime from its parts
+    "cleveragents.mcp": 3,  # MCP servers' tools
+    "cleveragents.service": 4,  # the core: runs, settings, history, checkpoints, trust
+    "cleveragents.jsonrpc_errors": 5,  # kind -> code, for both JSON-RPC fronts
+    "cleveragents.jsonrpc_io": 5,  # framing both JSON-RPC fronts share
+    "cleveragents.display": 5,  # the terminal's view of a run
+    "cleveragents.daemon": 6,
+    "cleveragents.acp": 6,
+    "cleveragents.cli": 6,
+    "cleveragents.launcher": 7,
+}
+LAUNCHER_RANK = RANKS[LAUNCHER]
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -117,6 +144,38 @@ def layer_violations(graph: Graph) -> list[str]:
     return problems
 
 
+def part_of(module: str) -> str | None:
+    """The `RANKS` entry a module belongs to (None: it has no rank yet)."""
+    # The package's own entry is its `__init__` alone, not everything in it.
+    matches = [part for part in RANKS if _within(module, part) and ("." in part or module == part)]
+    return max(matches, key=len) if matches else None
+
+
+def rank_of(module: str) -> int | None:
+    if module.endswith(".__main__"):
+        return LAUNCHER_RANK + 1
+    part = part_of(module)
+    return None if part is None else RANKS[part]
+
+
+def rank_violations(graph: Graph) -> list[str]:
+    """Imports of a part at the same or a higher rank (its own part aside), and modules
+    with no rank."""
+    problems = []
+    for module, targets in sorted(graph.items()):
+        rank = rank_of(module)
+        if rank is None:
+            problems.append(f"{module} has no rank in RANKS")
+            continue
+        for target in sorted(targets):
+            target_rank = rank_of(target)
+            if target_rank is None or part_of(target) == part_of(module):
+                continue  # reported as a module of its own; a part's insides are its own
+            if target_rank >= rank:
+                problems.append(f"{module} (rank {rank}) imports {target} (rank {target_rank})")
+    return problems
+
+
 def cycles(graph: Graph) -> list[list[str]]:
     """Every circle of imports (one per strongly connected group), as a path."""
     index: dict[str, int] = {}
@@ -152,6 +211,14 @@ def cycles(graph: Graph) -> list[list[str]]:
     return found
 
 
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    """A synthetic package: each file's path under `root` and its text."""
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
 @pytest.fixture(scope="module")
 def graph() -> Graph:
     return import_graph(PACKAGE_DIR)
@@ -166,6 +233,10 @@ def test_the_graph_is_read_from_the_source(graph: Graph) -> None:
 
 def test_no_front_reaches_into_another_and_nothing_below_reaches_up(graph: Graph) -> None:
     assert layer_violations(graph) == []
+
+
+def test_every_module_imports_only_lower_ranks(graph: Graph) -> None:
+    assert rank_violations(graph) == []
 
 
 def test_no_import_circles(graph: Graph) -> None:
@@ -189,10 +260,7 @@ def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
         "tool/b.py": "from . import c\n",
         "tool/c.py": "from .b import thing\n",
     }
-    for relative, text in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    write_tree(root, files)
     synthetic = import_graph(root)
     assert "cleveragents.tool.b" not in synthetic["cleveragents.tool.a"]  # TYPE_CHECKING only
     assert layer_violations(synthetic) == [
@@ -203,4 +271,30 @@ def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
     assert cycles(synthetic) == [
         ["cleveragents.daemon.server", "cleveragents.service.runs"],
         ["cleveragents.tool.b", "cleveragents.tool.c"],
+    ]
+
+
+def test_a_lazy_import_that_reaches_up_is_caught(tmp_path: Path) -> None:
+    root = tmp_path / "cleveragents"
+    files = {
+        "__init__.py": "",
+        "paths.py": "",
+        "workspace/__init__.py": "",
+        # Inside a function, as the command wall once asked the service for the data folder.
+        "workspace/command_policy.py": "def data():\n    from cleveragents.service.history "
+        "import default_history_path\n    return default_history_path()\n",
+        "workspace/sandbox.py": "from ..paths import x\nfrom . import command_policy\n",
+        "service/__init__.py": "",
+        "service/history.py": "from ..workspace import sandbox\n",
+        "cli.py": "from .acp import agent\n",
+        "acp/__init__.py": "",
+        "acp/agent.py": "",
+        "odd.py": "",
+    }
+    write_tree(root, files)
+    assert rank_violations(import_graph(root)) == [
+        "cleveragents.cli (rank 6) imports cleveragents.acp.agent (rank 6)",
+        "cleveragents.odd has no rank in RANKS",
+        "cleveragents.workspace.command_policy (rank 1) imports cleveragents.service.history "
+        "(rank 4)",
     ]

@@ -1,4 +1,4 @@
-"""The contract's API and error table (shared/spec/tool-calling-loop.md), row by row."""
+"""The contract's API and error table (docs/spec/tool-calling-loop.md), row by row."""
 
 from __future__ import annotations
 

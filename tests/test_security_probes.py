@@ -183,7 +183,7 @@ def test_the_cli_refuses_the_filesystem_root_as_sandbox(tmp_path: Path) -> None:
         check=False,
     )
     assert completed.returncode == 2, completed
-    assert "sandbox '/' is the root of the filesystem" in completed.stderr
+    assert "--sandbox: '/' is the root of the filesystem" in completed.stderr
 
 
 def test_a_sandbox_inside_the_data_folder_is_refused(tmp_path: Path) -> None:

@@ -133,8 +133,8 @@ async def test_a_run_in_a_folder_around_or_inside_blocks_a_restore(
         for busy in (str(sandbox), str(inner), str(tmp_path)):
             with pytest.raises(ServiceError) as raised:
                 await undo.in_thread(lambda b=busy: undo.restore("outer", active={"live": b}))
-            assert raised.value.code == RUN_ACTIVE
-            assert raised.value.data == {"sandboxRoot": str(sandbox), "activeRunIds": ["live"]}
+            assert raised.value.kind is RUN_ACTIVE
+            assert raised.value.data == {"sandbox_root": str(sandbox), "active_run_ids": ["live"]}
         assert (sandbox / "f").read_text() == "1"
         elsewhere = {"live": str(tmp_path / "elsewhere")}
         done = await undo.in_thread(lambda: undo.restore("outer", active=elsewhere))
@@ -165,7 +165,7 @@ async def test_runs_from_before_checkpoints_existed_are_read_and_refused_clearly
         undo = Undo(history)
         with pytest.raises(ServiceError) as raised:
             undo.restore("old")
-        assert raised.value.code == NO_CHECKPOINT
+        assert raised.value.kind is NO_CHECKPOINT
         assert "before checkpoints were kept" in raised.value.message
         undo.close()
 
@@ -197,7 +197,7 @@ async def test_pruning_follows_the_history_and_reports_the_disk(
         assert "pruned" in (stored.checkpoint_warning or "")
         with pytest.raises(ServiceError) as raised:
             await manager.restore("kept")
-        assert raised.value.code == NO_CHECKPOINT and "pruned" in raised.value.message
+        assert raised.value.kind is NO_CHECKPOINT and "pruned" in raised.value.message
         await manager.aclose()
 
 
@@ -208,7 +208,7 @@ async def test_without_a_history_runs_work_and_say_they_cannot_be_undone(sandbox
     assert "history is unavailable" in (outcome.checkpoint_warning or "")
     with pytest.raises(ServiceError) as raised:
         await manager.restore("r")
-    assert raised.value.code == CHECKPOINTS_UNAVAILABLE
+    assert raised.value.kind is CHECKPOINTS_UNAVAILABLE
     await manager.aclose()
 
 

@@ -10,9 +10,10 @@ import asyncio
 import dataclasses
 import json
 import os
+import re
 import signal
 import sys
-from contextlib import nullcontext
+from collections.abc import Callable
 from typing import Any
 
 from . import __version__
@@ -366,7 +367,7 @@ def _settings(args: argparse.Namespace, **options: Any) -> Any:
         allow_unconfined=args.allow_unconfined_commands,
     )
     return session_settings(
-        ClientOptions(command=command, **options), os.environ, options_name="the command line"
+        ClientOptions(command=command, **options), os.environ, options_name=_OPTIONS[:-1]
     ).defaults
 
 
@@ -405,8 +406,7 @@ def _tools(args: argparse.Namespace) -> int:
     try:
         registry = build_registry(args.tools)
         if args.sandbox:
-            sandbox = os.path.realpath(args.sandbox)
-            problem = _sandbox_problem(args.sandbox, sandbox)
+            sandbox, problem = _sandbox_problem(args.sandbox)
             if problem is not None:
                 return _fail(problem, EXIT_USAGE)
             console = Console(stderr=True)
@@ -585,9 +585,11 @@ def _trust(args: argparse.Namespace) -> int:
 
 
 def _open_history(path: str | None) -> Any:
-    from .service.history import RunHistory, default_history_path
+    """--history, else $CLEVERAGENTS_HISTORY, else the data folder's (as every front)."""
+    from .service.history import RunHistory
+    from .service.settings import history_path
 
-    return RunHistory(path or default_history_path())
+    return RunHistory(history_path(path))
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -672,7 +674,7 @@ def _runs(args: argparse.Namespace) -> int:
 
 def _checkpoints_command(args: argparse.Namespace, history: Any) -> int:
     """`runs restore`, `runs disk` and `runs prune-checkpoints`."""
-    from .service.errors import INVALID_PARAMS, ServiceError
+    from .service.errors import ErrorKind, ServiceError
     from .service.undo import Undo
 
     undo = Undo(history)
@@ -683,7 +685,9 @@ def _checkpoints_command(args: argparse.Namespace, history: Any) -> int:
             return _disk(args, undo)
         return _prune_checkpoints(args, undo)
     except ServiceError as exc:
-        return _fail(exc.message, EXIT_USAGE if exc.code == INVALID_PARAMS else EXIT_ERROR)
+        if exc.kind is ErrorKind.INVALID_PARAMS:
+            return _fail(_flag_problems(exc, lambda f: _FLAGS.get(f, f)), EXIT_USAGE)
+        return _fail(exc.message)
     finally:
         undo.close()
 
@@ -790,40 +794,80 @@ def _size(count: int) -> str:
     return f"{size:.1f} GiB"
 
 
-def _sandbox_problem(given: str, sandbox: str) -> str | None:
-    """Why --sandbox `given` (real path `sandbox`) cannot be the tools' folder, or None."""
-    from .workspace.sandbox import too_broad
+def _sandbox_problem(given: str) -> tuple[str, str | None]:
+    """The real path of --sandbox `given`, or why it cannot be the tools' folder: the core's
+    check, the one the daemon and ACP mode use."""
+    from .service.runs import check_sandbox_root
 
-    if not os.path.isdir(sandbox):
-        return f"sandbox {given!r} is not a folder"
-    problem = too_broad(sandbox)
-    return None if problem is None else f"sandbox {given!r} {problem}"
+    sandbox, problem = check_sandbox_root(os.path.abspath(given))
+    return sandbox, None if problem is None else f"--sandbox: {problem}"
+
+
+# The core's field names as the command line names them, in a refused run's problems.
+_FLAGS = {
+    "sandbox_root": "--sandbox",
+    "prompt": "the prompt",  # the one argument that is no flag
+    "provider": "--provider",
+    "max_iterations": "--max-iterations",
+    "continue_from": "--continue",
+    "tool_result_budget": "--tool-result-budget",
+    "context_window": "--context-window",
+    "model": "--model",
+    "iteration": "--iteration",
+}
+
+
+class TerminalSink:
+    """The CLI's half of a run (`RunManager.run`'s sink): the live view, and approvals and
+    workspace trust asked at the terminal (none without one: those calls are denied and the
+    servers are not started)."""
+
+    cannot_ask_trust = (
+        "no terminal to ask at; run it at a terminal, or pass --trust-workspace "
+        "(or set CLEVERAGENTS_TRUST_WORKSPACE=1) to trust it"
+    )
+
+    def __init__(self, display: Any, interactive: bool) -> None:
+        from .display import TerminalApprover, TerminalTrustAsker
+
+        self.display = display
+        self.interactive = interactive
+        self._approver = TerminalApprover(display)
+        self._trust_asker = TerminalTrustAsker(display)
+
+    @property
+    def approvals(self) -> bool:
+        return self.interactive
+
+    def run_observer(self, plan: Any) -> Any:
+        return self.display
+
+    async def ask_approval(self, request: Any) -> Any:
+        return await self._approver(request)
+
+    async def ask_trust(self, request: Any) -> bool | None:
+        return await self._trust_asker(request) if self.interactive else None
+
+    def run_tools(self, registry: Any, workspace_mcp: Any) -> Any:
+        _say_not_started(self.display.console, workspace_mcp)
+        return registry
 
 
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from .assembly import build_runtime
-    from .display import RunDisplay, TerminalApprover
-    from .mcp import McpToolset, add_mcp_tools
-    from .providers import ProviderConfigError, create_llm_caller, resolve_provider_name
-    from .service.errors import ParamsError
-    from .service.history_queue import QueuedHistory
-    from .service.resources import load_resources
-    from .service.trust import with_untrusted_note
-    from .service.undo import Undo
-    from .tool import ToolActorContext
-    from .tool.runtime import CancelToken, new_run_id
+    from .display import RunDisplay
+    from .providers import ProviderConfigError, resolve_provider_name
+    from .service.errors import ErrorKind, ParamsError, ServiceError
+    from .service.history import RunHistory
+    from .service.runs import RunManager, RunRequest
+    from .service.settings import history_path
+    from .tool.runtime import new_run_id
     from .toolsets import ToolLoadError, build_registry
 
-    sandbox = os.path.realpath(args.sandbox)
-    problem = _sandbox_problem(args.sandbox, sandbox)
+    sandbox, problem = _sandbox_problem(args.sandbox)
     if problem is not None:
         return _fail(problem, EXIT_USAGE)
-    if args.max_iterations < 1:
-        return _fail("--max-iterations must be at least 1", EXIT_USAGE)
-    if not args.prompt.strip():
-        return _fail("the prompt is empty", EXIT_USAGE)
     # With --json, stdout carries only the result; the live view goes to stderr.
     console = Console(stderr=args.json)
     try:
@@ -841,130 +885,80 @@ def _run(args: argparse.Namespace) -> int:
             prompt_caching=False if args.no_prompt_cache else None,
             project_instructions=False if args.no_project_instructions else None,
             prices=args.prices,
+            trust_workspace=True if args.trust_workspace else None,
         )
     except ParamsError as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    resources, problems = load_resources(args.files, sandbox, _file_flag(args.files))
-    if problems:
-        return _fail("; ".join(problems), EXIT_USAGE)
+        return _fail("; ".join(_option_flag(p) for p in exc.problems), EXIT_USAGE)
     try:
-        llm = create_llm_caller(
-            provider,
-            args.model,
-            base_url=args.base_url,
-            script=args.script,
-            cache=settings.prompt_caching,
-        )
         registry = build_registry(
             args.tools, builtins=not args.no_builtins, command_policy=settings.command_policy
         )
-    except (ProviderConfigError, ToolLoadError, ValueError, RuntimeError) as exc:
+    except (ToolLoadError, ValueError, RuntimeError) as exc:
         return _fail(str(exc))
+    history = None
+    if not args.no_history:
+        try:
+            # --history, else $CLEVERAGENTS_HISTORY, else the data folder's: as the servers.
+            history = RunHistory(history_path(args.history))
+        except Exception as exc:
+            return _fail(f"cannot open the run history: {exc}")
+    elif args.continue_from:
+        return _fail("--continue needs the run history", EXIT_USAGE)
     if provider == "offline" and not args.json:
         console.print(
             "[yellow]No LLM provider configured: using the offline model (deterministic, no "
             "network).[/] Use --provider anthropic (with ANTHROPIC_API_KEY) or --provider openai."
         )
     display = RunDisplay(console)
-    try:
-        trust = _mcp_trust(args, console, display)
-    except ValueError as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    observers: list[Any] = [display]
-    history_messages: list[Any] = []
-    history = None
-    stored = None
-    if not args.no_history:
-        try:
-            history = _open_history(args.history)
-            if args.continue_from:
-                history_messages = history.conversation(args.continue_from)
-        except KeyError:
-            return _fail(f"no run {args.continue_from!r} to continue")
-        except Exception as exc:
-            return _fail(f"cannot open the run history: {exc}")
-        # Written on a thread of its own: another process holding the lock stalls no call.
-        stored = QueuedHistory(history)
-        observers.append(stored)
-    elif args.continue_from:
-        return _fail("--continue needs the run history", EXIT_USAGE)
-    interactive = sys.stdin.isatty() and console.is_terminal
-    runtime = build_runtime(
-        llm,
-        registry,
-        max_iterations=args.max_iterations,
-        observers=observers,
-        # Without a terminal nobody can answer, so calls that need approval are denied.
-        approver=TerminalApprover(display) if interactive else None,
-        **settings.runtime_options(),
-    )
-    context = ToolActorContext(sandbox_root=sandbox, automation_profile=args.profile)
-    cancel = CancelToken()
-    # Checkpoints live next to the history: a run that is not stored cannot be undone.
-    undo = Undo(history, queue=stored) if history is not None else None
+    # Without a terminal nobody can answer, so calls that need approval are denied.
+    sink = TerminalSink(display, sys.stdin.isatty() and console.is_terminal)
     run_id = new_run_id()
-    checkpoints = undo.track(run_id, sandbox) if undo is not None else None
+    request = RunRequest(
+        prompt=args.prompt,
+        sandbox_root=sandbox,
+        model=args.model,
+        base_url=args.base_url,
+        replay_script=args.script,
+        resources=tuple(args.files),
+        continue_from=args.continue_from,
+        run_id=run_id,
+    )
 
     async def go() -> Any:
+        # The core's pipeline, as for the daemon and ACP mode; its checkpoints live next to
+        # the history (a run that is not stored cannot be undone).
+        manager = RunManager(registry, settings, history)
         loop = asyncio.get_running_loop()
         # First Ctrl-C stops the run gracefully (partial result kept); a second one kills.
-        loop.add_signal_handler(signal.SIGINT, _second_interrupt_kills, loop, cancel)
+        interrupts: list[bool] = []
+        loop.add_signal_handler(
+            signal.SIGINT, _second_interrupt_kills, loop, manager, run_id, interrupts
+        )
         try:
-            # The sandbox's MCP servers run for this run only, and stop with it. A .mcp.json
-            # server is a program the workspace names: none under read-only, and otherwise
-            # only once the user trusts the file.
-            servers: Any = (
-                nullcontext(McpToolset(sandbox))
-                if args.profile == "read-only"
-                else await _sandbox_mcp(sandbox, trust)
-            )
-            async with servers as mcp_tools:
-                add_mcp_tools(registry, mcp_tools)
-                _say_not_started(console, mcp_tools)
-                runtime.system_prompt = with_untrusted_note(runtime.system_prompt, mcp_tools.config)
-                if history is not None and args.continue_from:
-                    history.mark_continuation(run_id, args.continue_from)
-                try:
-                    return await runtime.arun_tool_loop(
-                        args.prompt,
-                        context,
-                        cancel=cancel,
-                        history=history_messages,
-                        run_id=run_id,
-                        resources=resources,
-                        before_mutation=(
-                            checkpoints.before_mutation if checkpoints is not None else None
-                        ),
-                    )
-                finally:
-                    if checkpoints is not None:
-                        await checkpoints.finish()
+            return await manager.run(request, sink)
         finally:
             loop.remove_signal_handler(signal.SIGINT)
+            await manager.aclose()
 
     try:
-        result = asyncio.run(go())
-    except ToolLoadError as exc:  # an MCP server that did not start, a malformed .mcp.json
+        outcome = asyncio.run(go())
+    except ServiceError as exc:
         display.stop()
-        return _fail(str(exc))
-    except Exception as exc:  # the provider gave up, or a misconfigured model
-        display.stop()
-        return _fail(f"the run failed: {type(exc).__name__}: {exc}")
+        if exc.kind is ErrorKind.INVALID_PARAMS:
+            flag = lambda f: _FLAGS.get(f, _file_flag_of(f, args.files))  # noqa: E731
+            return _fail(_flag_problems(exc, flag), EXIT_USAGE)
+        if exc.kind is ErrorKind.RUN_NOT_FOUND and args.continue_from:
+            return _fail(f"no run {args.continue_from!r} to continue")
+        return _fail(exc.message)
     finally:
         display.stop()
-        runtime.runner.shutdown()
-        if undo is not None:
-            undo.close()
-        if stored is not None:
-            stored.close()
         if history is not None:
             history.close()
-    changed = checkpoints.changed_files if checkpoints is not None else []
-    warning = checkpoints.warning if checkpoints is not None else None
+    result = outcome.result
     if args.json:
         data = result.to_dict()
-        data["changed_files"] = [c.to_dict() for c in changed]
-        data["checkpoint_warning"] = warning
+        data["changed_files"] = [c.to_dict() for c in outcome.changed_files]
+        data["checkpoint_warning"] = outcome.checkpoint_warning
         print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
     else:
         display.show_result(
@@ -975,19 +969,55 @@ def _run(args: argparse.Namespace) -> int:
             result.usage,
             result.cost_usd,
         )
-        display.show_changes(run_id, changed, warning)
+        display.show_changes(run_id, outcome.changed_files, outcome.checkpoint_warning)
     if result.stop_reason == "cancelled":
         return EXIT_CANCELLED
     return EXIT_LIMIT if result.terminated_by_limit else EXIT_OK
 
 
-def _second_interrupt_kills(loop: asyncio.AbstractEventLoop, cancel: Any) -> None:
-    if cancel.cancelled:
+_OPTIONS = "the command line."  # what `_settings` calls the flags, for service/settings.py
+_OPTION_FLAGS = {"automationProfile": "--profile", "commandReadPaths": "--command-read-path"}
+
+
+def _option_flag(problem: str) -> str:
+    """A settings problem about a flag (`the command line.maxIterations: ...`) naming the flag
+    as the user typed it (`--max-iterations: ...`); one about a variable as it is."""
+    if not problem.startswith(_OPTIONS):
+        return problem
+    option, _, rest = problem[len(_OPTIONS) :].partition(":")
+    name = re.split(r"[.\[]", option, maxsplit=1)[0]
+    flag = _OPTION_FLAGS.get(name) or "--" + re.sub(r"([A-Z])", r"-\1", name).lower()
+    return f"{flag}:{rest}"
+
+
+def _flag_problems(error: Any, flag: Callable[[str], str]) -> str:
+    """An INVALID_PARAMS error's problems, each field named as the command line names it."""
+    from .service.errors import rename_field
+
+    return "; ".join(rename_field(problem, flag) for problem in error.problems)
+
+
+def _file_flag_of(field: str, requests: list[Any]) -> str:
+    """`resources[0].path` as the --file flag the user wrote; other fields as they are."""
+    import re
+
+    match = re.fullmatch(r"resources(?:\[(\d+)\]\.\w+)?", field)
+    if match is None:
+        return field
+    flag: str = _file_flag(requests)(int(match.group(1)) if match.group(1) else None, "")
+    return flag
+
+
+def _second_interrupt_kills(
+    loop: asyncio.AbstractEventLoop, manager: Any, run_id: str, interrupts: list[bool]
+) -> None:
+    if interrupts:
         loop.remove_signal_handler(signal.SIGINT)
         os.kill(os.getpid(), signal.SIGINT)
         return
+    interrupts.append(True)
     print("\ncleveragents: stopping the run (Ctrl-C again to kill)", file=sys.stderr)
-    cancel.cancel()
+    manager.cancel(run_id)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,10 @@
-"""The user's folders for cleveragents, named once for every layer."""
+"""Where cleveragents keeps its files: the bottom of the layers, importing nothing of ours.
+
+One data folder holds the run history, the checkpoints (`checkpoints/`), the workspace-trust
+answers and the remote daemons' files; one configuration folder holds the user's own AGENTS.md
+and prompt commands. Lower layers (the command wall hides the data folder from commands) and
+the service (which writes there) both ask here.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,9 @@ import sys
 from pathlib import Path
 
 APP_FOLDER = "cleveragents"
+HISTORY_FILE_NAME = "history.sqlite3"
+TRUST_FILE_NAME = "trusted-workspaces.json"
+CHECKPOINTS_FOLDER_NAME = "checkpoints"
 
 
 def _user_folder(xdg_variable: str, windows_variable: str, linux_default: str) -> Path:
@@ -24,11 +33,15 @@ def _user_folder(xdg_variable: str, windows_variable: str, linux_default: str) -
     return base / APP_FOLDER
 
 
-def user_data_dir() -> Path:
-    """Where the run history and checkpoints live: `$XDG_DATA_HOME/cleveragents`, else
+def data_folder() -> Path:
+    """The user's cleveragents data folder: `$XDG_DATA_HOME/cleveragents`, else
     `~/.local/share/cleveragents` (Linux), `~/Library/Application Support/cleveragents`
     (macOS), `%LOCALAPPDATA%\\cleveragents` (Windows)."""
     return _user_folder("XDG_DATA_HOME", "LOCALAPPDATA", ".local/share")
+
+
+# The name the configuration side of this module was written with.
+user_data_dir = data_folder
 
 
 def user_config_dir() -> Path:
@@ -36,3 +49,18 @@ def user_config_dir() -> Path:
     `~/.config/cleveragents` (Linux), `~/Library/Application Support/cleveragents` (macOS),
     `%APPDATA%\\cleveragents` (Windows)."""
     return _user_folder("XDG_CONFIG_HOME", "APPDATA", ".config")
+
+
+def default_history_path() -> Path:
+    """The history database in the user's data folder."""
+    return data_folder() / HISTORY_FILE_NAME
+
+
+def default_trust_path() -> Path:
+    """The remembered workspace-trust answers."""
+    return data_folder() / TRUST_FILE_NAME
+
+
+def default_checkpoint_folder() -> Path:
+    """The shadow repositories of every sandbox's checkpoints."""
+    return data_folder() / CHECKPOINTS_FOLDER_NAME

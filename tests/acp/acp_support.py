@@ -379,6 +379,20 @@ class RecordingClient:
 # -- the agent process -----------------------------------------------------------------------
 
 
+def agent_command(history: Path, *args: str) -> list[str]:
+    """`cleveragents serve --acp` with this history file."""
+    return [
+        sys.executable,
+        "-m",
+        "cleveragents",
+        "serve",
+        "--acp",
+        "--history",
+        str(history),
+        *args,
+    ]
+
+
 class AgentProcess:
     """`python -m cleveragents serve --acp`, driven by the ACP SDK's client side.
 
@@ -401,16 +415,7 @@ class AgentProcess:
     async def start(
         cls, home: Path, env: dict[str, str], *args: str, client: RecordingClient | None = None
     ) -> AgentProcess:
-        command = [
-            sys.executable,
-            "-m",
-            "cleveragents",
-            "serve",
-            "--acp",
-            "--history",
-            str(home / "history.sqlite3"),
-            *args,
-        ]
+        command = agent_command(home / "history.sqlite3", *args)
         process = await asyncio.create_subprocess_exec(
             *command,
             stdin=asyncio.subprocess.PIPE,

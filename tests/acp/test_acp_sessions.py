@@ -25,7 +25,7 @@ from acp_support import (
     write_script,
 )
 
-from cleveragents.service import errors as codes
+from cleveragents import jsonrpc_errors as codes
 from cleveragents.service.history import RunHistory
 from cleveragents.tool import (
     FunctionLLMCaller,

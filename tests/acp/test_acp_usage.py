@@ -17,7 +17,7 @@ from acp.schema import PermissionOption, ToolCallUpdate
 from acp_support import RecordingClient, StartAgent, agent_env, call, replay_env
 from test_acp_loop import open_session, ours
 
-from cleveragents.service import errors as codes
+from cleveragents import jsonrpc_errors as codes
 from cleveragents.tool import Usage
 from cleveragents.tool.models import price_for
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from cleveragents.daemon import runs, wire
-from cleveragents.service.errors import ServiceError
+from cleveragents.service.errors import ErrorKind, ServiceError
 from cleveragents.service.history import RunHistory
 from cleveragents.service.runs import RunManager
 from cleveragents.service.settings import RunDefaults
@@ -207,7 +207,7 @@ async def test_validation_collects_every_problem(sandbox: Path) -> None:
                 run_id="bad id!",
             ),
         )
-    assert raised.value.code == wire.INVALID_PARAMS
+    assert raised.value.kind is ErrorKind.INVALID_PARAMS
     assert [p.split(":")[0] for p in raised.value.data["problems"]] == [
         "params.prompt",
         "params.sandboxRoot",
@@ -224,10 +224,10 @@ async def test_without_a_history_runs_still_work_and_reads_are_empty(sandbox: Pa
     assert (await runs.list_runs(manager, wire.RunsParams())).runs == []
     with pytest.raises(ServiceError) as raised:
         await runs.get_run(manager, wire.GetRunParams(run_id="r"))
-    assert raised.value.code == wire.RUN_NOT_FOUND
+    assert raised.value.kind is ErrorKind.RUN_NOT_FOUND
     with pytest.raises(ServiceError) as continued:
         await runs.run(manager, params(sandbox, continue_from="r"), RecordingClient())
-    assert continued.value.code == wire.RUN_NOT_FOUND
+    assert continued.value.kind is ErrorKind.RUN_NOT_FOUND
     await manager.aclose()
 
 

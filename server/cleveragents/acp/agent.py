@@ -1,9 +1,13 @@
 """The ACP agent: initialize, session/new, session/load, session/list, session/set_mode,
 session/prompt, session/cancel.
 
-Each prompt is one run of the same runtime the CLI and the JSON-RPC daemon use (registry,
-provider, automation profiles, run history, the sandbox's `.mcp.json` servers), with the
-session's `cwd` as the sandbox root and the session's conversation so far as its history.
+Each prompt is one run of the core's pipeline, `RunManager.run`, exactly as the JSON-RPC
+daemon and the CLI start theirs (registry, provider, automation profiles, run history,
+checkpoints, the sandbox's `.mcp.json` servers, the active-run registry), with the session's
+`cwd` as the sandbox root. The prompt turn (`session.py`) is the run's sink: it shows the
+events, asks for approvals and trust, and adds the editor's files and terminals. A session's
+next prompt continues its last run (`continue_from`, with the core's checks: not a run still
+running, not a restore); without a history, the session keeps its conversation itself.
 
 - The automation profile is the session's mode (`read-only`, `ask`, `auto-edit`,
   `full-auto`): `$CLEVERAGENTS_PROFILE` (default `ask`), `_meta.cleveragents.automationProfile`
@@ -24,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,38 +56,23 @@ from acp.schema import (
 )
 
 from .. import __version__
-from ..assembly import build_runtime
-from ..mcp import (
-    McpConfig,
-    McpError,
-    McpServerConfig,
-    McpToolset,
-    add_mcp_tools,
-    registry_with_mcp_tools,
-)
-from ..service.errors import (
+from ..jsonrpc_errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
-    RUN_FAILED,
     RUN_STILL_RUNNING,
     TOOLS_UNAVAILABLE,
-    ServiceError,
+    as_jsonrpc,
+    wire_field,
 )
+from ..mcp import McpConfig, McpError, McpServerConfig, McpToolset
+from ..service.errors import ServiceError
 from ..service.history import RunHistory, StoredRun
-from ..service.runs import RunManager
+from ..service.runs import RunManager, RunRequest, check_sandbox_root
 from ..service.settings import RunDefaults, check_context_window, check_result_budget
-from ..service.trust import with_untrusted_note
-from ..tool.context import ToolActorContext
-from ..tool.events import RunObserver
-from ..tool.llm import LLMCaller
-from ..tool.messages import Message
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.records import ToolCallRunResult
 from ..tool.runtime import new_run_id
-from ..workspace.file_access import with_file_access
 from ..workspace.prompt_commands import expand_prompt_command
-from ..workspace.sandbox import too_broad
-from ..workspace.terminal import with_terminal
 from .commands import advertise_commands, run_slash_command, slash_command
 from .files import EditorFiles
 from .prompts import ContentBlock, UnsupportedPrompt, prompt_text
@@ -95,6 +85,9 @@ log = logging.getLogger(__name__)
 
 # ACP's "resource not found" (its ErrorCode list): a session id that names no session.
 RESOURCE_NOT_FOUND = -32002
+
+# The ids `session/new` gives; its first prompt's run takes the id as its own.
+NEW_SESSION_ID = re.compile(r"sess_[0-9a-f]{24}")
 
 McpServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
 CLIENT_MCP_CONFIG = "session/new mcpServers"
@@ -113,6 +106,16 @@ def request_error(code: int, message: str, **data: Any) -> RequestError:
 
 def invalid_params(problem: str) -> RequestError:
     return request_error(INVALID_PARAMS, f"invalid params: {problem}", problems=[problem])
+
+
+# The core's field names as ACP names them (the rest as JSON-RPC params, as the daemon does).
+_ACP_FIELDS = {"sandbox_root": "cwd"}
+
+
+def service_error(error: ServiceError) -> RequestError:
+    """A core error as ACP answers it: the JSON-RPC code of its kind, ACP's field names."""
+    code, message, data = as_jsonrpc(error, lambda f: _ACP_FIELDS.get(f) or wire_field(f))
+    return RequestError(code, message, data if isinstance(data, dict) and data else None)
 
 
 class CleverAgentsAgent:
@@ -185,15 +188,15 @@ class CleverAgentsAgent:
     ) -> NewSessionResponse:
         sandbox_root = _sandbox_root(cwd, additional_directories)
         profile = _requested_profile(kwargs.get(META_KEY), self.manager.defaults)
-        runtime_options = _requested_runtime_options(kwargs.get(META_KEY))
+        run_options = _requested_run_options(kwargs.get(META_KEY))
         client_mcp = await _start_client_mcp(sandbox_root, mcp_servers or ())
-        session_id = f"sess_{os.urandom(12).hex()}"
+        session_id = f"sess_{os.urandom(12).hex()}"  # as NEW_SESSION_ID matches
         self.sessions[session_id] = AcpSession(
             session_id=session_id,
             sandbox_root=sandbox_root,
             automation_profile=profile,
             client_mcp=client_mcp,
-            runtime_options=runtime_options,
+            run_options=run_options,
         )
         self._offer_editor(self.sessions[session_id])
         log.info("session %s in %s, profile %s", session_id, sandbox_root, profile)
@@ -248,7 +251,6 @@ class CleverAgentsAgent:
             sandbox_root=sandbox_root,
             automation_profile=profile,
             client_mcp=client_mcp,
-            conversation=history.conversation(latest) if latest is not None else [],
             last_run_id=latest,
         )
         self._offer_editor(self.sessions[session_id])
@@ -291,110 +293,46 @@ class CleverAgentsAgent:
         if text.lstrip().startswith("/"):
             expanded = await asyncio.to_thread(expand_prompt_command, text, session.sandbox_root)
             text = expanded if expanded is not None else text
-        llm = self._llm_caller(session)
-        turn = PromptTurn(self.client, session, self.manager.defaults.approval_timeout_s)
-        session.turn = turn
         # The session's first stored run carries its id: that is how the history knows it.
         run_id = session.session_id if session.last_run_id is None else new_run_id()
-        history = self.manager.history
+        turn = PromptTurn(self.client, session, run_id, self.manager.cancel)
+        session.turn = turn
+        stored = self.manager.history is not None
+        request = RunRequest(
+            prompt=text,
+            sandbox_root=session.sandbox_root,
+            automation_profile=turn.automation_profile,
+            run_id=run_id,
+            # Stored: the core continues the session's last run (and checks it may); else the
+            # session's own conversation goes on.
+            continue_from=session.last_run_id if stored else None,
+            conversation=() if stored else tuple(session.conversation),
+            **session.run_options,
+        )
         try:
-            result = await self._run(session, turn, llm, text, run_id)
+            try:
+                outcome = await self.manager.run(request, turn)
+            except ServiceError as exc:
+                await turn.finish()  # what the client saw of the run, before the error
+                raise service_error(exc) from exc
         except BaseException:
             turn.abandon()
-            if turn.run_started and history is not None:
+            if turn.run_started and stored:
                 # A failed run is part of the conversation the history keeps: the next
                 # prompt continues it, as a load of the session would.
                 session.last_run_id = run_id
-                session.conversation = _conversation(history, run_id, session.conversation)
             raise
         finally:
             session.turn = None
+        await turn.finish()
+        result = outcome.result
         session.conversation = list(result.messages)
         session.last_run_id = run_id
         session.last_restore_id = None
         # A run that ended on its own just as the client cancelled still answers `cancelled`:
         # ACP clients rely on it to confirm the cancellation.
-        reason = "cancelled" if turn.cancel.cancelled else stop_reason(result)
+        reason = "cancelled" if turn.cancelled else stop_reason(result)
         return PromptResponse(stop_reason=reason, field_meta=_result_meta(result))
-
-    async def _run(
-        self, session: AcpSession, turn: PromptTurn, llm: LLMCaller, text: str, run_id: str
-    ) -> ToolCallRunResult:
-        manager = self.manager
-        defaults = manager.defaults
-        history = manager.stored
-        observers: list[RunObserver] = [turn.observe]
-        if history is not None:
-            # The history first: a record the client has seen is queued, and a read waits
-            # for what is queued.
-            observers.insert(0, history)
-            if session.last_run_id is not None:
-                try:
-                    await history.mark_continuation(run_id, session.last_run_id)
-                except Exception as exc:  # the earlier run was not stored: keep going
-                    log.warning("run %s not linked to %s: %s", run_id, session.last_run_id, exc)
-        checkpoints = manager.undo.track(run_id, session.sandbox_root)
-        try:
-            async with manager.sandbox_mcp(
-                session.sandbox_root, turn.automation_profile, turn.ask_trust
-            ) as sandbox_mcp:
-                registry = registry_with_mcp_tools(manager.registry, sandbox_mcp)
-                if session.client_mcp is not None:
-                    add_mcp_tools(registry, session.client_mcp)
-                if session.files is not None:
-                    registry = with_file_access(registry, session.files)
-                if session.terminals is not None:
-                    registry = with_terminal(registry, session.terminals)
-                turn.registry = registry
-                runtime = build_runtime(
-                    llm,
-                    registry,
-                    max_iterations=defaults.max_iterations,
-                    system_prompt=with_untrusted_note(defaults.system_prompt, sandbox_mcp.config),
-                    runner=manager.runner_for(registry),
-                    **{**defaults.runtime_options(), **session.runtime_options},
-                )
-                result = await runtime.arun_tool_loop(
-                    text,
-                    ToolActorContext(
-                        sandbox_root=session.sandbox_root,
-                        automation_profile=turn.automation_profile,
-                    ),
-                    history=session.conversation,
-                    observers=observers,
-                    approver=turn.approve,
-                    cancel=turn.cancel,
-                    run_id=run_id,
-                    before_mutation=checkpoints.before_mutation,
-                )
-        except McpError as exc:
-            await turn.finish()
-            raise request_error(
-                TOOLS_UNAVAILABLE, str(exc), sandboxRoot=session.sandbox_root
-            ) from exc
-        except Exception as exc:
-            log.warning("run %s failed: %s: %s", run_id, type(exc).__name__, exc)
-            await turn.finish()
-            raise request_error(
-                RUN_FAILED,
-                f"the run failed: {type(exc).__name__}: {exc}",
-                runId=run_id,
-                errorType=type(exc).__name__,
-            ) from exc
-        finally:
-            await checkpoints.finish()  # the state the run left, whatever ended it
-        await turn.finish()
-        return result
-
-    def _llm_caller(self, session: AcpSession) -> LLMCaller:
-        defaults = self.manager.defaults
-        options = defaults.provider_options()
-        if "cache" in session.runtime_options:
-            options["cache"] = session.runtime_options["cache"]
-        try:
-            return self.manager.llm_caller(defaults.provider, defaults.model, options)
-        except ServiceError as exc:
-            raise request_error(exc.code, exc.message, **(exc.data or {})) from exc
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """`session/cancel`: the running prompt stops and answers `cancelled`."""
@@ -407,7 +345,7 @@ class CleverAgentsAgent:
         """Stop the session's running prompt, if any; it answers `cancelled`."""
         session = self.sessions.get(session_id)
         if session is not None and session.turn is not None:
-            session.turn.cancel.cancel()
+            session.turn.stop()
 
     def cancel_all(self) -> None:
         for session_id in self.sessions:
@@ -458,14 +396,10 @@ def _sandbox_root(cwd: str, additional_directories: list[str] | None) -> str:
         raise invalid_params(
             "additionalDirectories: not supported; the sandbox is the session's cwd alone"
         )
-    if not os.path.isabs(cwd):
-        raise invalid_params(f"cwd: must be an absolute path, got {cwd!r}")
-    root = os.path.realpath(cwd)
-    if not os.path.isdir(root):
-        raise invalid_params(f"cwd: no such folder: {cwd!r}")
-    problem = too_broad(root)
-    if problem is not None:
-        raise invalid_params(f"cwd: {cwd!r} {problem}")
+    # The core's check, as the daemon's sandboxRoot and the CLI's --sandbox get it.
+    root, problem = check_sandbox_root(cwd)
+    if problem is not None or cwd.startswith("file:"):
+        raise invalid_params(f"cwd: {problem or f'must be an absolute path, got {cwd!r}'}")
     return root
 
 
@@ -477,6 +411,10 @@ def _stored_session(
     if conversation is None:
         if open_session is not None and open_session.last_run_id is None:
             return []  # opened here, nothing stored yet: nothing to replay
+        if NEW_SESSION_ID.fullmatch(session_id) and not history.has_run(session_id):
+            # A `session/new` session not prompted yet, opened by another agent process (a
+            # client such as acpx starts one per command): an empty session to go on with.
+            return []
         raise request_error(
             RESOURCE_NOT_FOUND,
             f"no session {session_id!r} in the run history (session/list lists them)",
@@ -498,14 +436,6 @@ def _stored_session(
     return [run for run in runs if run is not None]
 
 
-def _conversation(history: RunHistory, run_id: str, fallback: list[Message]) -> list[Message]:
-    try:
-        return history.conversation(run_id)
-    except Exception as exc:  # unreadable: keep what the session had
-        log.warning("conversation of run %s not read back: %s", run_id, exc)
-        return fallback
-
-
 def _requested_profile(meta: Any, defaults: RunDefaults) -> str:
     """`_meta.cleveragents.automationProfile` of `session/new`, else the default."""
     requested = meta.get("automationProfile") if isinstance(meta, dict) else None
@@ -519,15 +449,15 @@ def _requested_profile(meta: Any, defaults: RunDefaults) -> str:
     return str(requested)
 
 
-def _requested_runtime_options(meta: Any) -> dict[str, Any]:
+def _requested_run_options(meta: Any) -> dict[str, Any]:
     """`toolResultBudget`, `contextWindow`, `promptCaching` and `projectInstructions` of
-    `_meta.cleveragents` in `session/new`, as the runtime's keyword arguments; RequestError
-    naming a bad one."""
+    `_meta.cleveragents` in `session/new`, as `RunRequest` fields; RequestError naming a
+    bad one."""
     if not isinstance(meta, dict):
         return {}
     options: dict[str, Any] = {}
     for name, keyword, check in (
-        ("toolResultBudget", "result_budget_chars", check_result_budget),
+        ("toolResultBudget", "tool_result_budget", check_result_budget),
         ("contextWindow", "context_window", check_context_window),
     ):
         value = meta.get(name)
@@ -540,7 +470,7 @@ def _requested_runtime_options(meta: Any) -> dict[str, Any]:
             raise invalid_params(f"_meta.{META_KEY}.{name}: {problem}")
         options[keyword] = value
     for name, keyword in (
-        ("promptCaching", "cache"),
+        ("promptCaching", "prompt_caching"),
         ("projectInstructions", "project_instructions"),
     ):
         flag = meta.get(name)

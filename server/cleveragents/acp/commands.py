@@ -35,6 +35,7 @@ from acp.schema import (
     UnstructuredCommandInput,
 )
 
+from ..jsonrpc_errors import as_jsonrpc
 from ..service.errors import INVALID_PARAMS, ServiceError
 from ..service.runs import RunManager
 from ..service.undo import RestoreOutcome
@@ -125,8 +126,9 @@ async def run_slash_command(
         meta["runId"] = run_id
         outcome = await manager.restore(run_id, iteration)
     except ServiceError as exc:
-        meta["error"] = {"code": exc.code, "message": exc.message}
-        text = f"Not restored: {exc.message}"
+        code, message, _ = as_jsonrpc(exc)
+        meta["error"] = {"code": code, "message": message}
+        text = f"Not restored: {message}"
     else:
         meta["restoreId"] = outcome.restore_id
         meta["changedFiles"] = [c.to_dict() for c in outcome.changed_files]

@@ -78,7 +78,12 @@ class StopSignals:
             deliver(self.first)
 
     def detach(self) -> None:
+        """Stop routing: the exit code is decided, so a signal from now on is ignored (left
+        to Python, the handlers would be reset to the default action while the interpreter
+        shuts down, and a SIGTERM then would kill the process by the signal)."""
         self._target = None
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.first is None:

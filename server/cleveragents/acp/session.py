@@ -2,15 +2,19 @@
 
 A session is one conversation in one sandbox (the client's `cwd`): every prompt runs the tool
 loop with the conversation so far, so the second prompt continues the first. A `PromptTurn`
-is one prompt's run as seen from the client: it observes the run's events and turns them into
+is one prompt's run as seen from the client, and the run's sink in the core's pipeline
+(`RunManager.run`, as for every front): it observes the run's events and turns them into
 `session/update` notifications, sent strictly in the order they happened (and all of them
-before a permission request or the prompt's response), and it asks the client for approvals.
+before a permission request or the prompt's response), asks the client for approvals and
+workspace trust, and adds the editor's tools (its files, its terminals, the client's MCP
+servers) to the run's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,12 +29,13 @@ from acp.schema import (
     ToolCallStatus,
 )
 
-from ..mcp import McpToolset
+from ..mcp import McpToolset, registry_with_mcp_tools
+from ..service.runs import RunPlan
 from ..service.trust import TrustRequest
-from ..tool.cancel import CancelToken, unless_cancelled
 from ..tool.events import (
     PlanUpdated,
     RunEvent,
+    RunObserver,
     RunStarted,
     TextDelta,
     ToolCallFinished,
@@ -39,8 +44,8 @@ from ..tool.events import (
 from ..tool.messages import Message
 from ..tool.policy import ApprovalDecision, ApprovalRequest, verdict
 from ..tool.registry import ToolRegistry
-from ..workspace.file_access import FileAccess
-from ..workspace.terminal import TerminalHost
+from ..workspace.file_access import FileAccess, with_file_access
+from ..workspace.terminal import TerminalHost, with_terminal
 from .permissions import (
     decision_from,
     permission_options,
@@ -91,9 +96,9 @@ class AcpSession:
     # The editor's terminals, when the client offers them: run_command shows its output there.
     terminals: TerminalHost | None = None
 
-    # The runtime's token settings `session/new` chose in `_meta.cleveragents` (build_runtime
-    # keyword arguments), over the environment's.
-    runtime_options: dict[str, Any] = field(default_factory=dict)
+    # The token settings `session/new` chose in `_meta.cleveragents` (`RunRequest` fields:
+    # tool_result_budget, context_window, prompt_caching), over the environment's.
+    run_options: dict[str, Any] = field(default_factory=dict)
 
 
 class UpdateStream:
@@ -132,15 +137,27 @@ class UpdateStream:
 
 
 class PromptTurn:
-    """One prompt's run, seen from the client: its updates, its approvals, its cancel token."""
+    """One prompt's run, seen from the client: its updates, its approvals, its cancelling;
+    the run's `RunSink` (see `service/runs.py`)."""
 
-    def __init__(self, client: Client, session: AcpSession, approval_timeout_s: float) -> None:
+    approvals = True
+
+    def __init__(
+        self,
+        client: Client,
+        session: AcpSession,
+        run_id: str,
+        cancel_run: Callable[[str], bool],
+    ) -> None:
         self.client = client
         self.session = session
-        self.approval_timeout_s = approval_timeout_s
+        self.run_id = run_id
+        # The run manager's cancel: the run is stopped through the core's registry of runs.
+        self._cancel_run = cancel_run
+        # Whether the client cancelled the turn (it then answers `cancelled`).
+        self.cancelled = False
         # Fixed for the run: `session/set_mode` during it applies to the next prompt.
         self.automation_profile = session.automation_profile
-        self.cancel = CancelToken()
         # The run's tools, once its MCP servers are up (for tool kinds and approval rules).
         self.registry = ToolRegistry()
         self.updates = UpdateStream(client, session.session_id)
@@ -150,6 +167,31 @@ class PromptTurn:
         # so a response's calls run in order), and the terminals that show them.
         self._commands: list[str] = []
         self._terminals: dict[str, str] = {}
+
+    def stop(self) -> None:
+        """The client cancelled the turn: stop its run."""
+        self.cancelled = True
+        self._cancel_run(self.run_id)
+
+    # -- the run's sink ----------------------------------------------------------------------
+    def run_observer(self, plan: RunPlan) -> RunObserver:
+        return self.observe
+
+    def run_tools(self, registry: ToolRegistry, workspace_mcp: McpToolset) -> ToolRegistry:
+        """The run's tools with the editor's: the client's MCP servers, and its files and
+        terminals where it offers them (the file tools and run_command then go through it)."""
+        session = self.session
+        if session.client_mcp is not None:
+            registry = registry_with_mcp_tools(registry, session.client_mcp)
+        if session.files is not None:
+            registry = with_file_access(registry, session.files)
+        if session.terminals is not None:
+            registry = with_terminal(registry, session.terminals)
+        self.registry = registry
+        return registry
+
+    async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        return await self.approve(request)
 
     def observe(self, event: RunEvent) -> None:
         """A run observer: events the client shows become `session/update`s."""
@@ -188,7 +230,8 @@ class PromptTurn:
         self.updates.put(call_terminal(call_id, terminal_id))
 
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        """The runtime's approver: ask the client with `session/request_permission`."""
+        """Ask the client with `session/request_permission` (the core times the question out:
+        the manager's approver cancels this, which withdraws it)."""
         if request.tool_name in self.session.always_allowed:
             return "allow_for_run"
         # The client must know the call (its `tool_call`) before it is asked about it.
@@ -197,24 +240,16 @@ class PromptTurn:
             request, self.registry.get(request.tool_name), self.session.sandbox_root
         )
         try:
-            response = await asyncio.wait_for(
-                self.client.request_permission(
-                    self.session.session_id, tool_call, permission_options(request.tool_name)
-                ),
-                self.approval_timeout_s,
+            response = await self.client.request_permission(
+                self.session.session_id, tool_call, permission_options(request.tool_name)
             )
-        except TimeoutError:
-            log.warning(
-                "no answer about %s within %g s: denied", request.tool_name, self.approval_timeout_s
-            )
-            return "deny"
         except Exception as exc:  # an error answer, a malformed one, or a closed connection
             log.warning("permission request for %s failed (%s): denied", request.tool_name, exc)
             return "deny"
         if turn_cancelled(response):
             # The client cancelled the prompt turn; its session/cancel may still be on its way
-            # (or never come): the run stops here either way.
-            self.cancel.cancel()
+            # (or never come): the run stops here either way, and the call is cancelled.
+            self.stop()
             return "cancel"
         decision = decision_from(response)
         if decision == "allow_for_run":
@@ -226,21 +261,19 @@ class PromptTurn:
     async def ask_trust(self, request: TrustRequest) -> bool | None:
         """Ask whether the workspace's `.mcp.json` servers may start (`service/trust.py`), as
         a pending call of its own; None when the client gave no answer (not remembered)."""
-        if self.cancel.cancelled:
-            return None  # the turn was cancelled: nothing more is asked
         self.updates.put(trust_call(request))
         trusted: bool | None = None
         try:
-            # A cancel meanwhile withdraws the question (ACP cannot take a request back: the
-            # client's late answer is ignored) and the run then stops before its first step.
-            response = await unless_cancelled(self.cancel, self._ask_trust(request))
+            # The core never asks once the run is cancelled, and a cancel meanwhile withdraws
+            # the question (service/runs.py `withdrawn_on_cancel`; ACP cannot take a request
+            # back: the client's late answer is ignored).
+            response = await self._ask_trust(request)
         except Exception as exc:  # an error answer, a malformed one, or a closed connection
             log.warning("workspace-trust request failed (%s): not trusted", exc)
         else:
-            if response is not None:
-                if turn_cancelled(response):
-                    self.cancel.cancel()  # as for approvals: the client cancelled the turn
-                trusted = trusted_from(response)
+            if turn_cancelled(response):
+                self.stop()  # as for approvals: the client cancelled the turn
+            trusted = trusted_from(response)
         finally:
             # Also when the question times out (the caller cancels us): the call ends.
             self.updates.put(trust_answered(request, trusted))

@@ -8,8 +8,9 @@ import json
 from collections import OrderedDict
 from typing import Any
 
+from ..jsonrpc_errors import INTERNAL_ERROR
 from ..jsonrpc_io import StreamWriterAdapter, ThreadedWriter, encode
-from ..service.errors import INTERNAL_ERROR, ClientRequestError
+from ..service.errors import ClientRequestError
 
 # Withdrawn request ids kept to recognise late answers; older ones are forgotten.
 MAX_WITHDRAWN_REMEMBERED = 1024

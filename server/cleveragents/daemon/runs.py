@@ -8,9 +8,12 @@ tests can drive runs with a client of their own. The run logic is the core's
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
-from ..service.errors import ParamsError
+from ..jsonrpc_errors import wire_named
+from ..service.errors import ParamsError, ServiceError
 from ..service.runs import RunManager, RunPlan
 from ..service.trust import TrustRequest
 from ..tool.events import (
@@ -78,15 +81,26 @@ class RunClient(Protocol):
 # -- the methods -----------------------------------------------------------------------------
 
 
+@contextmanager
+def _wire_names() -> Iterator[None]:
+    """The core's errors with the wire's names (`params.sandboxRoot`, `runId`)."""
+    try:
+        yield
+    except ServiceError as exc:
+        raise wire_named(exc) from exc
+
+
 async def run(manager: RunManager, params: wire.RunParams, client: RunClient) -> wire.RunResult:
     """`cleveragents/run`: the run to its end, notifications streaming to `client`."""
-    result = await manager.run(run_request(params), ClientSink(client))
+    with _wire_names():
+        result = await manager.run(run_request(params), ClientSink(client))
     return run_result(result, params.continue_from)
 
 
 def plan(manager: RunManager, params: wire.RunParams) -> RunPlan:
     """Check a run's params without starting it; ServiceError names every bad value."""
-    return manager.plan(run_request(params))
+    with _wire_names():
+        return manager.plan(run_request(params))
 
 
 def cancel(manager: RunManager, params: wire.CancelParams) -> wire.CancelResult:
@@ -96,29 +110,34 @@ def cancel(manager: RunManager, params: wire.CancelParams) -> wire.CancelResult:
 async def tools(
     manager: RunManager, params: wire.ToolsParams, client: RunClient
 ) -> wire.ToolsResult:
-    specs = await manager.tools(params.sandbox_root, ClientSink(client).ask_trust)
+    with _wire_names():
+        specs = await manager.tools(params.sandbox_root, ClientSink(client).ask_trust)
     return wire.ToolsResult(tools=[tool_info(spec) for spec in specs])
 
 
 def check_list_runs(manager: RunManager, params: wire.RunsParams) -> None:
     """Check `cleveragents/runs` params without reading the history; ServiceError if bad."""
-    manager.check_list_params(params.limit, params.offset)
+    with _wire_names():
+        manager.check_list_params(params.limit, params.offset)
 
 
 async def list_runs(manager: RunManager, params: wire.RunsParams) -> wire.RunsResult:
-    summaries = await manager.list_runs(params.limit, params.offset)
+    with _wire_names():
+        summaries = await manager.list_runs(params.limit, params.offset)
     return wire.RunsResult(runs=[run_summary(s) for s in summaries])
 
 
 async def get_run(manager: RunManager, params: wire.GetRunParams) -> EncodedResult:
     """`cleveragents/getRun`: read, translated and encoded on worker threads (a run can hold
     thousands of records; the event loop keeps answering meanwhile)."""
-    stored = await manager.get_run(params.run_id)
+    with _wire_names():
+        stored = await manager.get_run(params.run_id)
     return await manager.in_thread(lambda: EncodedResult.of(unstructure(run_detail(stored))))
 
 
 async def restore(manager: RunManager, params: wire.RestoreParams) -> wire.RestoreResult:
-    outcome = await manager.restore(params.run_id, params.iteration, dry_run=params.dry_run)
+    with _wire_names():
+        outcome = await manager.restore(params.run_id, params.iteration, dry_run=params.dry_run)
     return restore_result(outcome)
 
 

@@ -37,6 +37,7 @@ from pygls.protocol import (
 )
 
 from .. import __version__
+from ..jsonrpc_errors import as_jsonrpc, wire_field
 from ..jsonrpc_io import (
     Frame,
     FrameError,
@@ -46,7 +47,7 @@ from ..jsonrpc_io import (
     start_fd_reader,
 )
 from ..providers import PROVIDERS
-from ..service.errors import ParamsError, ServiceError
+from ..service.errors import ErrorKind, ParamsError, ServiceError
 from ..service.history import RunHistory
 from ..service.processes import claim_stdio, kill_descendants
 from ..service.runs import RunManager
@@ -328,8 +329,8 @@ class Daemon:
         try:
             check(self.manager, partial)
         except ServiceError as exc:
-            if exc.code == wire.INVALID_PARAMS and isinstance(exc.data, dict):
-                return without_problems_at(list(exc.data.get("problems", [])), bad)
+            if exc.kind is ErrorKind.INVALID_PARAMS:
+                return without_problems_at(exc.renamed(wire_field).problems, bad)
         except ParamsError as exc:
             return without_problems_at(exc.problems, bad)
         return []
@@ -399,7 +400,8 @@ class Daemon:
                 value = await value
             return value if isinstance(value, EncodedResult) else unstructure(value)
         except ServiceError as exc:
-            raise JsonRpcException(exc.message, exc.code, exc.data) from None
+            code, message, data = as_jsonrpc(exc)
+            raise JsonRpcException(message, code, data) from None
 
     def _initialize(self, params: lsp.InitializeParams) -> None:
         try:
@@ -506,6 +508,7 @@ async def serve_stdio(in_fd: int, out_fd: int, history: RunHistory | None) -> in
     start_fd_reader(in_fd, loop, daemon.feed)
     _handle_signals(loop, daemon)
     await daemon.stopped.wait()
+    _ignore_signals(loop)
     await daemon.close()
     writer.close()
     return daemon.exit_code or 0
@@ -543,6 +546,7 @@ async def serve_stream(
 
     pumping = asyncio.ensure_future(pump())
     await daemon.stopped.wait()
+    _ignore_signals(asyncio.get_running_loop())
     pumping.cancel()
     await daemon.close()
     with contextlib.suppress(Exception):
@@ -555,6 +559,18 @@ def _handle_signals(loop: asyncio.AbstractEventLoop, daemon: Daemon) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, daemon.stop, 128 + signum, f"signal {signum}")
+
+
+def _ignore_signals(loop: asyncio.AbstractEventLoop) -> None:
+    """Once stopping, the exit code is decided and a signal changes nothing: ignored for the
+    rest of the process's life. Left to the loop, its handlers would be removed when it closes
+    (the default action back), and an editor's SIGTERM right after it closed our stdin would
+    kill the process by the signal while it winds down."""
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signum)
+        with contextlib.suppress(ValueError, OSError):  # not the main thread: nothing to do
+            signal.signal(signum, signal.SIG_IGN)
 
 
 def _parser() -> argparse.ArgumentParser:

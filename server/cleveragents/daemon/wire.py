@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ..service import errors
+from .. import jsonrpc_errors as errors
 
 # The runtime's own literals: the wire says exactly what the runtime and history produce.
 from ..service.changes import ChangeKind
@@ -1174,7 +1174,7 @@ class ErrorCode:
     meaning: str
 
 
-# The codes are the core's (`service/errors.py`): ACP mode answers with them too.
+# The codes of the core's error kinds (`jsonrpc_errors.py`): ACP mode answers with them too.
 PARSE_ERROR = errors.PARSE_ERROR
 INVALID_REQUEST = errors.INVALID_REQUEST
 METHOD_NOT_FOUND = errors.METHOD_NOT_FOUND

@@ -38,7 +38,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from ..paths import user_data_dir
+# Re-exported: the data folder is paths.py's; callers of old import it from here.
+from ..paths import default_history_path as default_history_path
 from ..tool.events import (
     IterationStarted,
     PlanUpdated,
@@ -73,7 +74,6 @@ RunStatus = Literal["running", "finished", "cancelled", "limit", "failed", "inte
 RunKind = Literal["run", "restore"]
 StoredCheckpointKind = Literal["iteration", "end", "restore"]
 
-HISTORY_FILE_NAME = "history.sqlite3"
 # How long a write waits for another process (a second daemon) holding the write lock.
 BUSY_TIMEOUT_S = 5.0
 INTERRUPTED_ERROR = "the process running this run ended before the run finished"
@@ -207,16 +207,6 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
-
-
-def default_history_path() -> Path:
-    """The history database in the user's data folder.
-
-    `$XDG_DATA_HOME` when set (absolute, as the XDG spec requires), else the platform's
-    data folder: `~/.local/share` on Linux, `~/Library/Application Support` on macOS,
-    `%LOCALAPPDATA%` on Windows.
-    """
-    return user_data_dir() / HISTORY_FILE_NAME
 
 
 @dataclass(slots=True, frozen=True)
@@ -958,8 +948,10 @@ class RunHistory:
         # runs once per level without an index on continued_from.
         with self._transaction(immediate=False) as conn:
             rows = conn.execute(
+                # Restores are no conversations: they undo runs of one, and are no turn of it.
                 "SELECT seq, run_id, continued_from, sandbox_root, substr(prompt, 1, ?), "
-                f"{_STATUS}, started_at, finished_at FROM runs ORDER BY seq",
+                f"{_STATUS}, started_at, finished_at FROM runs WHERE kind != 'restore' "
+                "ORDER BY seq",
                 (TITLE_CHARS,),
             ).fetchall()
         parent = {row[1]: row[2] for row in rows}

@@ -1,7 +1,12 @@
 """Runs: start, stream, approve, cancel and read back runs, for every front.
 
-Nothing here knows a wire: a front hands each run a `RunSink` (an observer for the run's
-events and a way to ask the user for approvals) and translates the plain results back.
+`RunManager.run` is the only way a run starts, whichever front asks: the daemon, ACP mode
+and the CLI each hand it a `RunRequest` and a `RunSink` (where the run's events go, how the
+user is asked about approvals and workspace trust, and, optionally, the front's own tools)
+and translate the plain outcome back. The manager validates, resolves settings, checks the
+continuation rules, holds the active-run registry (cancel, and restores that must not race a
+run), trust, checkpoints and the history. Nothing here knows a wire: problems name the core's
+fields (`sandbox_root`) and errors carry a kind (`errors.py`); each front renders its own.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import unquote, urlparse
 
 from ..assembly import build_runtime
@@ -31,7 +36,7 @@ from ..tool.runner import ToolRunner
 from ..tool.runtime import new_run_id
 from ..toolsets import with_command_policy
 from ..workspace.command_policy import CommandPolicy
-from ..workspace.sandbox import too_broad
+from ..workspace.sandbox import refused_root
 from .changes import ChangedFile
 from .errors import (
     PROVIDER_UNAVAILABLE,
@@ -56,7 +61,14 @@ from .settings import (
     command_policy,
 )
 from .threads import DaemonThreadPool
-from .trust import TrustAsker, TrustRequest, TrustStore, WorkspaceTrust, with_untrusted_note
+from .trust import (
+    CANNOT_ASK,
+    TrustAsker,
+    TrustRequest,
+    TrustStore,
+    WorkspaceTrust,
+    with_untrusted_note,
+)
 from .undo import RestoreOutcome, Undo
 
 log = logging.getLogger(__name__)
@@ -95,6 +107,9 @@ class RunRequest:
     command: CommandSettings = field(default_factory=CommandSettings)
     # The front's handle for the run (the LSP work-done token): `cancel_by_token` finds it.
     progress_token: ProgressToken | None = None
+    # The conversation to go on from when there is no stored run to continue (a front whose
+    # history is off keeps it itself); with `continue_from`, the stored one is used.
+    conversation: tuple[Message, ...] = ()
 
 
 class RunSink(Protocol):
@@ -120,6 +135,26 @@ class RunSink(Protocol):
         """Whether the user trusts the workspace's `.mcp.json` (see `service/trust.py`);
         None when this client cannot be asked. Cancelling withdraws the question."""
         ...
+
+
+@runtime_checkable
+class FrontTools(Protocol):
+    """A sink that adds tools of its own to each run (optional): ACP adds the editor's files
+    and terminals and the client's MCP servers; the CLI shows the servers not started."""
+
+    def run_tools(self, registry: ToolRegistry, workspace_mcp: McpToolset) -> ToolRegistry:
+        """The registry the run uses: `registry` (the manager's tools and the workspace's
+        trusted MCP tools, never to be changed in place) with the front's own. Called once
+        the workspace's MCP servers are up, before the run starts."""
+        ...
+
+
+@runtime_checkable
+class TrustExplainer(Protocol):
+    """A sink that words why nobody could be asked about workspace trust (optional)."""
+
+    @property
+    def cannot_ask_trust(self) -> str: ...
 
 
 @dataclass(slots=True)
@@ -221,35 +256,34 @@ class RunManager:
         problems: list[str] = []
         defaults = self.defaults
         if not params.prompt.strip():
-            problems.append("params.prompt: must not be empty")
+            problems.append("prompt: must not be empty")
         sandbox_root, problem = check_sandbox_root(params.sandbox_root)
         if problem:
-            problems.append(f"params.sandboxRoot: {problem}")
+            problems.append(f"sandbox_root: {problem}")
         provider = params.provider if params.provider is not None else defaults.provider
         if provider not in PROVIDERS:
             problems.append(
-                f"params.provider: unknown provider {provider!r}; choose one of "
-                f"{', '.join(PROVIDERS)}"
+                f"provider: unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}"
             )
         max_iterations = (
             params.max_iterations if params.max_iterations is not None else defaults.max_iterations
         )
         problem = check_max_iterations(max_iterations)
         if problem:
-            problems.append(f"params.maxIterations: {problem}")
+            problems.append(f"max_iterations: {problem}")
         if params.max_tokens is not None and params.max_tokens < 1:
-            problems.append("params.maxTokens: must be at least 1")
+            problems.append("max_tokens: must be at least 1")
         if params.run_id is not None and not _RUN_ID.match(params.run_id):
-            problems.append("params.runId: use 1 to 64 letters, digits, '_', '-', '.' or ':'")
+            problems.append("run_id: use 1 to 64 letters, digits, '_', '-', '.' or ':'")
         for name, value, check in (
-            ("toolResultBudget", params.tool_result_budget, check_result_budget),
-            ("contextWindow", params.context_window, check_context_window),
+            ("tool_result_budget", params.tool_result_budget, check_result_budget),
+            ("context_window", params.context_window, check_context_window),
         ):
             problem = check(value) if value is not None else None
             if problem:
-                problems.append(f"params.{name}: {problem}")
+                problems.append(f"{name}: {problem}")
         if params.resources and _root_ok(sandbox_root, problems):
-            problems.extend(check_resources(params.resources, sandbox_root))
+            problems.extend(check_resources(params.resources, sandbox_root, resource_label))
         policy = None
         if params.command:
             base = defaults.command_policy or CommandPolicy.from_environment()
@@ -260,7 +294,7 @@ class RunManager:
                 # `server__tool` names are MCP tools: checked once the servers are up.
                 if name not in self.registry and "__" not in name:
                     problems.append(
-                        f"params.tools[{index}]: unknown tool {name!r}; available: "
+                        f"tools[{index}]: unknown tool {name!r}; available: "
                         f"{', '.join(self.registry.names()) or 'none'}"
                     )
         if problems:
@@ -329,22 +363,22 @@ class RunManager:
     def _check_continuable(self, run_id: str) -> None:
         if run_id in self._active:
             raise ServiceError(
-                RUN_STILL_RUNNING, f"run {run_id!r} is still running", {"runId": run_id}
+                RUN_STILL_RUNNING, f"run {run_id!r} is still running", {"run_id": run_id}
             )
         stored = self.history.get_run(run_id) if self.history is not None else None
         if stored is None:
             raise ServiceError(
-                RUN_NOT_FOUND, f"no run {run_id!r} in the history", {"runId": run_id}
+                RUN_NOT_FOUND, f"no run {run_id!r} in the history", {"run_id": run_id}
             )
         if stored.status == "running":
             raise ServiceError(
                 RUN_STILL_RUNNING,
                 f"run {run_id!r} is still running (in another daemon)",
-                {"runId": run_id},
+                {"run_id": run_id},
             )
         if stored.kind == "restore":
             raise invalid_params(
-                [f"params.continueFrom: {run_id!r} is a restore, not a run with a conversation"]
+                [f"continue_from: {run_id!r} is a restore, not a run with a conversation"]
             )
 
     async def run(self, params: RunRequest, sink: RunSink) -> RunOutcome:
@@ -355,14 +389,29 @@ class RunManager:
         recorded as cancelled, the sink sees it finish) and re-raises CancelledError.
         """
         plan = self.plan(params)
+        # Active from here (no await before): a cancel or a restore that comes while the run
+        # is still being set up finds it.
+        active = ActiveRun(plan.run_id, plan.sandbox_root, CancelToken(), plan.progress_token)
+        self._active[plan.run_id] = active
+        self._idle.clear()
+        try:
+            return await self._run(plan, sink, active, params.conversation)
+        finally:
+            del self._active[plan.run_id]
+            if not self._active:
+                self._idle.set()
+
+    async def _run(
+        self, plan: RunPlan, sink: RunSink, active: ActiveRun, given: Sequence[Message]
+    ) -> RunOutcome:
         await self._check_stored(plan)
         resources, problems = await asyncio.to_thread(
-            load_resources, plan.resources, plan.sandbox_root
+            load_resources, plan.resources, plan.sandbox_root, resource_label
         )
         if problems:
             raise invalid_params(problems)
         llm = self.llm_caller(plan.provider, plan.model, plan.provider_options)
-        conversation: list[Message] = []
+        conversation: list[Message] = list(given)
         if plan.continue_from is not None:
             assert self.stored is not None  # _check_continuable found the run there
             try:
@@ -372,7 +421,7 @@ class RunManager:
                 raise ServiceError(
                     RUN_NOT_FOUND,
                     f"no run {plan.continue_from!r} in the history",
-                    {"runId": plan.continue_from},
+                    {"run_id": plan.continue_from},
                 ) from None
         context = ToolActorContext(
             sandbox_root=plan.sandbox_root, automation_profile=plan.automation_profile
@@ -383,17 +432,21 @@ class RunManager:
             # for what is queued.
             observers.insert(0, self.stored)
         approver = make_approver(sink, self.defaults.approval_timeout_s) if sink.approvals else None
-        active = ActiveRun(plan.run_id, plan.sandbox_root, CancelToken(), plan.progress_token)
-        self._active[plan.run_id] = active
-        self._idle.clear()
+        cannot_ask = sink.cannot_ask_trust if isinstance(sink, TrustExplainer) else CANNOT_ASK
         checkpoints = self.undo.track(plan.run_id, plan.sandbox_root)
         try:
             async with self.sandbox_mcp(
-                plan.sandbox_root, plan.automation_profile, withdrawn_on_cancel(sink, active.cancel)
+                plan.sandbox_root,
+                plan.automation_profile,
+                withdrawn_on_cancel(sink, active.cancel),
+                cannot_ask,
             ) as mcp_tools:
                 registry, runner = self._tools_for(plan.tools, mcp_tools)
                 if plan.command_policy is not None:
                     registry = with_command_policy(registry, plan.command_policy)
+                    runner = self.runner_for(registry)
+                if isinstance(sink, FrontTools):
+                    registry = sink.run_tools(registry, mcp_tools)
                     runner = self.runner_for(registry)
                 runtime = build_runtime(
                     llm,
@@ -419,25 +472,20 @@ class RunManager:
             raise
         except McpError as exc:
             raise ServiceError(
-                TOOLS_UNAVAILABLE, str(exc), {"sandboxRoot": plan.sandbox_root}
+                TOOLS_UNAVAILABLE, str(exc), {"sandbox_root": plan.sandbox_root}
             ) from exc
-        except ServiceError:  # bad params found once the MCP tools are known: -32602 as is
+        except ServiceError:  # bad params found once the MCP tools are known: as they are
             raise
         except Exception as exc:
             log.warning("run %s failed: %s: %s", plan.run_id, type(exc).__name__, exc)
             raise ServiceError(
                 RUN_FAILED,
                 f"the run failed: {type(exc).__name__}: {exc}",
-                {"runId": plan.run_id, "errorType": type(exc).__name__},
+                {"run_id": plan.run_id, "error_type": type(exc).__name__},
             ) from exc
         finally:
-            try:
-                # Still active until the state it left is recorded: no restore comes between.
-                await checkpoints.finish()
-            finally:
-                del self._active[plan.run_id]
-                if not self._active:
-                    self._idle.set()
+            # Still active until the state it left is recorded: no restore comes between.
+            await checkpoints.finish()
         return RunOutcome(result, checkpoints.changed_files, checkpoints.warning)
 
     def llm_caller(self, provider: str, model: str | None, options: dict[str, Any]) -> LLMCaller:
@@ -462,7 +510,11 @@ class RunManager:
         return ToolRunner(registry, executor=self.executor)
 
     def sandbox_mcp(
-        self, sandbox_root: str, automation_profile: str, ask: TrustAsker | None
+        self,
+        sandbox_root: str,
+        automation_profile: str,
+        ask: TrustAsker | None,
+        cannot_ask: str = CANNOT_ASK,
     ) -> AbstractAsyncContextManager[McpToolset]:
         """The sandbox's `.mcp.json` servers for a run: started only once trusted (`ask` asks
         the user, see `service/trust.py`), and never under read-only, which promises nothing
@@ -474,6 +526,7 @@ class RunManager:
             pre_trusted=self.defaults.trust_workspace,
             timeout_s=self.defaults.approval_timeout_s,
             ask=ask,
+            cannot_ask=cannot_ask,
         )
         return self.mcp.lease(sandbox_root, admit=lambda c: trust.admit(sandbox_root, c))
 
@@ -487,7 +540,7 @@ class RunManager:
         if names is None:
             return available, self.runner_for(available)
         unknown = [
-            f"params.tools[{i}]: unknown tool {n!r}; available: {', '.join(available.names())}"
+            f"tools[{i}]: unknown tool {n!r}; available: {', '.join(available.names())}"
             for i, n in enumerate(names)
             if n not in available
         ]
@@ -564,22 +617,22 @@ class RunManager:
         if sandbox_root is not None:
             root, problem = check_sandbox_root(sandbox_root)
             if problem:
-                raise invalid_params([f"params.sandboxRoot: {problem}"])
+                raise invalid_params([f"sandbox_root: {problem}"])
             try:
                 profile = self.defaults.automation_profile
                 async with self.sandbox_mcp(root, profile, ask) as mcp_tools:
                     registry = registry_with_mcp_tools(self.registry, mcp_tools)
             except McpError as exc:
-                raise ServiceError(TOOLS_UNAVAILABLE, str(exc), {"sandboxRoot": root}) from exc
+                raise ServiceError(TOOLS_UNAVAILABLE, str(exc), {"sandbox_root": root}) from exc
         return list(registry.specs())
 
     @staticmethod
     def check_list_params(limit: int, offset: int) -> None:
         problems = []
         if not 1 <= limit <= 1000:
-            problems.append(f"params.limit: must be between 1 and 1000, got {limit}")
+            problems.append(f"limit: must be between 1 and 1000, got {limit}")
         if offset < 0:
-            problems.append(f"params.offset: must not be negative, got {offset}")
+            problems.append(f"offset: must not be negative, got {offset}")
         if problems:
             raise invalid_params(problems)
 
@@ -593,13 +646,13 @@ class RunManager:
         stored = await self.stored.get_run(run_id) if self.stored is not None else None
         if stored is None:
             raise ServiceError(
-                RUN_NOT_FOUND, f"no run {run_id!r} in the history", {"runId": run_id}
+                RUN_NOT_FOUND, f"no run {run_id!r} in the history", {"run_id": run_id}
             )
         return stored
 
 
 def _run_id_taken(run_id: str) -> ServiceError:
-    return ServiceError(RUN_ID_IN_USE, f"run id {run_id!r} is already taken", {"runId": run_id})
+    return ServiceError(RUN_ID_IN_USE, f"run id {run_id!r} is already taken", {"run_id": run_id})
 
 
 def make_approver(sink: RunSink, timeout_s: float) -> Approver:
@@ -630,11 +683,14 @@ def withdrawn_on_cancel(sink: RunSink, cancel: CancelToken) -> TrustAsker:
 
 def _root_ok(sandbox_root: str, problems: Sequence[str]) -> bool:
     """Whether the sandbox root checked out, so paths can be checked against it."""
-    return not any(p.startswith("params.sandboxRoot") for p in problems)
+    return not any(p.startswith("sandbox_root:") for p in problems)
 
 
 def check_sandbox_root(value: str) -> tuple[str, str | None]:
-    """The sandbox root as a real absolute path, or a problem with it."""
+    """The sandbox root as a real absolute path, or a problem with it: the one check every
+    front (daemon, ACP's `cwd`, the CLI's `--sandbox`, the library's `Sandbox`) refuses the
+    same folders with: not a folder, `/`, a folder holding the home folder, every user's
+    homes, or a folder the tools may never see (`~/.ssh`, `~/.aws`, the data folder...)."""
     path = value
     if value.startswith("file:"):
         parsed = urlparse(value)
@@ -650,7 +706,12 @@ def check_sandbox_root(value: str) -> tuple[str, str | None]:
     resolved = os.path.realpath(path)
     if not os.path.isdir(resolved):
         return value, f"no such folder: {value!r}"
-    problem = too_broad(resolved)
+    problem = refused_root(resolved)
     if problem is not None:
         return value, f"{value!r} {problem}"
     return resolved, None
+
+
+def resource_label(index: int | None, field: str) -> str:
+    """Names an attached file's field in a problem: `resources[0].path` (`resources`)."""
+    return "resources" if index is None else f"resources[{index}].{field}"

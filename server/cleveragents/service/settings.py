@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..assembly import SYSTEM_PROMPT
+from ..paths import default_history_path
 from ..providers import PROVIDERS
 from ..tool.context_guard import ContextPolicy
 from ..tool.models import ModelPrice, normalise_prices
@@ -524,8 +525,6 @@ def check_max_iterations(value: int) -> str | None:
 
 def history_path(argument: str | None, env: Mapping[str, str] | None = None) -> Path:
     """`--history`, else $CLEVERAGENTS_HISTORY, else the user data folder's file."""
-    from ..service.history import default_history_path
-
     env = os.environ if env is None else env
     chosen = argument or env.get(ENV_HISTORY)
     return Path(chosen).expanduser() if chosen else default_history_path()

@@ -187,20 +187,21 @@ class Undo:
         For an entry of kind "restore", put the folder back as it was before that restore.
         `active` maps this process's live runs to their folders; runs of other processes are
         found in the history. Blocking (git): call it off the event loop. ServiceError: no
-        such run (-32011), a bad iteration (-32602), a run active in the folder (-32002),
-        checkpoints off (-32016), no checkpoint to restore (-32017), git failed (-32018).
+        such run (RUN_NOT_FOUND), a bad iteration (INVALID_PARAMS), a run active in the folder
+        (RUN_ACTIVE), checkpoints off (CHECKPOINTS_UNAVAILABLE), no checkpoint to restore
+        (NO_CHECKPOINT), git failed (RESTORE_FAILED).
         """
         history, store = self._require()
         stored = history.get_run(run_id)
         if stored is None:
             raise ServiceError(
-                RUN_NOT_FOUND, f"no run {run_id!r} in the history", {"runId": run_id}
+                RUN_NOT_FOUND, f"no run {run_id!r} in the history", {"run_id": run_id}
             )
         _check_iteration(stored, iteration)
         sandbox_root = stored.sandbox_root
         if sandbox_root is None:
             raise ServiceError(
-                NO_CHECKPOINT, f"run {run_id!r} had no folder to restore", {"runId": run_id}
+                NO_CHECKPOINT, f"run {run_id!r} had no folder to restore", {"run_id": run_id}
             )
         busy = _active_in(sandbox_root, {**history.running_runs(), **(active or {})})
         if busy:
@@ -208,7 +209,7 @@ class Undo:
                 RUN_ACTIVE,
                 f"a run is active in {sandbox_root} ({', '.join(busy)}): restore once it has "
                 "finished, or cancel it first",
-                {"sandboxRoot": sandbox_root, "activeRunIds": busy},
+                {"sandbox_root": sandbox_root, "active_run_ids": busy},
             )
         target = _target(store, stored, iteration)
         if target is None:
@@ -225,14 +226,17 @@ class Undo:
             raise ServiceError(
                 RESTORE_FAILED,
                 f"the restore failed: {exc}",
-                {"restoreId": restore_id, "sandboxRoot": sandbox_root},
+                {"restore_id": restore_id, "sandbox_root": sandbox_root},
             ) from exc
         except CheckpointError as exc:
             raise ServiceError(
                 RESTORE_FAILED,
                 f"nothing was restored: {exc}",
-                {"runId": run_id, "sandboxRoot": sandbox_root},
+                {"run_id": run_id, "sandbox_root": sandbox_root},
             ) from exc
+        if not result.changed_files:
+            # Nothing changed: no restore to record, and none to undo (README: null).
+            restore_id = None
         if restore_id is not None and result.undo is not None:
             self._record(
                 stored,
@@ -475,14 +479,14 @@ def _check_iteration(stored: StoredRun, iteration: int | None) -> None:
         return
     if stored.kind == "restore":
         raise invalid_params(
-            [f"params.iteration: {stored.run_id} is a restore, undone as a whole; leave it out"]
+            [f"iteration: {stored.run_id} is a restore, undone as a whole; leave it out"]
         )
     if iteration < 1:
-        raise invalid_params([f"params.iteration: must be at least 1, got {iteration}"])
+        raise invalid_params([f"iteration: must be at least 1, got {iteration}"])
     if iteration > max(stored.iterations, 1):
         raise invalid_params(
             [
-                f"params.iteration: run {stored.run_id} had {stored.iterations} iteration(s), "
+                f"iteration: run {stored.run_id} had {stored.iterations} iteration(s), "
                 f"got {iteration}"
             ]
         )
@@ -491,7 +495,7 @@ def _check_iteration(stored: StoredRun, iteration: int | None) -> None:
 def _target(store: CheckpointStore, stored: StoredRun, iteration: int | None) -> Checkpoint | None:
     """The checkpoint to restore; None when there is nothing to restore.
 
-    ServiceError (-32017) when there should be one and is not: pruned, never taken.
+    ServiceError (NO_CHECKPOINT) when there should be one and is not: pruned, never taken.
     """
     catalog = store.checkpoints(stored.run_id)
     if stored.kind == "restore":
@@ -511,7 +515,7 @@ def _target(store: CheckpointStore, stored: StoredRun, iteration: int | None) ->
     raise ServiceError(
         NO_CHECKPOINT,
         f"run {stored.run_id} cannot be restored: {reason}",
-        {"runId": stored.run_id},
+        {"run_id": stored.run_id},
     )
 
 

@@ -36,6 +36,7 @@ from typing import Any
 from cleveragents.tool.errors import ToolError
 from cleveragents.tool.policy import UnconfinedCode
 
+from ..paths import default_history_path
 from .bubblewrap import (
     CommandIdentity,
     Confinement,
@@ -424,8 +425,6 @@ def _prepare(
     confined = status.available if confine is None else confine
     if confined and (not status.available or status.executable is None):
         raise ToolError(f"confinement was required but {status.reason}")
-    from cleveragents.service.history import default_history_path  # history imports us
-
     data_folder = default_history_path().parent
     if _inside_folder(str(data_folder), sandbox.root):
         # Hidden only if it exists: else the command could make one (a planted checkpoint

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from ..paths import default_history_path
 from .private import DEFAULT_NEVER_VISIBLE, private_paths
 from .protected import (
     ENV_ALLOW_PROTECTED_WRITES,
@@ -369,8 +370,6 @@ def _inside(path: str, folder: str) -> bool:
 
 def never_visible_paths(policy: CommandPolicy) -> list[str]:
     """The deny list with `~` expanded and globs matched, each as its real path."""
-    from cleveragents.service.history import default_history_path
-
     home = real_home()
     patterns = [*DEFAULT_NEVER_VISIBLE, *policy.never_visible]
     # The run history (prompts, outputs) and whatever else lives in the user data folder.

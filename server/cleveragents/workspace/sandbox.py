@@ -109,6 +109,24 @@ def too_broad(real: str) -> str | None:
     return None
 
 
+def refused_root(real: str, hidden: Iterable[str] | None = None) -> str | None:
+    """Why a (real) folder cannot be a sandbox root, or None: too broad (`too_broad`), or
+    inside a path the tools may never see (`~/.ssh`, `~/.aws`, the data folder...; `hidden`,
+    default `never_visible_to_tools()`). Every front refuses a root with this rule (the
+    service's `check_sandbox_root`), and so does `Sandbox` itself."""
+    problem = too_broad(real)
+    if problem is not None:
+        return problem
+    paths = never_visible_to_tools() if hidden is None else hidden
+    covering = next((h for h in paths if _within(real, h)), None)
+    if covering is not None:
+        return (
+            f"lies inside {covering}, which tools may never see (credentials, cleveragents' "
+            "own history and checkpoints): choose another folder"
+        )
+    return None
+
+
 class Sandbox:
     """One sandbox root; resolves paths beneath it and opens them without following links."""
 
@@ -124,19 +142,11 @@ class Sandbox:
         real = os.path.realpath(sandbox_root)
         if not os.path.isdir(real):
             raise ToolError(f"sandbox root {sandbox_root!r} is not an existing directory")
-        problem = too_broad(real)
-        if problem is not None:
-            raise ToolError(f"sandbox root {sandbox_root!r} {problem}", kind="sandbox_violation")
         self.root = real
         self.hidden = tuple(never_visible_to_tools() if hidden is None else hidden)
-        covering = next((h for h in self.hidden if _within(real, h)), None)
-        if covering is not None:
-            raise ToolError(
-                f"sandbox root {sandbox_root!r} lies inside {covering}, which tools may never "
-                "see (credentials, cleveragents' own history and checkpoints): choose another "
-                "folder",
-                kind="sandbox_violation",
-            )
+        problem = refused_root(real, self.hidden)
+        if problem is not None:
+            raise ToolError(f"sandbox root {sandbox_root!r} {problem}", kind="sandbox_violation")
         # The hidden paths beneath the root, as names under it.
         self._hidden_parts = tuple(
             tuple(os.path.relpath(h, real).split("/"))
