@@ -16,6 +16,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from . import __version__
+from .batch.command import add_batch_parser, batch_main
 from .tool.policy import AUTOMATION_PROFILES
 
 EXIT_OK = 0
@@ -190,6 +191,7 @@ def _parser() -> argparse.ArgumentParser:
     trust.add_argument("action", nargs="?", choices=("list", "forget"), default="list")
     trust.add_argument("folder", nargs="?", help="forget: the workspace folder (default: here)")
     trust.add_argument("--json", action="store_true", help="print the list as JSON")
+    add_batch_parser(commands)
     return parser
 
 
@@ -374,6 +376,8 @@ def main(argv: list[str] | None = None) -> int:
             return _doctor(args)
         if args.command == "trust":
             return _trust(args)
+        if args.command == "batch":
+            return batch_main(args)
     except KeyboardInterrupt:
         return EXIT_CANCELLED
     return EXIT_USAGE

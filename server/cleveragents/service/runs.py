@@ -43,7 +43,7 @@ from .errors import (
     ServiceError,
     invalid_params,
 )
-from .history import RunHistory, RunSummary, StoredRun
+from .history import BatchLabel, RunHistory, RunSummary, StoredRun
 from .history_queue import QueuedHistory
 from .resources import ResourceRequest, check_resources, load_resources
 from .settings import (
@@ -93,6 +93,8 @@ class RunRequest:
     command: CommandSettings = field(default_factory=CommandSettings)
     # The front's handle for the run (the LSP work-done token): `cancel_by_token` finds it.
     progress_token: ProgressToken | None = None
+    # The batch task this run is (`cleveragents batch`): stored with the run.
+    batch: BatchLabel | None = None
 
 
 class RunSink(Protocol):
@@ -344,6 +346,8 @@ class RunManager:
         """
         plan = self.plan(params)
         await self._check_stored(plan)
+        if params.batch is not None and self.stored is not None:
+            await self.stored.mark_batch(plan.run_id, params.batch)
         resources, problems = await asyncio.to_thread(
             load_resources, plan.resources, plan.sandbox_root
         )
@@ -571,11 +575,13 @@ class RunManager:
         if problems:
             raise invalid_params(problems)
 
-    async def list_runs(self, limit: int, offset: int) -> list[RunSummary]:
+    async def list_runs(
+        self, limit: int, offset: int, *, batch_id: str | None = None
+    ) -> list[RunSummary]:
         self.check_list_params(limit, offset)
         if self.stored is None:
             return []
-        return await self.stored.list_runs(limit, offset)
+        return await self.stored.list_runs(limit, offset, batch_id=batch_id)
 
     async def get_run(self, run_id: str) -> StoredRun:
         stored = await self.stored.get_run(run_id) if self.stored is not None else None
