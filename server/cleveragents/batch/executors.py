@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..service import tracing
 from ..service.history import BatchLabel, RunHistory
 from ..service.runs import RunManager
 from ..service.settings import RunDefaults
@@ -35,6 +36,10 @@ class WorkItem:
 
 
 Done = Callable[[TaskOutcome], Awaitable[None]]
+
+
+def task_attributes(job: Job) -> dict[str, str]:
+    return {"cleveragents.task_id": job.task.id, "cleveragents.batch_config": job.config}
 
 
 class Executor(Protocol):
@@ -62,7 +67,8 @@ class LocalExecutor:
 
         async def one(item: WorkItem) -> None:
             async with slots:
-                outcome = await run_job(self.manager, item.job, item.sandbox, batch_id)
+                with tracing.span(f"batch task {item.job.key}", task_attributes(item.job)):
+                    outcome = await run_job(self.manager, item.job, item.sandbox, batch_id)
             await done(outcome)
 
         async with asyncio.TaskGroup() as group:
@@ -148,7 +154,8 @@ class RayExecutor:
                 attempts += 1
                 ref = remote.options(**options).remote(spec)
                 try:
-                    answer = await ref
+                    with tracing.span(f"batch task {item.job.key}", task_attributes(item.job)):
+                        answer = await ref
                     break
                 except asyncio.CancelledError:
                     ray.cancel(ref, force=True)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..service import tracing
 from ..service.history import BatchTaskRecord, RunHistory
 from .executors import Executor, WorkItem
 from .suite import Job, Suite
@@ -149,7 +150,9 @@ async def run_batch(
             on_outcome(outcome)
 
     try:
-        await executor.run(to_run, suite.name, finished)
+        attributes = {"cleveragents.batch_id": suite.name, "cleveragents.executor": executor.name}
+        with tracing.span(f"batch {suite.name}", attributes):
+            await executor.run(to_run, suite.name, finished)
     except asyncio.CancelledError:
         report.cancelled = True
     report.outcomes = [done[job.key] for job in jobs if job.key in done]

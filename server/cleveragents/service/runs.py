@@ -55,6 +55,7 @@ from .settings import (
     command_policy,
 )
 from .threads import DaemonThreadPool
+from .tracing import tracing_observer
 from .trust import TrustAsker, TrustRequest, TrustStore, WorkspaceTrust, with_untrusted_note
 from .undo import RestoreOutcome, Undo
 
@@ -370,6 +371,9 @@ class RunManager:
             sandbox_root=plan.sandbox_root, automation_profile=plan.automation_profile
         )
         observers: list[RunObserver] = [sink.run_observer(plan)]
+        traced = tracing_observer(plan)  # OpenTelemetry spans, when an endpoint is set
+        if traced is not None:
+            observers.append(traced)
         if self.stored is not None:
             # The history first: a record the client has seen is queued, and a read waits
             # for what is queued.
