@@ -60,7 +60,7 @@ def otlp_receiver() -> Iterator[tuple[str, Receiver]]:
     receiver = Receiver()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
             if self.path == "/v1/traces":
                 receiver.take(body)
