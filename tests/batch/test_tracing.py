@@ -9,24 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from otlp_receiver import Span, otlp_receiver
+
+from otlp_receiver import TWO_CALLS, check_run_tree, otlp_receiver
 
 pytest.importorskip("opentelemetry.sdk")
-
-TWO_CALLS = {
-    "model": "claude-haiku-4-5",
-    "responses": [
-        {
-            "text": "Looking.",
-            "tool_calls": [
-                {"name": "read_file", "arguments": {"path": "secret.txt"}},
-                {"name": "list_dir", "arguments": {"path": "."}},
-            ],
-            "usage": {"input_tokens": 1200, "output_tokens": 40, "cache_read_tokens": 1000},
-        },
-        {"text": "All read.", "usage": {"input_tokens": 1300, "output_tokens": 10}},
-    ],
-}
 
 
 def environment(endpoint: str, **extra: str) -> dict[str, str]:
@@ -34,27 +20,6 @@ def environment(endpoint: str, **extra: str) -> dict[str, str]:
     env.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None)
     env.update(OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, OTEL_BSP_SCHEDULE_DELAY="50", **extra)
     return env
-
-
-def check_run_tree(spans: list[Span], run: Span) -> None:
-    """A run with two model calls and two tool calls, as the GenAI conventions name them."""
-    children = [s for s in spans if s.parent_span_id == run.span_id]
-    chats = [s for s in children if s.attributes["gen_ai.operation.name"] == "chat"]
-    tools = [s for s in children if s.attributes["gen_ai.operation.name"] == "execute_tool"]
-    assert len(chats) == 2 and len(tools) == 2 and len(children) == 4
-    assert run.attributes["gen_ai.operation.name"] == "invoke_agent"
-    assert run.attributes["gen_ai.usage.input_tokens"] == 2500
-    assert run.attributes["gen_ai.usage.output_tokens"] == 50
-    assert run.attributes["cleveragents.stop_reason"] == "final_answer"
-    assert run.attributes["cleveragents.cost_usd"] > 0
-    first = next(c for c in chats if c.attributes["cleveragents.iteration"] == 1)
-    assert first.attributes["gen_ai.usage.input_tokens"] == 1200
-    assert first.attributes["gen_ai.usage.cache_read.input_tokens"] == 1000
-    assert first.attributes["gen_ai.usage.output_tokens"] == 40
-    assert "cleveragents.cost_usd" in first.attributes
-    assert sorted(t.attributes["gen_ai.tool.name"] for t in tools) == ["list_dir", "read_file"]
-    assert all(t.attributes["gen_ai.tool.call.id"] for t in tools)
-    assert all(not t.error for t in tools)
 
 
 def test_a_batch_is_one_trace_with_a_span_per_task(tmp_path: Path) -> None:

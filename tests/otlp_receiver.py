@@ -82,3 +82,40 @@ def otlp_receiver() -> Iterator[tuple[str, Receiver]]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+TWO_CALLS = {
+    "model": "claude-haiku-4-5",
+    "responses": [
+        {
+            "text": "Looking.",
+            "tool_calls": [
+                {"name": "read_file", "arguments": {"path": "secret.txt"}},
+                {"name": "list_dir", "arguments": {"path": "."}},
+            ],
+            "usage": {"input_tokens": 1200, "output_tokens": 40, "cache_read_tokens": 1000},
+        },
+        {"text": "All read.", "usage": {"input_tokens": 1300, "output_tokens": 10}},
+    ],
+}
+
+
+def check_run_tree(spans: list[Span], run: Span) -> None:
+    """A run with two model calls and two tool calls, as the GenAI conventions name them."""
+    children = [s for s in spans if s.parent_span_id == run.span_id]
+    chats = [s for s in children if s.attributes["gen_ai.operation.name"] == "chat"]
+    tools = [s for s in children if s.attributes["gen_ai.operation.name"] == "execute_tool"]
+    assert len(chats) == 2 and len(tools) == 2 and len(children) == 4
+    assert run.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert run.attributes["gen_ai.usage.input_tokens"] == 2500
+    assert run.attributes["gen_ai.usage.output_tokens"] == 50
+    assert run.attributes["cleveragents.stop_reason"] == "final_answer"
+    assert run.attributes["cleveragents.cost_usd"] > 0
+    first = next(c for c in chats if c.attributes["cleveragents.iteration"] == 1)
+    assert first.attributes["gen_ai.usage.input_tokens"] == 1200
+    assert first.attributes["gen_ai.usage.cache_read.input_tokens"] == 1000
+    assert first.attributes["gen_ai.usage.output_tokens"] == 40
+    assert "cleveragents.cost_usd" in first.attributes
+    assert sorted(t.attributes["gen_ai.tool.name"] for t in tools) == ["list_dir", "read_file"]
+    assert all(t.attributes["gen_ai.tool.call.id"] for t in tools)
+    assert all(not t.error for t in tools)
