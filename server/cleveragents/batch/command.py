@@ -202,7 +202,11 @@ async def _batch(args: argparse.Namespace, suite: Any) -> int:
             on_plan=planned,
         )
     )
-    loop.add_signal_handler(signal.SIGINT, work.cancel)
+    try:
+        loop.add_signal_handler(signal.SIGINT, work.cancel)
+        handled = True
+    except (ValueError, RuntimeError, NotImplementedError):  # not the main thread; Windows
+        handled = False
     try:
         with progress:
             report = await work
@@ -210,7 +214,8 @@ async def _batch(args: argparse.Namespace, suite: Any) -> int:
         print(f"cleveragents: {exc}", file=sys.stderr)
         return EXIT_FAILED
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        if handled:
+            loop.remove_signal_handler(signal.SIGINT)
         await manager.aclose()
         if history is not None:
             history.close()
