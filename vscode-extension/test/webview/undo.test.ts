@@ -98,6 +98,7 @@ describe('undo in the transcript', () => {
       kind: 'restore',
       restoredRunId: 'three-steps',
       restoredIteration: null,
+      batch: null,
       checkpoints: [{ iteration: null, createdAt: 1_700_000_000, note: null }],
       changedFiles: [{ path: 'build/out.bin', change: 'deleted' }],
       checkpointWarning: null,
