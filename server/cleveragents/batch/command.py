@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -208,7 +209,9 @@ async def _batch(args: argparse.Namespace, suite: Any) -> int:
     except (ValueError, RuntimeError, NotImplementedError):  # not the main thread; Windows
         handled = False
     try:
-        with progress:
+        # stdout is the report's alone: what else prints while tasks run (Ray's raylet, when
+        # a worker dies) goes to stderr.
+        with progress, contextlib.redirect_stdout(sys.stderr):
             report = await work
     except (RuntimeError, ValueError) as exc:  # Ray missing or unreachable, a huge workspace
         print(f"cleveragents: {exc}", file=sys.stderr)
