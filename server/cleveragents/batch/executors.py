@@ -111,7 +111,8 @@ class RayExecutor:
         self.max_workspace_bytes = max_workspace_bytes
         self.init_options = init_options or {}
 
-    def _connect(self) -> Any:
+    def connect(self) -> Any:
+        """Ray, connected to the cluster (started here when there is none to join)."""
         try:
             import ray
         except ImportError:
@@ -127,7 +128,7 @@ class RayExecutor:
         return ray
 
     async def run(self, items: Sequence[WorkItem], batch_id: str, done: Done) -> None:
-        ray = self._connect()
+        ray = self.connect()
         remote = ray.remote(max_retries=0)(ray_task)
         crashed = _worker_death_errors(ray)
 
