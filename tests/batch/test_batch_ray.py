@@ -3,6 +3,8 @@ executor, task by task; a worker killed mid-task is retried once and says so."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -17,18 +19,28 @@ from batch_suite import EXPECTED, build_suite, comparable
 
 from cleveragents.cli import main
 from cleveragents.service.history import RunHistory
+from otlp_receiver import Receiver, otlp_receiver
 
 ray = pytest.importorskip("ray")
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[None]:
+def cluster() -> Iterator[Receiver | None]:
+    """A local Ray cluster; with OpenTelemetry installed, it and this process export spans to
+    a real OTLP receiver (the workers inherit the endpoint)."""
     os.environ.pop("RAY_ADDRESS", None)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        yield
-    finally:
-        ray.shutdown()
+    with contextlib.ExitStack() as stack:
+        receiver = None
+        if importlib.util.find_spec("opentelemetry.sdk") is not None:
+            endpoint, receiver = stack.enter_context(otlp_receiver())
+            patch = stack.enter_context(pytest.MonkeyPatch.context())
+            patch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+            patch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        try:
+            yield receiver
+        finally:
+            ray.shutdown()
 
 
 def batch(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
@@ -38,7 +50,7 @@ def batch(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str
 
 
 def test_ray_and_local_agree_task_by_task(
-    cluster: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cluster: Receiver | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     suite = build_suite(tmp_path)
     history_path = tmp_path / "history.sqlite3"
@@ -56,6 +68,23 @@ def test_ray_and_local_agree_task_by_task(
             assert stored is not None and stored.batch is not None
             assert stored.batch.task_id == row["task_id"]
             assert len(stored.records) == row["tool_calls"]
+    if cluster is not None:
+        check_one_trace(cluster)
+
+
+def check_one_trace(receiver: Receiver) -> None:
+    """The Ray batch is one trace: a span per task, the worker's run span beneath it."""
+    from opentelemetry import trace
+
+    trace.get_tracer_provider().force_flush()  # type: ignore[attr-defined]
+    spans = receiver.spans
+    [batch] = [s for s in spans if s.attributes.get("cleveragents.executor") == "ray"]
+    tasks = [s for s in spans if s.parent_span_id == batch.span_id]
+    assert len(tasks) == 20
+    for task in tasks:
+        runs = [s for s in spans if s.parent_span_id == task.span_id]
+        assert [r.attributes["gen_ai.operation.name"] for r in runs] == ["invoke_agent"]
+        assert runs[0].trace_id == batch.trace_id
 
 
 def ray_task_pids() -> list[int]:
@@ -74,7 +103,7 @@ def ray_task_pids() -> list[int]:
 
 
 def test_a_worker_killed_mid_task_is_retried_once(
-    cluster: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cluster: Receiver | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project = tmp_path / "project"
     project.mkdir()

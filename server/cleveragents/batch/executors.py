@@ -133,6 +133,11 @@ class RayExecutor:
         crashed = _worker_death_errors(ray)
 
         async def one(item: WorkItem) -> None:
+            # The task's span covers its attempts; the worker's run continues its trace.
+            with tracing.span(f"batch task {item.job.key}", task_attributes(item.job)):
+                await attempts(item)
+
+        async def attempts(item: WorkItem) -> None:
             try:
                 spec = await asyncio.to_thread(self._spec, item, batch_id)
             except Exception as exc:  # the copy failed, or is too large to ship
@@ -155,8 +160,7 @@ class RayExecutor:
                 attempts += 1
                 ref = remote.options(**options).remote(spec)
                 try:
-                    with tracing.span(f"batch task {item.job.key}", task_attributes(item.job)):
-                        answer = await ref
+                    answer = await ref
                     break
                 except asyncio.CancelledError:
                     ray.cancel(ref, force=True)
@@ -199,6 +203,7 @@ class RayExecutor:
             "sandbox": item.sandbox if self.shared else None,
             "archive": None,
             "script": None,
+            "trace": tracing.trace_carrier(),
         }
         if not self.shared:
             spec["archive"] = pack(item.sandbox, self.max_workspace_bytes)
@@ -269,9 +274,16 @@ async def _ray_task(spec: dict[str, Any]) -> dict[str, Any]:
         manager = RunManager(registry, defaults, None)
         sink = TaskSink(keep_events=True)
         try:
-            outcome = await run_job(
-                manager, job, sandbox, spec["batch_id"], sink=sink, executor="ray", prepare=False
-            )
+            with tracing.continued_trace(spec["trace"]):
+                outcome = await run_job(
+                    manager,
+                    job,
+                    sandbox,
+                    spec["batch_id"],
+                    sink=sink,
+                    executor="ray",
+                    prepare=False,
+                )
         finally:
             await manager.aclose()
         outcome.workspace = sandbox if spec["sandbox"] is not None else None

@@ -94,6 +94,37 @@ def span(name: str, attributes: Mapping[str, Any]) -> Iterator[None]:
         yield
 
 
+def trace_carrier() -> dict[str, str]:
+    """The current span's context as W3C headers, for a run in another process (a Ray
+    worker) to continue the trace; empty when tracing is off."""
+    if tracer() is None:
+        return {}
+    from opentelemetry import propagate
+
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return carrier
+
+
+@contextmanager
+def continued_trace(carrier: Mapping[str, str]) -> Iterator[None]:
+    """Spans started inside are children of the span `carrier` came from (`trace_carrier`);
+    they are exported before the block ends (a worker process outlives the task)."""
+    if not carrier or tracer() is None:
+        yield
+        return
+    from opentelemetry import context, propagate, trace
+
+    token = context.attach(propagate.extract(dict(carrier)))
+    try:
+        yield
+    finally:
+        context.detach(token)
+        flush = getattr(trace.get_tracer_provider(), "force_flush", None)
+        if flush is not None:
+            flush()
+
+
 def tracing_observer(plan: RunPlan) -> RunObserver | None:
     """The run's spans, or None when tracing is off."""
     traced = tracer()
