@@ -135,3 +135,43 @@ def test_ctrl_c_cancels_every_task_and_a_rerun_finishes_the_batch(tmp_path: Path
     ran = {row["task_id"] for row in rerun["tasks"] if not row["skipped"]}
     assert "slow" in ran and ran.isdisjoint(finished)
     assert len(rerun["tasks"]) == 20
+
+
+def git(*argv: str, cwd: Path) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *argv],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_a_git_workspace_is_cloned_at_its_ref(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repository = tmp_path / "repo"
+    repository.mkdir()
+    git("init", "-q", "-b", "main", cwd=repository)
+    (repository / "version.txt").write_text("one\n")
+    git("add", ".", cwd=repository)
+    git("commit", "-qm", "one", cwd=repository)
+    git("tag", "v1", cwd=repository)
+    (repository / "version.txt").write_text("two\n")
+    git("commit", "-qam", "two", cwd=repository)
+    suite = tmp_path / "git.yaml"
+    suite.write_text(
+        "defaults: {provider: offline, profile: read-only}\n"
+        "tasks:\n"
+        "  - id: tagged\n    workspace: {git: repo, ref: v1}\n    prompt: Look\n"
+        "    check: grep -qx one version.txt\n"
+        "  - id: head\n    workspace: {git: repo}\n    prompt: Look\n"
+        "    check: grep -qx two version.txt\n"
+        "  - id: no-such-ref\n    workspace: {git: repo, ref: v9}\n    prompt: Look\n"
+        "    check: 'true'\n"
+    )
+    code, report = run_batch_cli(capsys, str(suite), "--history", str(tmp_path / "h.sqlite3"))
+    rows = {row["task_id"]: row for row in report["tasks"]}
+    assert (rows["tagged"]["status"], rows["head"]["status"]) == ("passed", "passed")
+    assert rows["no-such-ref"]["status"] == "error"
+    assert "no branch, tag or commit 'v9'" in rows["no-such-ref"]["error"]
+    assert code == 1

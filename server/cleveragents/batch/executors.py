@@ -223,7 +223,7 @@ class RayExecutor:
 
 
 def _worker_death_errors(ray: Any) -> tuple[type[BaseException], ...]:
-    names = ("WorkerCrashedError", "NodeDiedError", "LocalRayletDiedError", "ActorDiedError")
+    names = ("WorkerCrashedError", "NodeDiedError", "LocalRayletDiedError")
     found = [getattr(ray.exceptions, name, None) for name in names]
     return tuple(error for error in found if isinstance(error, type))
 
@@ -265,7 +265,7 @@ async def _ray_task(spec: dict[str, Any]) -> dict[str, Any]:
             sandbox = os.path.join(scratch, "workspace")
             os.mkdir(sandbox)
             with tarfile.open(fileobj=io.BytesIO(spec["archive"]), mode="r:gz") as archive:
-                archive.extractall(sandbox, filter="tar")
+                archive.extractall(sandbox, filter="data")
         if spec["script"] is not None:
             script = os.path.join(scratch, "replay-script.json")
             Path(script).write_bytes(spec["script"])

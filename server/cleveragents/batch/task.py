@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..service.errors import ServiceError
 from ..service.history import BatchLabel
@@ -39,7 +39,9 @@ from .suite import Job, Workspace
 BATCH_PROFILE = "full-auto"
 CHECK_OUTPUT_CHARS = 4000
 
-TaskStatus = str  # "passed", "failed", "timeout", "error", "cancelled"
+# passed/failed: the run ended and the check said; timeout: the run outlived timeout_s;
+# error: the task could not run (its copy, its settings, the provider, a dead worker).
+TaskStatus = Literal["passed", "failed", "timeout", "error"]
 
 
 @dataclass(slots=True)
@@ -170,10 +172,19 @@ def prepare_workspace(workspace: Workspace, destination: str) -> None:
     assert workspace.git is not None
     _git("clone", "--quiet", "--no-hardlinks", "--", workspace.git, destination)
     if workspace.ref:
-        _git("-C", destination, "checkout", "--quiet", "--detach", workspace.ref)
+        # A tag, a commit, or a branch (the clone has only the default one as a local branch).
+        for name in (workspace.ref, f"origin/{workspace.ref}"):
+            try:
+                commit = _git("-C", destination, "rev-parse", "--verify", f"{name}^{{commit}}")
+                break
+            except RuntimeError:
+                continue
+        else:
+            raise RuntimeError(f"no branch, tag or commit {workspace.ref!r} in {workspace.git}")
+        _git("-C", destination, "checkout", "--quiet", "--detach", commit)
 
 
-def _git(*arguments: str) -> None:
+def _git(*arguments: str) -> str:
     done = subprocess.run(
         ["git", "-c", "advice.detachedHead=false", *arguments],
         capture_output=True,
@@ -182,7 +193,9 @@ def _git(*arguments: str) -> None:
         check=False,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"git {arguments[0]} failed: {done.stderr.strip() or done.returncode}")
+        command = next(a for a in arguments if not a.startswith("-") and "/" not in a)
+        raise RuntimeError(f"git {command} failed: {done.stderr.strip() or done.returncode}")
+    return done.stdout.strip()
 
 
 async def run_check(job: Job, sandbox: str, policy: CommandPolicy | None) -> CheckResult:
