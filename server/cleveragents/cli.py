@@ -147,6 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument("run_id", nargs="?", help="the run to show or restore")
     runs.add_argument("--history", metavar="PATH", help="run history database")
     runs.add_argument("--limit", type=int, default=20, help="how many runs to list (default 20)")
+    runs.add_argument("--batch", metavar="NAME", help="list only the runs of this batch")
     runs.add_argument("--json", action="store_true", help="print as JSON")
     runs.add_argument(
         "--iteration",
@@ -625,7 +626,7 @@ def _runs(args: argparse.Namespace) -> int:
             )
             display.show_checkpoints(run)
             return EXIT_OK
-        rows = history.list_runs(limit=args.limit)
+        rows = history.list_runs(limit=args.limit, batch_id=args.batch)
     if args.json:
         print(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
         return EXIT_OK
@@ -647,7 +648,12 @@ def _runs(args: argparse.Namespace) -> int:
             row.status,
             str(row.tool_call_count),
             format_tokens(row.usage),
-            row.prompt[:60],
+            # A batch run says which task it was: its prompt is the task's.
+            escape(
+                f"[{row.batch.task_id}@{row.batch.config}] {row.prompt}"[:60]
+                if row.batch is not None
+                else row.prompt[:60]
+            ),
         )
     Console().print(table)
     return EXIT_OK

@@ -67,6 +67,15 @@ def test_twenty_tasks_locally_with_history_rerun_and_report(
         assert by_task["looping"].status == "limit"
         assert by_task["write-1"].run_id == rows["write-1"]["run_id"]
         assert history.list_runs(limit=5, batch_id="another") == []
+    # `cleveragents runs --batch` lists them.
+    assert (
+        main(
+            ["runs", "--history", str(history_path), "--batch", "twenty", "--limit", "50", "--json"]
+        )
+        == 0
+    )
+    listed = json.loads(capsys.readouterr().out)
+    assert sorted(r["batch"]["task_id"] for r in listed) == sorted(EXPECTED)
     page = report_path.read_text()
     assert "<svg" in page and "write-wrong-2" in page and "65%" in page
 
