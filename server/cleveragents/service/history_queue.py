@@ -205,9 +205,10 @@ class QueuedHistory:
         """KeyError for an unknown run."""
         return await self.read(lambda history: history.conversation(run_id))
 
-    async def mark_batch(self, run_id: str, label: BatchLabel) -> None:
-        """See `RunHistory.mark_batch` (before the run starts)."""
-        await self.read(lambda history: history.mark_batch(run_id, label))
+    def mark_batch(self, run_id: str, label: BatchLabel) -> None:
+        """See `RunHistory.mark_batch` (before the run starts; no I/O: it is noted for the
+        run's first write)."""
+        self.history.mark_batch(run_id, label)
 
     async def mark_continuation(self, run_id: str, continued_from: str) -> None:
         """See `RunHistory.mark_continuation` (before the run starts, it only reads)."""

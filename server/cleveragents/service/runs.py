@@ -347,8 +347,6 @@ class RunManager:
         """
         plan = self.plan(params)
         await self._check_stored(plan)
-        if params.batch is not None and self.stored is not None:
-            await self.stored.mark_batch(plan.run_id, params.batch)
         resources, problems = await asyncio.to_thread(
             load_resources, plan.resources, plan.sandbox_root
         )
@@ -367,6 +365,8 @@ class RunManager:
                     f"no run {plan.continue_from!r} in the history",
                     {"runId": plan.continue_from},
                 ) from None
+        if params.batch is not None and self.stored is not None:
+            self.stored.mark_batch(plan.run_id, params.batch)
         context = ToolActorContext(
             sandbox_root=plan.sandbox_root, automation_profile=plan.automation_profile
         )
