@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import os
 import shutil
+import sqlite3
 import tarfile
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
@@ -25,6 +27,8 @@ from .suite import Job
 from .task import TaskOutcome, TaskSink, prepare_workspace, run_job
 
 DEFAULT_MAX_WORKSPACE_BYTES = 100 * 2**20
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +187,10 @@ class RayExecutor:
                     return
             outcome = TaskOutcome.from_dict(answer["outcome"])
             outcome.attempts, outcome.retried = attempts, retried
-            await asyncio.to_thread(self._store, item.job, batch_id, answer["events"])
+            try:
+                await asyncio.to_thread(self._store, item.job, batch_id, answer["events"])
+            except sqlite3.Error as exc:  # the outcome is still reported
+                log.warning("batch %s: run of %s not stored: %s", batch_id, item.job.key, exc)
             await done(outcome)
 
         async with asyncio.TaskGroup() as group:

@@ -12,8 +12,10 @@ so the next run of the batch picks up the rest.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +26,8 @@ from ..service.history import BatchTaskRecord, RunHistory
 from .executors import Executor, WorkItem
 from .suite import Job, Suite
 from .task import TaskOutcome
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -145,7 +149,10 @@ async def run_batch(
                 outcome.to_dict(),
                 time.time(),
             )
-            await asyncio.to_thread(history.record_batch_task, record)
+            try:
+                await asyncio.to_thread(history.record_batch_task, record)
+            except sqlite3.Error as exc:  # the report still has it; a re-run does it again
+                log.warning("batch %s: outcome of %s not stored: %s", suite.name, outcome.key, exc)
         if on_outcome is not None:
             on_outcome(outcome)
 
