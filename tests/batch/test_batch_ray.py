@@ -140,3 +140,30 @@ def test_a_worker_killed_mid_task_is_retried_once(
     with RunHistory(history_path) as history:
         [stored] = history.batch_tasks("kill")
         assert stored.outcome["attempts"] == 2 and stored.outcome["retried"] == row["retried"]
+
+
+def test_a_shared_path_keeps_the_copies_where_the_history_names_them(
+    cluster: Receiver | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = build_suite(tmp_path)
+    shared = tmp_path / "shared"
+    history_path = tmp_path / "history.sqlite3"
+    code, report = batch(
+        capsys,
+        str(suite),
+        "--ray",
+        "--ray-shared-dir",
+        str(shared),
+        "--task",
+        "write-0",
+        "--history",
+        str(history_path),
+    )
+    assert code == 0
+    [row] = report["tasks"]
+    copy = shared / "twenty" / "default" / "write-0"
+    assert row["workspace"] == str(copy)
+    assert (copy / "out.txt").read_text() == "done\n"
+    with RunHistory(history_path) as history:
+        stored = history.get_run(row["run_id"])
+        assert stored is not None and stored.sandbox_root == str(copy)
