@@ -89,6 +89,7 @@ async def test_an_old_database_is_migrated_and_its_runs_read_with_unknown_cost(
     with RunHistory(path) as history:
         (old,) = history.list_runs()
         assert (old.run_id, old.usage, old.cost_usd) == ("run_old", Usage(1500, 40), None)
+        assert old.batch is None and history.list_runs(batch_id="any") == []
         stored = history.get_run("run_old")
         assert stored is not None
         assert stored.iteration_usage == [] and stored.resources == []

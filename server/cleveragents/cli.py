@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import __version__
+from .batch.command import add_batch_parser, batch_main
 from .tool.policy import AUTOMATION_PROFILES
 
 EXIT_OK = 0
@@ -159,6 +160,7 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument("run_id", nargs="?", help="the run to show or restore")
     runs.add_argument("--history", metavar="PATH", help="run history database")
     runs.add_argument("--limit", type=int, default=20, help="how many runs to list (default 20)")
+    runs.add_argument("--batch", metavar="NAME", help="list only the runs of this batch")
     runs.add_argument("--json", action="store_true", help="print as JSON")
     runs.add_argument(
         "--iteration",
@@ -203,6 +205,7 @@ def _parser() -> argparse.ArgumentParser:
     trust.add_argument("action", nargs="?", choices=("list", "forget"), default="list")
     trust.add_argument("folder", nargs="?", help="forget: the workspace folder (default: here)")
     trust.add_argument("--json", action="store_true", help="print the list as JSON")
+    add_batch_parser(commands)
     return parser
 
 
@@ -387,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
             return _doctor(args)
         if args.command == "trust":
             return _trust(args)
+        if args.command == "batch":
+            return batch_main(args)
     except KeyboardInterrupt:
         return EXIT_CANCELLED
     return EXIT_USAGE
@@ -644,7 +649,7 @@ def _runs(args: argparse.Namespace) -> int:
             )
             display.show_checkpoints(run)
             return EXIT_OK
-        rows = history.list_runs(limit=args.limit)
+        rows = history.list_runs(limit=args.limit, batch_id=args.batch)
     if args.json:
         print(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
         return EXIT_OK
@@ -666,7 +671,12 @@ def _runs(args: argparse.Namespace) -> int:
             row.status,
             str(row.tool_call_count),
             format_tokens(row.usage),
-            row.prompt[:60],
+            # A batch run says which task it was: its prompt is the task's.
+            escape(
+                f"[{row.batch.task_id}@{row.batch.config}] {row.prompt}"[:60]
+                if row.batch is not None
+                else row.prompt[:60]
+            ),
         )
     Console().print(table)
     return EXIT_OK

@@ -119,7 +119,7 @@ def test_unstructuring_keeps_false_zero_empty_and_null() -> None:
         "errorType": None,
     }
     assert unstructure(wire.ToolsResult(tools=[])) == {"tools": []}
-    assert unstructure(wire.RunsParams()) == {"limit": 50, "offset": 0}
+    assert unstructure(wire.RunsParams()) == {"limit": 50, "offset": 0, "batchId": None}
 
 
 def test_free_form_json_passes_through_untouched() -> None:

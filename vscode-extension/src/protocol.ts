@@ -261,6 +261,16 @@ export interface RestoreResult {
   dryRun: boolean;
 }
 
+/** The batch task a run was started for (`cleveragents batch`). */
+export interface RunBatch {
+  /** The batch: the suite's name. */
+  batchId: string;
+  /** The task's id in the suite. */
+  taskId: string;
+  /** The matrix configuration it ran under. */
+  config: string;
+}
+
 /** A run read back from the history: its summary fields plus answer, records, messages. */
 export interface RunDetail {
   /** The run's id. */
@@ -291,6 +301,8 @@ export interface RunDetail {
   restoredRunId: string | null;
   /** For a restore: the iteration it went back to before; null for a whole run. */
   restoredIteration: number | null;
+  /** For a batch run: its batch, task and configuration; else null. */
+  batch: RunBatch | null;
   /** Its LLM-call limit. */
   maxIterations: number;
   /** Its final answer, once finished. */
@@ -483,6 +495,8 @@ export interface RunSummary {
   restoredRunId: string | null;
   /** For a restore: the iteration it went back to before; null for a whole run. */
   restoredIteration: number | null;
+  /** For a batch run: its batch, task and configuration; else null. */
+  batch: RunBatch | null;
 }
 
 /** List past and running runs from the history, newest first. */
@@ -491,6 +505,8 @@ export interface RunsParams {
   limit?: number;
   /** Skip this many of the newest runs. */
   offset?: number;
+  /** Only the runs of this batch (`cleveragents batch`; the suite's name). */
+  batchId?: string | null;
 }
 
 export interface RunsResult {

@@ -123,7 +123,9 @@ def check_list_runs(manager: RunManager, params: wire.RunsParams) -> None:
 
 async def list_runs(manager: RunManager, params: wire.RunsParams) -> wire.RunsResult:
     with _wire_names():
-        summaries = await manager.list_runs(params.limit, params.offset)
+        summaries = await manager.list_runs(
+            params.limit, params.offset, batch_id=params.batch_id
+        )
     return wire.RunsResult(runs=[run_summary(s) for s in summaries])
 
 

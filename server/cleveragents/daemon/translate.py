@@ -174,6 +174,15 @@ def _summary_fields(summary: RunSummary) -> dict[str, Any]:
         "kind": summary.kind,
         "restored_run_id": summary.restored_run_id,
         "restored_iteration": summary.restored_iteration,
+        "batch": (
+            wire.RunBatch(
+                batch_id=summary.batch.batch_id,
+                task_id=summary.batch.task_id,
+                config=summary.batch.config,
+            )
+            if summary.batch is not None
+            else None
+        ),
     }
 
 

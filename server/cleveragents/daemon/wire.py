@@ -697,6 +697,19 @@ class RunsParams:
 
     limit: int = attrs.field(default=50, metadata=doc("At most this many runs (1 to 1000)."))
     offset: int = attrs.field(default=0, metadata=doc("Skip this many of the newest runs."))
+    batch_id: str | None = attrs.field(
+        default=None,
+        metadata=doc("Only the runs of this batch (`cleveragents batch`; the suite's name)."),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class RunBatch:
+    """The batch task a run was started for (`cleveragents batch`)."""
+
+    batch_id: str = attrs.field(metadata=doc("The batch: the suite's name."))
+    task_id: str = attrs.field(metadata=doc("The task's id in the suite."))
+    config: str = attrs.field(metadata=doc("The matrix configuration it ran under."))
 
 
 @attrs.frozen(kw_only=True)
@@ -737,6 +750,9 @@ class RunSummary:
     )
     restored_iteration: int | None = attrs.field(
         metadata=doc("For a restore: the iteration it went back to before; null for a whole run.")
+    )
+    batch: RunBatch | None = attrs.field(
+        metadata=doc("For a batch run: its batch, task and configuration; else null.")
     )
 
 

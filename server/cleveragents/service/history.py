@@ -205,6 +205,27 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # that does not say): then only whether the pid exists counts.
         "ALTER TABLE runs ADD COLUMN owner_started TEXT",
     ),
+    (
+        # Batches (`cleveragents batch`): each run names its batch, task and configuration;
+        # each task's outcome (its check, its attempts) is kept so a re-run can skip it.
+        "ALTER TABLE runs ADD COLUMN batch_id TEXT",
+        "ALTER TABLE runs ADD COLUMN task_id TEXT",
+        "ALTER TABLE runs ADD COLUMN batch_config TEXT",
+        "CREATE INDEX runs_by_batch ON runs (batch_id, seq)",
+        """
+        CREATE TABLE batch_tasks (
+            batch_id TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            config TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            run_id TEXT,
+            passed INTEGER NOT NULL,
+            outcome TEXT NOT NULL,
+            finished_at REAL NOT NULL,
+            PRIMARY KEY (batch_id, task_id, config)
+        )
+        """,
+    ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 
@@ -231,6 +252,8 @@ class RunSummary:
     # Tokens and estimated USD so far (None: the model's price is unknown, or an old run).
     usage: Usage
     cost_usd: float | None
+    # The batch, task and configuration a `cleveragents batch` run belongs to (else None).
+    batch: BatchLabel | None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -250,7 +273,34 @@ class RunSummary:
             "restored_iteration": self.restored_iteration,
             "usage": self.usage.to_dict(),
             "cost_usd": self.cost_usd,
+            "batch": self.batch.to_dict() if self.batch is not None else None,
         }
+
+
+@dataclass(slots=True, frozen=True)
+class BatchLabel:
+    """Which batch, task and configuration a run was started for."""
+
+    batch_id: str
+    task_id: str
+    config: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"batch_id": self.batch_id, "task_id": self.task_id, "config": self.config}
+
+
+@dataclass(slots=True, frozen=True)
+class BatchTaskRecord:
+    """A batch task's last finished outcome: `outcome` is the batch's own JSON report row."""
+
+    batch_id: str
+    task_id: str
+    config: str
+    fingerprint: str
+    run_id: str | None
+    passed: bool
+    outcome: dict[str, Any]
+    finished_at: float
 
 
 @dataclass(slots=True, frozen=True)
@@ -419,6 +469,8 @@ class RunHistory:
         self._closed = False
         # Continuations announced before their run's RunStarted arrives.
         self._pending_continuations: dict[str, str] = {}
+        # Batch labels announced before their run's RunStarted arrives.
+        self._pending_batches: dict[str, BatchLabel] = {}
         # Runs whose RunStarted this instance stored: events of any other run are skipped, so
         # a reused run id (its RunStarted insert fails) cannot add records to the old run.
         self._active_runs: set[str] = set()
@@ -574,11 +626,12 @@ class RunHistory:
         # Taken from the pending ones only once stored: a write that failed may be retried.
         with self._state_lock:
             continued_from = self._pending_continuations.get(event.run_id)
+            batch = self._pending_batches.get(event.run_id)
         self._execute(
             "INSERT INTO runs (run_id, prompt, plan_id, sandbox_root, automation_profile, "
             "max_iterations, status, started_at, continued_from, owner_host, owner_pid, "
-            "owner_token, owner_started, resources) "
-            "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+            "owner_token, owner_started, resources, batch_id, task_id, batch_config) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 event.run_id,
                 event.prompt,
@@ -593,10 +646,14 @@ class RunHistory:
                 _PROCESS_TOKEN,
                 _OWNER_STARTED,
                 _dumps([r.to_dict() for r in event.resources]) if event.resources else None,
+                batch.batch_id if batch else None,
+                batch.task_id if batch else None,
+                batch.config if batch else None,
             ),
         )
         with self._state_lock:
             self._pending_continuations.pop(event.run_id, None)
+            self._pending_batches.pop(event.run_id, None)
             self._active_runs.add(event.run_id)
 
     def _response_received(self, event: ResponseReceived) -> None:
@@ -706,6 +763,42 @@ class RunHistory:
             conn.execute(
                 "UPDATE runs SET continued_from = ? WHERE run_id = ?", (continued_from, run_id)
             )
+
+    def mark_batch(self, run_id: str, label: BatchLabel) -> None:
+        """Record that the run about to start as `run_id` is a batch task's (call it before
+        the run starts, on the instance that observes it)."""
+        with self._state_lock:
+            self._pending_batches[run_id] = label
+
+    def record_batch_task(self, record: BatchTaskRecord) -> None:
+        """Keep a batch task's outcome, replacing an earlier one of the same task."""
+        self._execute(
+            "INSERT OR REPLACE INTO batch_tasks (batch_id, task_id, config, fingerprint, run_id, "
+            "passed, outcome, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.batch_id,
+                record.task_id,
+                record.config,
+                record.fingerprint,
+                record.run_id,
+                record.passed,
+                _dumps(record.outcome),
+                record.finished_at,
+            ),
+        )
+
+    def batch_tasks(self, batch_id: str) -> list[BatchTaskRecord]:
+        """A batch's finished task outcomes, in the order they finished."""
+        with self._transaction(immediate=False) as conn:
+            rows = conn.execute(
+                "SELECT batch_id, task_id, config, fingerprint, run_id, passed, outcome, "
+                "finished_at FROM batch_tasks WHERE batch_id = ? ORDER BY finished_at",
+                (batch_id,),
+            ).fetchall()
+        return [
+            BatchTaskRecord(b, t, c, f, r, bool(p), json.loads(o), at)
+            for b, t, c, f, r, p, o, at in rows
+        ]
 
     def mark_interrupted(self) -> list[str]:
         """Store "interrupted" for runs whose process has died; returns their ids, oldest first.
@@ -839,14 +932,19 @@ class RunHistory:
         with self._transaction(immediate=False) as conn:
             return _run_exists(conn, run_id)
 
-    def list_runs(self, limit: int = 50, offset: int = 0) -> list[RunSummary]:
-        """Runs, newest first."""
+    def list_runs(
+        self, limit: int = 50, offset: int = 0, *, batch_id: str | None = None
+    ) -> list[RunSummary]:
+        """Runs, newest first; only a batch's with `batch_id`."""
         if limit < 0 or offset < 0:
             raise ValueError(f"limit and offset must not be negative, got {limit}, {offset}")
+        where, parameters = (
+            ("WHERE batch_id = ? ", (batch_id,)) if batch_id is not None else ("", ())
+        )
         with self._transaction(immediate=False) as conn:
             rows = conn.execute(
-                f"SELECT {_SUMMARY_COLUMNS} FROM runs ORDER BY seq DESC LIMIT ? OFFSET ?",
-                (limit, offset),
+                f"SELECT {_SUMMARY_COLUMNS} FROM runs {where}ORDER BY seq DESC LIMIT ? OFFSET ?",
+                (*parameters, limit, offset),
             ).fetchall()
         return [_summary(row) for row in rows]
 
@@ -1008,7 +1106,7 @@ _SUMMARY_COLUMNS = (
     "(SELECT COUNT(*) FROM tool_calls WHERE tool_calls.run_id = runs.run_id), "
     "sandbox_root, plan_id, automation_profile, continued_from, kind, restored_run_id, "
     "restored_iteration, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
-    "cost_usd"
+    "cost_usd, batch_id, task_id, batch_config"
 )
 # The RunSummary fields the columns before the token counts fill, in order.
 _SUMMARY_HEAD = (
@@ -1027,14 +1125,17 @@ _SUMMARY_HEAD = (
     "restored_run_id",
     "restored_iteration",
 )
-_SUMMARY_WIDTH = len(_SUMMARY_HEAD) + 5
+_SUMMARY_WIDTH = len(_SUMMARY_HEAD) + 8
 
 
 def _summary(row: Sequence[Any]) -> RunSummary:
-    """A `_SUMMARY_COLUMNS` row as a RunSummary (the four token counts become its Usage)."""
+    """A `_SUMMARY_COLUMNS` row as a RunSummary (the four token counts become its Usage, the
+    batch columns its BatchLabel)."""
     head = dict(zip(_SUMMARY_HEAD, row[: len(_SUMMARY_HEAD)], strict=True))
-    counts, cost_usd = row[len(_SUMMARY_HEAD) : _SUMMARY_WIDTH - 1], row[_SUMMARY_WIDTH - 1]
-    return RunSummary(**head, usage=Usage(*counts), cost_usd=cost_usd)
+    counts = row[len(_SUMMARY_HEAD) : len(_SUMMARY_HEAD) + 4]
+    cost_usd, batch_id, task_id, config = row[len(_SUMMARY_HEAD) + 4 : _SUMMARY_WIDTH]
+    batch = BatchLabel(batch_id, task_id, config or "") if batch_id is not None else None
+    return RunSummary(**head, usage=Usage(*counts), cost_usd=cost_usd, batch=batch)
 
 
 def _resources(stored: str | None) -> list[Resource]:

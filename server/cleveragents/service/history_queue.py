@@ -35,7 +35,7 @@ from typing import TypeVar
 
 from ..tool.events import RunEvent
 from ..tool.messages import Message
-from .history import UNSTORED_EVENTS, RunHistory, RunSummary, StoredRun
+from .history import UNSTORED_EVENTS, BatchLabel, RunHistory, RunSummary, StoredRun
 from .threads import DaemonThreadPool
 
 log = logging.getLogger(__name__)
@@ -196,12 +196,19 @@ class QueuedHistory:
     async def has_run(self, run_id: str) -> bool:
         return await self.read(lambda history: history.has_run(run_id))
 
-    async def list_runs(self, limit: int, offset: int) -> list[RunSummary]:
-        return await self.read(lambda history: history.list_runs(limit, offset))
+    async def list_runs(
+        self, limit: int, offset: int, *, batch_id: str | None = None
+    ) -> list[RunSummary]:
+        return await self.read(lambda history: history.list_runs(limit, offset, batch_id=batch_id))
 
     async def conversation(self, run_id: str) -> list[Message]:
         """KeyError for an unknown run."""
         return await self.read(lambda history: history.conversation(run_id))
+
+    def mark_batch(self, run_id: str, label: BatchLabel) -> None:
+        """See `RunHistory.mark_batch` (before the run starts; no I/O: it is noted for the
+        run's first write)."""
+        self.history.mark_batch(run_id, label)
 
     async def mark_continuation(self, run_id: str, continued_from: str) -> None:
         """See `RunHistory.mark_continuation` (before the run starts, it only reads)."""

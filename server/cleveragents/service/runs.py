@@ -49,7 +49,7 @@ from .errors import (
     ServiceError,
     invalid_params,
 )
-from .history import RunHistory, RunSummary, StoredRun
+from .history import BatchLabel, RunHistory, RunSummary, StoredRun
 from .history_queue import QueuedHistory
 from .resources import ResourceRequest, check_resources, load_resources
 from .settings import (
@@ -61,6 +61,7 @@ from .settings import (
     command_policy,
 )
 from .threads import DaemonThreadPool
+from .tracing import tracing_observer
 from .trust import (
     CANNOT_ASK,
     TrustAsker,
@@ -110,6 +111,8 @@ class RunRequest:
     # The conversation to go on from when there is no stored run to continue (a front whose
     # history is off keeps it itself); with `continue_from`, the stored one is used.
     conversation: tuple[Message, ...] = ()
+    # The batch task this run is (`cleveragents batch`): stored with the run.
+    batch: BatchLabel | None = None
 
 
 class RunSink(Protocol):
@@ -423,10 +426,15 @@ class RunManager:
                     f"no run {plan.continue_from!r} in the history",
                     {"run_id": plan.continue_from},
                 ) from None
+        if params.batch is not None and self.stored is not None:
+            self.stored.mark_batch(plan.run_id, params.batch)
         context = ToolActorContext(
             sandbox_root=plan.sandbox_root, automation_profile=plan.automation_profile
         )
         observers: list[RunObserver] = [sink.run_observer(plan)]
+        traced = tracing_observer(plan)  # OpenTelemetry spans, when an endpoint is set
+        if traced is not None:
+            observers.append(traced)
         if self.stored is not None:
             # The history first: a record the client has seen is queued, and a read waits
             # for what is queued.
@@ -636,11 +644,13 @@ class RunManager:
         if problems:
             raise invalid_params(problems)
 
-    async def list_runs(self, limit: int, offset: int) -> list[RunSummary]:
+    async def list_runs(
+        self, limit: int, offset: int, *, batch_id: str | None = None
+    ) -> list[RunSummary]:
         self.check_list_params(limit, offset)
         if self.stored is None:
             return []
-        return await self.stored.list_runs(limit, offset)
+        return await self.stored.list_runs(limit, offset, batch_id=batch_id)
 
     async def get_run(self, run_id: str) -> StoredRun:
         stored = await self.stored.get_run(run_id) if self.stored is not None else None

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import type { RunResult } from '../../src/protocol';
+import type { RunResult, RunSummary } from '../../src/protocol';
 import type { RunNotification } from '../../src/shared/runState';
 import { largeRun, notificationsOf, recordedRuns, scenario, type RecordedScenario, startSeqOf } from '../fixtures/streams';
 import { PanelHarness, runResult, useBrowser } from './harness';
@@ -233,6 +233,35 @@ describe('the runs panel', () => {
     await page.click('button[data-testid="continue"]');
     const posted = await harness.waitForPosted((message) => message.type === 'continue');
     assert.deepEqual(posted, { type: 'continue', prompt: 'And now the tests', runId: target });
+    await harness.close();
+  });
+
+  it("groups a batch's runs, each opened like any run", async () => {
+    const harness = await openPanel();
+    const { page, store } = harness;
+    const [first, ...others] = recordedRuns();
+    assert.ok(first);
+    const batchRun = (runId: string, taskId: string): RunSummary => ({
+      ...first,
+      runId,
+      batch: { batchId: 'nightly', taskId, config: 'default' },
+    });
+    store.setHistory([batchRun('b-2', 'lint'), ...others, batchRun('b-1', 'bump')]);
+    await harness.delivered();
+    const group = page.locator('[data-testid="history-batch"][data-batch-id="nightly"]');
+    await group.waitFor();
+    assert.equal(await page.locator('[data-testid="history-batch"]').count(), 1);
+    assert.match((await group.locator('summary').textContent()) ?? '', /Batch nightly · 2 runs/);
+    const grouped = group.locator('[data-testid="history-item"]');
+    assert.deepEqual(await grouped.evaluateAll((els) => els.map((e) => e.getAttribute('data-run-id'))), ['b-2', 'b-1']);
+    // The group stands where its newest run would: first.
+    const top = page.locator('[data-testid="history-list"] > li').first();
+    assert.equal(await top.getAttribute('data-testid'), 'history-batch');
+    assert.equal(await page.locator('[data-testid="history-item"]').count(), others.length + 2);
+    await group.locator('summary').click();
+    await page.click('[data-testid="history-item"][data-run-id="b-1"]');
+    await harness.waitForPosted((message) => message.type === 'openRun' && message.runId === 'b-1');
+    assert.match((await grouped.last().textContent()) ?? '', /bump@default/);
     await harness.close();
   });
 

@@ -99,6 +99,7 @@ describe('undo in the transcript', () => {
       plan: null,
       restoredRunId: 'three-steps',
       restoredIteration: null,
+      batch: null,
       checkpoints: [{ iteration: null, createdAt: 1_700_000_000, note: null }],
       changedFiles: [{ path: 'build/out.bin', change: 'deleted' }],
       checkpointWarning: null,
