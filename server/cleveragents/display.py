@@ -164,7 +164,8 @@ class RunDisplay:
 def show_file_changes(console: Console, changed: list[ChangedFile]) -> None:
     for change in changed:
         console.print(
-            f"  {_CHANGE_MARKS[change.change]} {escape(change.path)}  [dim]{change.change}[/]",
+            f"  {_CHANGE_MARKS[change.change]} {escape(change.path)}  [dim]{change.change}"
+            f"{' (ignored by git)' if change.ignored else ''}[/]",
             highlight=False,
         )
 

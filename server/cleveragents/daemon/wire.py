@@ -176,8 +176,19 @@ class ToolCallRecord:
 class ChangedFile:
     """A file a run (or a restore) added, modified or deleted in its folder."""
 
-    path: str = attrs.field(metadata=doc("Relative to the sandbox root, `/`-separated."))
+    path: str = attrs.field(
+        metadata=doc(
+            "Relative to the sandbox root, `/`-separated; ends in `/` for an empty folder."
+        )
+    )
     change: ChangeKind = attrs.field(metadata=doc("added, modified or deleted."))
+    ignored: bool = attrs.field(
+        default=False,
+        metadata=doc(
+            "A file git does not see (ignored, or in a folder such as node_modules), kept by "
+            "the checkpoints all the same."
+        ),
+    )
 
 
 @attrs.frozen(kw_only=True)

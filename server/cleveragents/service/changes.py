@@ -15,10 +15,19 @@ CHANGE_KINDS: tuple[ChangeKind, ...] = ("added", "modified", "deleted")
 
 @dataclass(frozen=True, slots=True)
 class ChangedFile:
-    """One path that differs between two states of a folder (relative, `/`-separated)."""
+    """One path that differs between two states of a folder (relative, `/`-separated).
+
+    `ignored`: a file git does not see (ignored by the project's rules, or in a folder such
+    as `node_modules`), kept by the checkpoints all the same. A path ending in `/` is an
+    empty folder.
+    """
 
     path: str
     change: ChangeKind
+    ignored: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "change": self.change}
+        data: dict[str, Any] = {"path": self.path, "change": self.change}
+        if self.ignored:
+            data["ignored"] = True
+        return data

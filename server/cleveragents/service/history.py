@@ -1024,16 +1024,16 @@ def _text(value: str | None) -> str | None:
 def _changed_files_to_json(changed_files: Sequence[ChangedFile] | None) -> str | None:
     if changed_files is None:
         return None
-    return _dumps([[c.path, c.change] for c in changed_files])
+    return _dumps([[c.path, c.change, *([1] if c.ignored else [])] for c in changed_files])
 
 
 def _changed_files_from_json(text: str | None) -> list[ChangedFile] | None:
     if text is None:
         return None
     return [
-        ChangedFile(path, change)
-        for path, change in json.loads(text)
-        if change in CHANGE_KINDS  # a kind a later version added: left out, not guessed
+        ChangedFile(entry[0], entry[1], bool(entry[2]) if len(entry) > 2 else False)
+        for entry in json.loads(text)
+        if entry[1] in CHANGE_KINDS  # a kind a later version added: left out, not guessed
     ]
 
 

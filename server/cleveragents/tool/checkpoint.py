@@ -10,18 +10,33 @@ If the hook fails, nothing that may change the workspace runs in that iteration:
 call fails with error_kind `denied` and a message naming the failure, so the model and the
 user see why, and the files stay as the last good checkpoint has them. The run goes on; read
 calls still work, and the next iteration tries the hook again.
+
+A hook may also have a `before_file_change(iteration, paths)` coroutine method (see
+`FileChangeHook`): it is awaited before every allowed call of a tool whose spec names the
+files it changes (`ToolSpec.changes_paths`: the built-in write_file and edit_file), with
+those arguments as the model gave them, so the files' previous content can be kept whatever
+`.gitignore` says. If it fails, that call is denied the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from .policy import Approver, Authorizer
 from .registry import ToolSpec
 
 BeforeMutation = Callable[[int], Awaitable[None]]
+
+
+@runtime_checkable
+class FileChangeHook(Protocol):
+    """A checkpoint hook that also keeps the files a call is about to change."""
+
+    async def __call__(self, iteration: int) -> None: ...
+
+    async def before_file_change(self, iteration: int, paths: Sequence[str]) -> None: ...
 
 
 def may_change_workspace(spec: ToolSpec) -> bool:
@@ -47,7 +62,21 @@ class CheckpointingAuthorizer(Authorizer):
         denial = await super().check(spec, inputs, call_id, iteration)
         if denial is not None or not may_change_workspace(spec):
             return denial
-        return await self._checkpoint(iteration)
+        denial = await self._checkpoint(iteration)
+        if denial is not None or not spec.changes_paths:
+            return denial
+        paths = [inputs[k] for k in spec.changes_paths if isinstance(inputs.get(k), str)]
+        if paths and isinstance(self.hook, FileChangeHook):
+            try:
+                await self.hook.before_file_change(iteration, paths)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                return (
+                    f"not run: keeping the previous content of {', '.join(paths)} failed "
+                    f"({type(exc).__name__}: {exc}), so the file is left as it is"
+                )
+        return None
 
     async def _checkpoint(self, iteration: int) -> str | None:
         # A lock, not a shared task: a cancelled save leaves nothing running behind the run.

@@ -38,6 +38,9 @@ class ToolSpec:
     context_params: frozenset[str] = frozenset()
     source: str = "python"
     is_async: bool = field(default=False)
+    # Arguments naming files the tool writes, edits or deletes (the built-in file tools:
+    # `path`): their previous content is kept before the call, whatever .gitignore says.
+    changes_paths: tuple[str, ...] = ()
     # Checks arguments against input_schema; compiled at the first call and kept here, so
     # every runner and run that offers this spec shares it.
     validator: ArgumentValidator = field(init=False, repr=False, compare=False)
@@ -89,6 +92,7 @@ def make_spec(
     timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
     source: str = "python",
     schema_checked: bool = False,
+    changes_paths: tuple[str, ...] = (),
 ) -> ToolSpec:
     """Build a spec from a function; the schema comes from its type hints unless given.
 
@@ -131,6 +135,7 @@ def make_spec(
         context_params=reserved,
         source=source,
         is_async=inspect.iscoroutinefunction(handler),
+        changes_paths=changes_paths,
     )
 
 

@@ -28,6 +28,7 @@ def _spec(
     mutating: bool = False,
     executes_code: bool = False,
     timeout_s: float = FILE_TOOL_TIMEOUT_S,
+    changes_paths: tuple[str, ...] = (),
 ) -> ToolSpec:
     """A spec whose schema comes from the type hints, plus bounds the hints cannot say."""
     schema, description, _ = schema_from_function(handler)
@@ -42,6 +43,7 @@ def _spec(
         timeout_s=timeout_s,
         source="builtin",
         schema_checked=True,  # tests/test_registry_schema.py checks every built-in schema
+        changes_paths=changes_paths,
     )
 
 
@@ -54,8 +56,13 @@ def builtin_tools(command_policy: CommandPolicy | None = None) -> list[ToolSpec]
     commands = CommandTool(command_policy)
     return [
         _spec(read_file, constraints={"offset": {"minimum": 1}, "limit": {"minimum": 1}}),
-        _spec(write_file, mutating=True),
-        _spec(edit_file, constraints={"old_text": {"minLength": 1}}, mutating=True),
+        _spec(write_file, mutating=True, changes_paths=("path",)),
+        _spec(
+            edit_file,
+            constraints={"old_text": {"minLength": 1}},
+            mutating=True,
+            changes_paths=("path",),
+        ),
         _spec(list_dir),
         _spec(glob, constraints={"pattern": {"minLength": 1}}),
         _spec(
