@@ -818,3 +818,63 @@ def test_too_many_files_is_a_clear_error(tmp_path: Path, sandbox: Path) -> None:
         write(sandbox, f"f{i}.txt", str(i))
     with pytest.raises(CheckpointError, match=r"more than 20 files.*no checkpoint was taken"):
         store.snapshot(sandbox, "run", 1)
+
+
+def test_the_fast_scan_sees_what_a_full_listing_sees(tmp_path: Path, sandbox: Path) -> None:
+    """After the first snapshot git reports what changed (diff-files, one listing of what the
+    index does not hold); a fresh store lists everything. Both must record the same state."""
+    store = CheckpointStore(tmp_path / "data", max_file_bytes=1000)
+    base_project(sandbox)
+    write(sandbox, ".gitignore", "*.log\ncache/\nnode_modules/\n")
+    write(sandbox, "keep.log", "ignored\n")
+    write(sandbox, "cache/a.bin", b"\x00" * 10)
+    write(sandbox, "node_modules/dep/index.js", "dep\n")
+    write(sandbox, "turns/into/folder.txt", "a file\n")
+    write(sandbox, "becomes", "a file that becomes a folder\n")
+    write(sandbox, "grows.txt", "small\n")
+    (sandbox / "empty/deep").mkdir(parents=True)
+    nested = sandbox / "nested"
+    nested.mkdir()
+    git(nested, "init", "-q")
+    write(nested, "inner.txt", "inner\n")
+    write(nested, ".gitignore", "*.tmp\n")
+    store.snapshot(sandbox, "run", 1)
+    repo = store._repo(sandbox)
+    assert store._scan_state(repo) is not None  # the next snapshot takes the fast path
+
+    write(sandbox, "README.md", "# edited\n")
+    (sandbox / "src/util.py").chmod(0o600)  # bits only: content and executable bit the same
+    (sandbox / "run.sh").unlink()
+    write(sandbox, "brand/new/file.txt", "new\n")
+    write(sandbox, "brand/new/debug.log", "ignored in a new folder\n")
+    (sandbox / "brand/new/empty").mkdir()
+    shutil.rmtree(sandbox / "turns")
+    write(sandbox, "turns", "a folder that became a file\n")
+    (sandbox / "becomes").unlink()
+    write(sandbox, "becomes/inside.txt", "inside\n")
+    write(sandbox, "grows.txt", "x" * 2000)  # now too large
+    write(sandbox, "keep.log", "ignored, changed\n", mode=0o640)
+    write(sandbox, "cache/b.bin", b"\x01" * 20)
+    write(sandbox, "node_modules/dep/index.js", "dep 2\n")
+    (sandbox / "empty/deep").rmdir()
+    (sandbox / "made/empty").mkdir(parents=True)
+    write(nested, "added.txt", "added in the nested repository\n")
+    write(nested, "scratch.tmp", "ignored by the nested repository\n")
+    other = sandbox / "cloned"
+    other.mkdir()
+    git(other, "init", "-q")
+    write(other, "lib.py", "LIB = 1\n")
+    os.symlink("README.md", sandbox / "new-link")
+
+    fast = store.snapshot(sandbox, "run", 2)
+    full = CheckpointStore(tmp_path / "other-data", max_file_bytes=1000).snapshot(sandbox, "run", 1)
+    fast_state = store._state_of(repo, fast)
+    other_store = CheckpointStore(tmp_path / "other-data", max_file_bytes=1000)
+    full_state = other_store._state_of(other_store._repo(sandbox), full)
+    assert fast.tree == full.tree
+    assert fast_state.extras_tree == full_state.extras_tree
+    assert fast_state.meta == full_state.meta
+    assert sorted(fast.skipped, key=str) == sorted(full.skipped, key=str)
+    assert fast.files == full.files
+    assert fast_state.meta.modes["src/util.py"] == 0o600
+    assert "made/empty" in fast_state.meta.empty_dirs

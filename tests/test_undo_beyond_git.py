@@ -161,6 +161,8 @@ def test_runs_restore_puts_back_ignored_files_modes_links_and_removes_made_folde
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert all(call["success"] for call in result["tool_call_history"]), result
+    # Each checkpoint is shown as a step of its own (files and milliseconds).
+    assert "checkpoint before iteration 1: 7 files, " in done.stderr, done.stderr
     assert (workspace / ".env").read_text() == "SECRET=clobbered\n"
     assert (workspace / "made/empty/deep").is_dir()
     # The changed-files list names each change, those git does not see marked.
@@ -242,8 +244,6 @@ async def test_files_a_file_tool_changes_in_a_skipped_folder_are_kept_for_every_
             ChangedFile("node_modules/dep/index.js", "modified", ignored=True),
             ChangedFile("node_modules/dep/made.js", "added", ignored=True),
         }
-        stored = history.get_run("r")
-        assert stored is not None and set(stored.changed_files or []) == set(outcome.changed_files)
         # Before step 2: step 1's change stays, the dependency is back as it was.
         partial = await manager.restore("r", 2)
         assert (sandbox / "app.py").read_text() == "print('one')\n"
@@ -254,4 +254,7 @@ async def test_files_a_file_tool_changes_in_a_skipped_folder_are_kept_for_every_
         assert (sandbox / "node_modules/dep/made.js").read_text() == "made\n"
         await manager.restore("r")
         assert folder_state(sandbox) == before
-        await manager.aclose()
+        await manager.aclose()  # its history writes are all done
+        stored = history.get_run("r")
+        assert stored is not None
+        assert set(stored.changed_files or []) == set(outcome.changed_files)

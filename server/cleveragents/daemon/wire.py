@@ -546,6 +546,31 @@ class ToolCallStartedParams:
 
 
 @attrs.frozen(kw_only=True)
+class SnapshotParams:
+    """The workspace checkpoint before an iteration first changed the folder was saved (a
+    step of its own: its time is in no tool call's `durationMs`)."""
+
+    run_id: str = attrs.field(metadata=doc("The run's id."))
+    seq: int = attrs.field(metadata=doc("Per-run sequence number."))
+    iteration: int = attrs.field(metadata=doc("The iteration the checkpoint was taken before."))
+    duration_ms: float = attrs.field(metadata=doc("How long saving it took."))
+    files: int | None = attrs.field(metadata=doc("Files it holds; null when not known."))
+    error: str | None = attrs.field(
+        metadata=doc("Why it failed (that iteration's changes are then denied); null on success.")
+    )
+
+
+@attrs.frozen(kw_only=True)
+class SnapshotProgressParams:
+    """A checkpoint is still being saved: sent about once a second from its first second on."""
+
+    run_id: str = attrs.field(metadata=doc("The run's id."))
+    seq: int = attrs.field(metadata=doc("Per-run sequence number."))
+    iteration: int = attrs.field(metadata=doc("The iteration the checkpoint is taken before."))
+    elapsed_ms: float = attrs.field(metadata=doc("Time spent on it so far."))
+
+
+@attrs.frozen(kw_only=True)
 class ToolCallParams:
     """A tool call finished (or failed, or was denied or cancelled): its record."""
 
@@ -985,6 +1010,24 @@ METHODS: tuple[Method, ...] = (
         None,
         False,
         "A tool call is starting.",
+    ),
+    Method(
+        "cleveragents/snapshotProgress",
+        "notification",
+        "server_to_client",
+        SnapshotProgressParams,
+        None,
+        False,
+        "A workspace checkpoint is still being saved (each second past the first).",
+    ),
+    Method(
+        "cleveragents/snapshot",
+        "notification",
+        "server_to_client",
+        SnapshotParams,
+        None,
+        False,
+        "A workspace checkpoint was saved: its files and milliseconds.",
     ),
     Method(
         "cleveragents/toolCall",

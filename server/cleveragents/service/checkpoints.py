@@ -103,6 +103,7 @@ _REF_PREFIX = "refs/cleveragents/checkpoints/"
 _FIXED_DATE = "946684800 +0000"
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _MESSAGE = "cleveragents checkpoint"
+_SCAN_STATE = "scan-state.json"
 # Highest-precedence attributes: store and write bytes exactly as they are on disk, whatever
 # the project's .gitattributes asks for (eol conversion, LFS or other filter drivers).
 _ATTRIBUTES = "* -text -filter -ident !eol !working-tree-encoding\n"
@@ -203,6 +204,8 @@ class Checkpoint:
     restored_to: str | None = None
     warnings: tuple[str, ...] = ()
     coverage: Coverage = Coverage()
+    # Files the snapshot holds (known when it was just taken; None when read back).
+    files: int | None = field(default=None, compare=False)
 
     @property
     def note(self) -> str | None:
@@ -306,6 +309,17 @@ class _Meta:
         return (0o777 if executable else 0o666) & ~self.umask
 
 
+@dataclass(slots=True)
+class _Untracked:
+    """What the persistent index does not hold, sorted (see `CheckpointStore._untracked`)."""
+
+    new: list[str] = field(default_factory=list)  # files to add to git's view
+    ignored_files: list[str] = field(default_factory=list)
+    ignored_dirs: list[str] = field(default_factory=list)  # wholly ignored: walked
+    empty_dirs: list[str] = field(default_factory=list)
+    heavy: set[str] = field(default_factory=set)
+
+
 @dataclass(frozen=True, slots=True)
 class _State:
     """A folder's state as a snapshot holds it: git's view (`tree`), the files beyond it
@@ -317,6 +331,7 @@ class _State:
     meta: _Meta
     coverage: Coverage
     skipped: tuple[SkippedFile, ...]
+    files: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,8 +424,12 @@ class CheckpointStore:
         self.max_ignored_bytes = max_ignored_bytes
         self.max_empty_folders = max_empty_folders
         self._hidden_prefixes: dict[str, tuple[str, ...]] = {}
-        self._levels_found: dict[str, list[tuple[Path, Path, str]]] = {}
         self._meta_cache: dict[str, _Meta] = {}
+        # Per sandbox: files indexed in the second of the snapshot being taken (see _fast_tree).
+        self._recent: dict[str, list[str]] = {}
+        # Per sandbox: commits made lately, by what they were made of (see _commit).
+        self._commits: dict[str, dict[str, str]] = {}
+        self._empty_tree_written: set[str] = set()
 
     # -- public API --------------------------------------------------------------------------
     def snapshot(
@@ -619,6 +638,8 @@ class CheckpointStore:
         for home in sorted(path for path in self.root.iterdir() if (path / "git").is_dir()):
             repo = _Repo(home.name, home, Path(_read_text(home / "sandbox") or home))
             with self._locked(repo):
+                # Objects may go: nothing made before is taken for granted afterwards.
+                self._forget(repo)
                 with self._catalog() as conn:
                     rows = conn.execute(
                         "SELECT id, run_id FROM checkpoints WHERE repo = ?", (repo.key,)
@@ -674,34 +695,34 @@ class CheckpointStore:
         pins: Collection[str] = (),
     ) -> tuple[Checkpoint, _State]:
         warnings: list[str] = []
+        checkpoint_id = uuid.uuid4().hex
         self._ensure_repo(repo)
         try:
-            state = self._capture(repo, pins)
+            state, commit = self._capture_and_commit(repo, pins, checkpoint_id)
         except _GitFailed as first:
-            # The indexes are only caches (of stat data): drop them, then look at the repository.
+            # The indexes and what this store remembers of the repository are only caches:
+            # drop them, then look at the repository.
+            self._forget(repo)
             repo.index.unlink(missing_ok=True)
             repo.extras_index.unlink(missing_ok=True)
             if not self._healthy(repo):
                 warnings.append(self._recreate(repo, str(first)))
-            state = self._capture(repo, pins)
-        commit = self._run(
-            repo, "commit-tree", state.tree, "-p", state.extras_commit, "-m", _MESSAGE
-        )
+            state, commit = self._capture_and_commit(repo, pins, checkpoint_id)
         checkpoint = Checkpoint(
-            id=uuid.uuid4().hex,
+            id=checkpoint_id,
             run_id=run_id,
             kind=kind,
             iteration=iteration,
             sandbox_root=str(repo.sandbox),
-            commit=commit.decode().strip(),
+            commit=commit,
             tree=state.tree,
             created_at=time.time(),
             skipped=state.skipped,
             restored_to=restored_to,
             warnings=tuple(warnings),
             coverage=state.coverage,
+            files=state.files,
         )
-        self._run(repo, "update-ref", _REF_PREFIX + checkpoint.id, checkpoint.commit)
         with self._catalog() as conn:
             conn.execute(
                 "INSERT INTO checkpoints (id, run_id, kind, iteration, sandbox, repo, commit_id,"
@@ -729,18 +750,47 @@ class CheckpointStore:
             log.info("checkpoint of %s: %s", repo.sandbox, checkpoint.note)
         return checkpoint, state
 
+    def _capture_and_commit(
+        self, repo: _Repo, pins: Collection[str], checkpoint_id: str
+    ) -> tuple[_State, str]:
+        state = self._capture(repo, pins)
+        commit = self._commit(repo, state.tree, state.extras_commit, _MESSAGE.encode() + b"\n")
+        # The ref first, then the catalog row: a checkpoint listed is always there.
+        self._run(repo, "update-ref", _REF_PREFIX + checkpoint_id, commit)
+        return state, commit
+
+    def _forget(self, repo: _Repo) -> None:
+        """Drop what this store remembers of a repository whose objects may be gone."""
+        self._commits.pop(repo.key, None)
+        self._empty_tree_written.discard(repo.key)
+        (repo.home / _SCAN_STATE).unlink(missing_ok=True)
+
     def _capture(self, repo: _Repo, pins: Collection[str] = ()) -> _State:
-        """Bring the indexes in line with the folder and write its trees (no ref, no row)."""
+        """Bring the indexes in line with the folder and write its trees (no ref, no row).
+
+        git does the scanning: after the first snapshot of a folder, `git diff-files` finds
+        what changed among the files it holds (its index keeps their stat data) while `git
+        ls-files --others --directory` lists what it does not hold, in one walk (untracked
+        folders collapsed); Python then looks only at what changed, and at ignored files.
+        The first snapshot, one after a restore or a damaged index, and a folder inside a
+        larger repository take the full listing instead.
+        """
         umask = _umask()
-        tree, listed, skipped, modes = self._write_tree(repo, umask)
-        extras, ignored_held, extra_skipped = self._extra_files(repo, listed, pins, umask, modes)
+        self._refresh_hidden(repo)
+        previous = self._scan_state(repo)
+        fast = previous is not None and self._enclosing_work_tree(repo) is None
+        if fast:
+            assert previous is not None
+            tree, count, skipped, modes, untracked = self._fast_tree(repo, umask, previous)
+        else:
+            tree, listed, skipped, modes = self._write_tree(repo, umask)
+            count = len(listed)
+            untracked = self._untracked(repo, self._run_untracked_listing(repo))
+        self._save_scan_state(repo, count, modes, tree)
+        extras, ignored_held, extra_skipped = self._extra_files(repo, untracked, pins, umask, modes)
         extras_tree = self._write_index(repo, repo.extras_index, extras)
-        meta = _Meta(umask, modes, tuple(self._empty_folders(repo)))
-        extras_commit = (
-            self._run(repo, "commit-tree", extras_tree, "-F", "-", input=meta.to_text())
-            .decode()
-            .strip()
-        )
+        meta = _Meta(umask, modes, tuple(sorted(untracked.empty_dirs)))
+        extras_commit = self._commit(repo, extras_tree, None, meta.to_text())
         pinned = tuple(sorted(p for p in pins if not self._hidden(repo, p)))
         return _State(
             tree,
@@ -749,7 +799,261 @@ class CheckpointStore:
             meta,
             Coverage(extras_commit, ignored_held, pinned),
             tuple(skipped + extra_skipped),
+            count + len(extras),
         )
+
+    def _commit(self, repo: _Repo, tree: str, parent: str | None, message: bytes) -> str:
+        """The commit of `tree` (with `parent`) and `message`: commits carry fixed dates, so
+        the same inputs give the same commit, made once and then remembered (until a prune
+        may have removed it)."""
+        key = hashlib.sha256(f"{tree} {parent}\n".encode() + message).hexdigest()
+        known = self._commits.get(repo.key, {})
+        if key in known:
+            return known[key]
+        args = ["commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"]
+        commit = self._run(repo, *args, input=message).decode().strip()
+        self._commits[repo.key] = {**dict(list(known.items())[-7:]), key: commit}
+        return commit
+
+    # -- the fast scan -------------------------------------------------------------------------
+    def _scan_state(self, repo: _Repo) -> dict[str, Any] | None:
+        """What the last snapshot left for the next one (the files it holds and their
+        permission bits), if the persistent index is still the one it wrote."""
+        try:
+            state = json.loads((repo.home / _SCAN_STATE).read_text(encoding="utf-8"))
+            info = repo.index.stat()
+        except (OSError, ValueError):
+            return None
+        signature = [info.st_mtime_ns, info.st_size, info.st_ino]
+        if not isinstance(state, dict) or state.get("index") != signature:
+            return None
+        return state
+
+    def _save_scan_state(self, repo: _Repo, count: int, modes: dict[str, int], tree: str) -> None:
+        try:
+            info = repo.index.stat()
+        except OSError:
+            return
+        state = {"index": [info.st_mtime_ns, info.st_size, info.st_ino], "count": count}
+        state["modes"] = modes
+        state["recent"] = self._recent.pop(repo.key, [])
+        state["tree"] = tree
+        temporary = repo.home / (_SCAN_STATE + ".tmp")
+        temporary.write_text(json.dumps(state, ensure_ascii=True), encoding="utf-8")
+        os.replace(temporary, repo.home / _SCAN_STATE)
+
+    def _fast_tree(
+        self, repo: _Repo, umask: int, previous: dict[str, Any]
+    ) -> tuple[str, int, list[SkippedFile], dict[str, int], _Untracked]:
+        """The persistent index brought up to date from what git reports changed."""
+        # Both walks at once: the stat of every file held, the listing of every folder.
+        dirty_job = self._start(repo, "diff-files", "-z", "--name-only", work_tree=repo.sandbox)
+        listing = self._run_untracked_listing(repo)
+        dirty = _split_z(self._wait(repo, dirty_job, "diff-files"))
+        untracked = self._untracked(repo, listing)
+        modes: dict[str, int] = {str(k): int(v) for k, v in previous.get("modes", {}).items()}
+        count = int(previous.get("count", 0))
+        plain, executable = 0o666 & ~umask, 0o777 & ~umask
+        skipped: list[SkippedFile] = []
+        update: list[str] = []
+        drop: list[str] = []
+        # git compares times to the second: a file indexed in the second of the last
+        # snapshot may have its bits changed in that second unseen; those are looked at again.
+        cutoff = int(time.time())
+        recent = self._recent[repo.key] = []
+        seen = set(dirty) | set(untracked.new)
+        for path in previous.get("recent", []):
+            if path in seen:
+                continue
+            try:
+                info = os.lstat(os.path.join(repo.sandbox, path))
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                bits = info.st_mode & 0o7777
+                if bits != (executable if info.st_mode & stat.S_IXUSR else plain):
+                    modes[path] = bits
+                else:
+                    modes.pop(path, None)
+                if info.st_ctime >= cutoff:
+                    recent.append(path)
+        queue = [*((p, True) for p in dirty), *((p, False) for p in untracked.new)]
+        for path, tracked in queue:  # grows while it is walked (a file become a folder)
+            modes.pop(path, None)
+            full = os.path.join(repo.sandbox, path)
+            try:
+                info = os.lstat(full)
+            except OSError:
+                if tracked:
+                    drop.append(path)  # deleted
+                continue
+            if stat.S_ISREG(info.st_mode):
+                reason: SkipReason | None = None
+                if info.st_size > self.max_file_bytes:
+                    reason = "too_large"
+                elif not info.st_mode & stat.S_IROTH and not os.access(full, os.R_OK):
+                    reason = "unreadable"
+                if reason is not None:
+                    skipped.append(SkippedFile(path, info.st_size, reason))
+                    if tracked:
+                        drop.append(path)
+                    continue
+                bits = info.st_mode & 0o7777
+                if bits != (executable if info.st_mode & stat.S_IXUSR else plain):
+                    modes[path] = bits
+                if info.st_ctime >= cutoff:
+                    recent.append(path)
+            elif not stat.S_ISLNK(info.st_mode):
+                if tracked:
+                    drop.append(path)
+                    if stat.S_ISDIR(info.st_mode):
+                        # A file become a folder: git's listing skips a path the index
+                        # holds, so what is in the folder is found here.
+                        before = len(untracked.new)
+                        self._new_folder(repo, path, untracked)
+                        queue.extend((p, False) for p in untracked.new[before:])
+                continue
+            update.append(path)
+            if not tracked:
+                count += 1
+        count -= len(drop)
+        if count > self.max_files:
+            raise CheckpointError(
+                f"{repo.sandbox} holds more than {self.max_files} files that are not "
+                "ignored: no checkpoint was taken (add a .gitignore for generated folders)"
+            )
+        if not drop and not update and isinstance(previous.get("tree"), str):
+            return str(previous["tree"]), count, skipped, modes, untracked  # index untouched
+        if drop:
+            self._drop_from_index(repo, repo.index, drop)
+        if update:
+            self._run(
+                repo,
+                "update-index",
+                "--add",
+                "--remove",
+                "--replace",
+                "-z",
+                "--stdin",
+                input=_join_z(update),
+                work_tree=repo.sandbox,
+            )
+        tree = self._run(repo, "write-tree", work_tree=repo.sandbox).decode().strip()
+        return tree, count, skipped, modes, untracked
+
+    def _run_untracked_listing(self, repo: _Repo) -> list[str]:
+        """Every path the persistent index does not hold, ignored or not, in one walk: files
+        in folders it holds files of, and whole folders (`dir/`) it holds nothing of."""
+        return _split_z(
+            self._run(repo, "ls-files", "-z", "--others", "--directory", work_tree=repo.sandbox)
+        )
+
+    def _untracked(self, repo: _Repo, entries: list[str]) -> _Untracked:
+        """Sort what the index does not hold: ignored (kept beside git's view, bounded), new
+        files (to add), folders with nothing in them; heavy folders and private paths out."""
+        found = _Untracked()
+        visible = [e for e in entries if not self._hidden(repo, e.rstrip("/"))]
+        ignored = self._ignored_paths(repo, [e.rstrip("/") for e in visible])
+        for entry in visible:
+            path = entry.rstrip("/")
+            is_dir = entry.endswith("/")
+            if path in ignored:
+                heavy_at = _heavy_prefix(path)
+                if heavy_at is not None:
+                    found.heavy.add(heavy_at)
+                elif is_dir:
+                    found.ignored_dirs.append(path)
+                    found.empty_dirs.extend(self._empty_within(repo, path))
+                else:
+                    found.ignored_files.append(path)
+            elif not is_dir:
+                found.new.append(path)
+            else:
+                self._new_folder(repo, path, found)
+        return found
+
+    def _new_folder(self, repo: _Repo, path: str, found: _Untracked) -> None:
+        """A folder the index holds nothing of: its files (by its ignore rules; a nested
+        repository's by its own), its ignored files, its empty folders."""
+        found.empty_dirs.extend(self._empty_within(repo, path))
+        pending = [path]
+        while pending:
+            folder = pending.pop()
+            own = (repo.sandbox / folder / ".git").exists()
+            work_tree = repo.sandbox / folder if own else repo.sandbox
+            files, nested = self._list_level(repo, work_tree, repo.sandbox / folder, folder + "/")
+            found.new.extend(files)
+            pending.extend(n.rstrip("/") for n in nested)
+            listing = self._run(
+                repo,
+                "ls-files",
+                "-z",
+                "--others",
+                "--ignored",
+                "--exclude-standard",
+                "--directory",
+                work_tree=work_tree,
+                cwd=repo.sandbox / folder,
+                index=repo.empty_index,
+            )
+            for entry in _split_z(listing):
+                inner = f"{folder}/{entry.rstrip('/')}"
+                if self._hidden(repo, inner):
+                    continue
+                heavy_at = _heavy_prefix(inner)
+                if heavy_at is not None:
+                    found.heavy.add(heavy_at)
+                elif entry.endswith("/"):
+                    found.ignored_dirs.append(inner)
+                else:
+                    found.ignored_files.append(inner)
+
+    def _empty_within(self, repo: _Repo, path: str) -> list[str]:
+        """The folders at or under `path` that hold no file at any depth (none past the
+        bound: a folder with more is not taken apart)."""
+        holds: dict[str, bool] = {}
+        order: list[str] = []
+        for current, dirs, files in os.walk(repo.sandbox / path, topdown=True):
+            rel = Path(current).relative_to(repo.sandbox).as_posix()
+            dirs[:] = [d for d in dirs if d != ".git" and not self._hidden(repo, f"{rel}/{d}")]
+            links = [d for d in dirs if os.path.islink(os.path.join(current, d))]
+            dirs[:] = [d for d in dirs if d not in links]
+            holds[rel] = bool(files or links)
+            order.append(rel)
+            if len(order) > self.max_empty_folders:
+                return []
+        # A folder holds something if it or any folder under it does.
+        for rel in sorted(order, key=lambda r: r.count("/"), reverse=True):
+            if holds[rel]:
+                parent = rel.rpartition("/")[0]
+                if parent in holds and parent.startswith(path):
+                    holds[parent] = True
+        return [rel for rel in order if not holds[rel]]
+
+    def _start(self, repo: _Repo, *args: str, work_tree: Path) -> subprocess.Popen[bytes]:
+        try:
+            return subprocess.Popen(
+                [self.git, *args],
+                cwd=work_tree,
+                env=self._env(repo, GIT_WORK_TREE=str(work_tree)),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        except OSError as exc:
+            raise _GitFailed(f"git {args[0]} failed for {repo.sandbox}: {exc}") from exc
+
+    def _wait(self, repo: _Repo, job: subprocess.Popen[bytes], name: str) -> bytes:
+        try:
+            out, err = job.communicate(timeout=GIT_TIMEOUT_S)
+        except subprocess.TimeoutExpired as exc:
+            job.kill()
+            job.communicate()
+            raise _GitFailed(f"git {name} failed for {repo.sandbox}: {exc}") from exc
+        if job.returncode != 0:
+            detail = err.decode(errors="replace").strip()
+            raise _GitFailed(f"git {name} failed for {repo.sandbox}: {detail}")
+        return out
 
     def _write_tree(
         self, repo: _Repo, umask: int
@@ -765,6 +1069,13 @@ class CheckpointStore:
 
     def _write_index(self, repo: _Repo, index: Path, paths: list[str]) -> str:
         """Make `index` hold exactly `paths` as they are on disk; its tree."""
+        if not paths and index != repo.index:
+            index.unlink(missing_ok=True)  # nothing to hold
+            if repo.key not in self._empty_tree_written:
+                # Commits name it: it must be in the repository, not only known to git.
+                self._run(repo, "hash-object", "-w", "-t", "tree", "--stdin", input=b"")
+                self._empty_tree_written.add(repo.key)
+            return _EMPTY_TREE
         listed = set(paths)
         indexed = _split_z(self._run(repo, "ls-files", "-z", index=index, work_tree=repo.sandbox))
         stale = [path for path in indexed if path not in listed]
@@ -795,6 +1106,8 @@ class CheckpointStore:
         modes: dict[str, int] = {}
         plain, executable = 0o666 & ~umask, 0o777 & ~umask
         root = str(repo.sandbox)
+        recent = self._recent[repo.key] = []
+        cutoff = int(time.time())
         for path in self._unignored_files(repo):
             full = os.path.join(root, path)  # not pathlib: this runs for every file
             try:
@@ -813,6 +1126,8 @@ class CheckpointStore:
                 bits = info.st_mode & 0o7777
                 if bits != (executable if info.st_mode & stat.S_IXUSR else plain):
                     modes[path] = bits
+                if info.st_ctime >= cutoff:
+                    recent.append(path)
             elif not stat.S_ISLNK(info.st_mode):
                 continue
             paths.append(path)
@@ -821,7 +1136,7 @@ class CheckpointStore:
     def _extra_files(
         self,
         repo: _Repo,
-        listed: set[str],
+        untracked: _Untracked,
         pins: Collection[str],
         umask: int,
         modes: dict[str, int],
@@ -832,7 +1147,7 @@ class CheckpointStore:
         Returns the paths, whether every ignored file outside the heavy folders was kept,
         and what was left out.
         """
-        candidates, skipped = self._ignored_candidates(repo)
+        candidates, skipped = self._ignored_candidates(repo, untracked)
         chosen: list[str] = []
         infos: dict[str, os.stat_result] = {}
         total = 0
@@ -854,9 +1169,10 @@ class CheckpointStore:
                 SkippedFile(f"{left_out} ignored file(s)", left_out_bytes, "over_bounds")
             )
         held = not any(s.reason in ("over_bounds", "too_large", "unreadable") for s in skipped)
-        have = listed | set(chosen)
-        for path in sorted(set(pins) - have):
-            if self._hidden(repo, path):
+        wanted = sorted(set(pins) - set(chosen))
+        have = self._in_index(repo, repo.index, wanted)
+        for path in wanted:
+            if path in have or self._hidden(repo, path):
                 continue
             try:
                 info = os.lstat(repo.sandbox / path)
@@ -876,14 +1192,29 @@ class CheckpointStore:
                     modes[path] = bits
         return chosen, held, skipped
 
+    def _in_index(self, repo: _Repo, index: Path, paths: list[str]) -> set[str]:
+        """Those of `paths` the index holds."""
+        if not paths:
+            return set()
+        listing = self._run(
+            repo,
+            "ls-files",
+            "-z",
+            "--",
+            *(f":(literal){p}" for p in paths),
+            index=index,
+            work_tree=repo.sandbox,
+        )
+        return set(_split_z(listing)) & set(paths)
+
     def _ignored_candidates(
-        self, repo: _Repo
+        self, repo: _Repo, untracked: _Untracked
     ) -> tuple[list[tuple[int, str, os.stat_result]], list[SkippedFile]]:
         """Every ignored file and symlink outside heavy folders, with its size; and the
         heavy folders and unreadable files left out."""
         found: list[tuple[int, str, os.stat_result]] = []
         skipped: list[SkippedFile] = []
-        heavy: set[str] = set()
+        heavy = set(untracked.heavy)
         root = repo.sandbox
 
         def consider(path: str) -> None:
@@ -899,70 +1230,25 @@ class CheckpointStore:
                 else:
                     found.append((info.st_size, path, info))
 
-        for work_tree, folder, prefix in self._levels(repo):
-            args = ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"]
-            project_exclude = _project_exclude_file(work_tree)
-            if project_exclude is not None:
-                args.append(f"--exclude-from={project_exclude}")
-            listing = self._run(
-                repo, *args, work_tree=work_tree, cwd=folder, index=repo.empty_index
-            )
-            for entry in _split_z(listing):
-                path = prefix + entry.rstrip("/")
-                if self._hidden(repo, path):
-                    continue
-                heavy_at = _heavy_prefix(path)
-                if heavy_at is not None:
-                    heavy.add(heavy_at)
-                    continue
-                if not entry.endswith("/"):
-                    consider(path)
-                    continue
-                for current, dirs, files in os.walk(root / path):
-                    rel = Path(current).relative_to(root).as_posix()
-                    for name in list(dirs):
-                        sub = f"{rel}/{name}"
-                        if name == ".git" or self._hidden(repo, sub):
-                            dirs.remove(name)
-                        elif name in HEAVY_FOLDERS:
-                            heavy.add(sub)
-                            dirs.remove(name)
-                        elif os.path.islink(os.path.join(current, name)):
-                            consider(sub)  # os.walk does not follow it
-                    for name in files:
-                        if name != ".git" and not self._hidden(repo, f"{rel}/{name}"):
-                            consider(f"{rel}/{name}")
+        for path in untracked.ignored_files:
+            consider(path)
+        for path in untracked.ignored_dirs:
+            for current, dirs, files in os.walk(root / path):
+                rel = Path(current).relative_to(root).as_posix()
+                for name in list(dirs):
+                    sub = f"{rel}/{name}"
+                    if name == ".git" or self._hidden(repo, sub):
+                        dirs.remove(name)
+                    elif name in HEAVY_FOLDERS:
+                        heavy.add(sub)
+                        dirs.remove(name)
+                    elif os.path.islink(os.path.join(current, name)):
+                        consider(sub)  # os.walk does not follow it
+                for name in files:
+                    if name != ".git" and not self._hidden(repo, f"{rel}/{name}"):
+                        consider(f"{rel}/{name}")
         skipped.extend(SkippedFile(folder, 0, "heavy_folder") for folder in sorted(heavy))
         return found, skipped
-
-    def _levels(self, repo: _Repo) -> list[tuple[Path, Path, str]]:
-        """The repositories the last listing went through: (work tree, folder, prefix)."""
-        return self._levels_found.get(repo.key) or [(repo.sandbox, repo.sandbox, "")]
-
-    def _empty_folders(self, repo: _Repo) -> list[str]:
-        """Every folder git does not see for want of a file in it (nested ones included),
-        as `/`-separated paths; none when there are more than the bound."""
-        args = ["ls-files", "-z", "--others", "--directory", "--exclude-standard"]
-        args += self._private_excludes(repo, repo.sandbox)
-        listing = self._run(repo, *args, work_tree=repo.sandbox)
-        found: list[str] = []
-        for entry in _split_z(listing):
-            if not entry.endswith("/"):
-                continue
-            top = entry.rstrip("/")
-            folders = [top]
-            empty = True
-            for current, dirs, files in os.walk(repo.sandbox / top):
-                if files or any(os.path.islink(os.path.join(current, d)) for d in dirs):
-                    empty = False
-                    break
-                rel = Path(current).relative_to(repo.sandbox).as_posix()
-                folders.extend(f"{rel}/{d}" for d in dirs)
-            if empty:
-                found.extend(folders)
-            if len(found) > self.max_empty_folders:
-                return []
-        return sorted(found)
 
     def _private_excludes(self, repo: _Repo, work_tree: Path) -> list[str]:
         """`--exclude` options for what a snapshot never holds: our own data, credentials."""
@@ -1011,30 +1297,24 @@ class CheckpointStore:
         found: list[str] = []
         self._refresh_hidden(repo)
         enclosing = self._enclosing_work_tree(repo)
-        levels: list[tuple[Path, Path, str]] = []
         if enclosing is not None:
             found, nested = self._list_level(repo, enclosing, repo.sandbox, "")
             if not found and not nested:
                 # Rules such as "*" then "!*/" hide every file yet not the folder: a sandbox
                 # whose every file the larger repository ignores follows its own rules only.
                 enclosing = None
-            else:
-                levels.append((enclosing, repo.sandbox, ""))
             pending = nested
         if enclosing is None:
             found, pending = self._list_level(repo, repo.sandbox, repo.sandbox, "")
-            levels.append((repo.sandbox, repo.sandbox, ""))
         while pending:
             prefix = pending.pop()
             files, nested = self._list_level(
                 repo, repo.sandbox / prefix, repo.sandbox / prefix, prefix
             )
-            levels.append((repo.sandbox / prefix, repo.sandbox / prefix, prefix))
             found.extend(files)
             pending.extend(nested)
             if len(found) > self.max_files:
                 break
-        self._levels_found[repo.key] = levels
         if len(found) > self.max_files:
             raise CheckpointError(
                 f"{repo.sandbox} holds more than {self.max_files} files that are not "
@@ -1238,20 +1518,30 @@ class CheckpointStore:
                     change.path, change.change, change.path in extra_paths
                 )
         else:
+            # The object each side had at a path: a file that moved between git's view and
+            # beyond it (its ignore rule changed) is one change, or none if it is the same.
+            before: dict[str, str] = {}
+            after: dict[str, str] = {}
             for tree_pair, ignored in (
                 ((old.tree, new.tree), False),
                 ((old.extras_tree, new.extras_tree), True),
             ):
                 if tree_pair[0] == tree_pair[1]:
                     continue
-                for change in self._diff_trees(repo, *tree_pair):
+                for entry in self._diff_entries(repo, *tree_pair):
+                    change = entry.changed_file
+                    if change.change != "added":
+                        before[change.path] = f"{entry.old_mode} {entry.old_id}"
+                    if change.change != "deleted":
+                        after[change.path] = f"{entry.new_mode} {entry.new_id}"
                     seen = changed.get(change.path)
                     if seen is not None and seen.change != change.change:
-                        # A file that moved between git's view and beyond it (its ignore
-                        # rule changed): one change of that path.
                         changed[change.path] = ChangedFile(change.path, "modified", True)
                     else:
                         changed[change.path] = ChangedFile(change.path, change.change, ignored)
+            for path in [p for p in changed if p in before and p in after]:
+                if before[path] == after[path]:
+                    del changed[path]
         # A checkpoint older than the extras recorded no permission bits: none to compare.
         compared = old.extras_commit and new.extras_commit
         for path in sorted(set(old.meta.modes) | set(new.meta.modes) if compared else ()):
@@ -1404,8 +1694,11 @@ class CheckpointStore:
         """Those of `paths` the sandbox's ignore rules ignore."""
         if not paths:
             return set()
+        exclude = _project_exclude_file(repo.sandbox)
+        settings = ["-c", f"core.excludesFile={exclude}"] if exclude is not None else []
         check = self._git(
             repo,
+            *settings,
             "check-ignore",
             "--no-index",
             "-z",
@@ -1467,6 +1760,7 @@ class CheckpointStore:
     def _create(self, repo: _Repo) -> None:
         repo.home.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(repo.git_dir, ignore_errors=True)
+        self._forget(repo)
         subprocess.run(
             [self.git, "init", "--quiet", "--bare", "--template=", str(repo.git_dir)],
             env=self._env(),

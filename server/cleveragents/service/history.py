@@ -45,6 +45,8 @@ from ..tool.events import (
     RunFailed,
     RunFinished,
     RunStarted,
+    SnapshotProgress,
+    SnapshotTaken,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -369,7 +371,7 @@ TITLE_CHARS = 200
 
 # Events the history does not store (text deltas: the answer is stored whole; a call is
 # stored when it finishes).
-UNSTORED_EVENTS = (TextDelta, ToolCallStarted)
+UNSTORED_EVENTS = (TextDelta, ToolCallStarted, SnapshotProgress, SnapshotTaken)
 
 
 class RunHistory:

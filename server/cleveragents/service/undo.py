@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..tool.checkpoint import SnapshotReport
 from .changes import ChangedFile
 from .checkpoints import (
     Checkpoint,
@@ -355,11 +356,12 @@ class RunCheckpoints:
         self.changed_files: list[ChangedFile] = []
         self._pending: list[Future[None]] = []
         self._mutated = False
+        self._files: int | None = None  # files the last snapshot holds
         # The runtime's hook (`before_mutation=checkpoints.before_mutation`): awaited before
         # an iteration first changes the folder, and before each file tool's change.
         self.before_mutation = CheckpointHook(self)
 
-    async def snapshot_before(self, iteration: int) -> None:
+    async def snapshot_before(self, iteration: int) -> SnapshotReport:
         """Snapshot the folder before `iteration` changes it.
 
         Never raises for a checkpoint that cannot be taken (the run goes on, and `warning`
@@ -369,6 +371,7 @@ class RunCheckpoints:
         future = self.undo.executor.submit(self._snapshot, iteration)
         self._pending.append(future)
         await asyncio.wrap_future(future)
+        return SnapshotReport(self._files)
 
     async def keep_files(self, paths: Sequence[str]) -> None:
         """Keep the previous content of the files a file tool is about to change, whatever
@@ -434,6 +437,7 @@ class RunCheckpoints:
             return
         try:
             checkpoint = store.snapshot(self.sandbox_root, self.run_id, iteration)
+            self._files = checkpoint.files
             stored = stored_checkpoint(checkpoint)
             self.undo.record(lambda history: history.add_checkpoint(self.run_id, stored))
             beyond = [s for s in checkpoint.skipped if s.reason in ("heavy_folder", "over_bounds")]
@@ -501,8 +505,8 @@ class CheckpointHook:
     def __init__(self, checkpoints: RunCheckpoints) -> None:
         self.checkpoints = checkpoints
 
-    async def __call__(self, iteration: int) -> None:
-        await self.checkpoints.snapshot_before(iteration)
+    async def __call__(self, iteration: int) -> SnapshotReport:
+        return await self.checkpoints.snapshot_before(iteration)
 
     async def before_file_change(self, iteration: int, paths: Sequence[str]) -> None:
         await self.checkpoints.keep_files(paths)

@@ -540,6 +540,8 @@ class ToolCallingRuntime:
             else CheckpointingAuthorizer(profile, chosen_approver, run_id, before_mutation)
         )
         run = _Run(self, run_id, context, (*self.observers, *observers), authorizer, budget, window)
+        if isinstance(authorizer, CheckpointingAuthorizer) and run.observers:
+            authorizer.emit = run.emit  # snapshots are steps of their own (checkpoint.py)
         run.messages.extend(close_dangling_calls(history))
         run.emit(
             RunStarted(
