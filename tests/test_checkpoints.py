@@ -878,3 +878,39 @@ def test_the_fast_scan_sees_what_a_full_listing_sees(tmp_path: Path, sandbox: Pa
     assert fast.files == full.files
     assert fast_state.meta.modes["src/util.py"] == 0o600
     assert "made/empty" in fast_state.meta.empty_dirs
+
+
+def test_a_huge_ignored_folder_is_not_walked_whole_and_its_files_never_deleted(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    store = CheckpointStore(tmp_path / "data", max_ignored_files=2)
+    write(sandbox, ".gitignore", "data/\n")
+    for i in range(40):
+        write(sandbox, f"data/part{i:02d}/rows.csv", f"{i}\n")
+    first = store.snapshot(sandbox, "run", 1)
+    assert not first.coverage.ignored_held
+    assert first.note is not None and "the ignored folder data/" in first.note
+    write(sandbox, "data/new.csv", "made since\n")
+    store.restore(sandbox, first)
+    # Nothing it did not hold is deleted.
+    assert len(list((sandbox / "data").rglob("*.csv"))) == 41
+
+
+def test_a_restore_removes_no_folder_through_a_symlink(tmp_path: Path, sandbox: Path) -> None:
+    store = CheckpointStore(tmp_path / "data")
+    outside = tmp_path / "outside"
+    (outside / "empty").mkdir(parents=True)
+    write(sandbox, "a.txt", "a\n")
+    first = store.snapshot(sandbox, "run", 1)
+    (sandbox / "made/empty").mkdir(parents=True)  # an empty folder the run made
+    result = store.restore(sandbox, first)
+    assert ChangedFile("made/empty/", "deleted") in result.changed_files
+    assert not (sandbox / "made").exists()
+    assert result.undo is not None
+    store.restore(sandbox, result.undo)  # the folders are made again
+    assert (sandbox / "made/empty").is_dir()
+    # The folder the undo would remove is now reached through a symlink: left alone.
+    shutil.rmtree(sandbox / "made")
+    os.symlink(outside, sandbox / "made")
+    store.restore(sandbox, first)
+    assert (outside / "empty").is_dir()

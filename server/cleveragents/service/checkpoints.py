@@ -1230,10 +1230,19 @@ class CheckpointStore:
                 else:
                     found.append((info.st_size, path, info))
 
+        # A walk stops a little past what could be kept: a huge ignored folder is not
+        # listed whole at every snapshot (what is left out makes `ignored_held` false).
+        limit = 4 * self.max_ignored_files
         for path in untracked.ignored_files:
             consider(path)
         for path in untracked.ignored_dirs:
+            if len(found) > limit:
+                skipped.append(SkippedFile(f"{path}/", 0, "over_bounds"))
+                continue
             for current, dirs, files in os.walk(root / path):
+                if len(found) > limit:
+                    skipped.append(SkippedFile(f"{path}/", 0, "over_bounds"))
+                    break
                 rel = Path(current).relative_to(root).as_posix()
                 for name in list(dirs):
                     sub = f"{rel}/{name}"
@@ -2089,10 +2098,9 @@ def _apply_folders(root: Path, now: _Meta, wanted: _Meta) -> None:
     """Remove the empty folders made since (deepest first; one that holds anything now
     stays), and make the empty folders the checkpoint had."""
     for folder in sorted(set(now.empty_dirs) - set(wanted.empty_dirs), reverse=True):
-        full = root / folder
-        if full.is_dir() and not full.is_symlink():
+        if _real_folder(root, folder):
             try:
-                os.rmdir(full)
+                os.rmdir(root / folder)
             except OSError:
                 pass  # not empty (any more): what is in it stays
     for folder in sorted(set(wanted.empty_dirs)):
@@ -2106,6 +2114,20 @@ def _apply_folders(root: Path, now: _Meta, wanted: _Meta) -> None:
                 continue
             if not stat.S_ISDIR(info.st_mode):
                 break  # a file or a symlink is in the way: never made through it
+
+
+def _real_folder(root: Path, folder: str) -> bool:
+    """True when `folder` and every folder above it (up to `root`) is a folder, not a
+    symlink: nothing is removed through a link."""
+    current = root
+    for part in folder.split("/"):
+        current = current / part
+        try:
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def _project_exclude_file(work_tree: Path) -> Path | None:
@@ -2243,8 +2265,11 @@ def _skipped_note(skipped: Sequence[SkippedFile]) -> str | None:
     if heavy:
         parts.append("ignored folder(s) never copied: " + ", ".join(s.path for s in heavy))
     for s in over:
-        parts.append(
-            f"{s.path} ({s.size / 1048576:.1f} MiB) beyond the bounds on ignored files "
-            "(the largest are left out first)"
-        )
+        if s.path.endswith("/"):
+            parts.append(f"the ignored folder {s.path} (too many files to go through)")
+        else:
+            parts.append(
+                f"{s.path} ({s.size / 1048576:.1f} MiB) beyond the bounds on ignored files "
+                "(the largest are left out first)"
+            )
     return "not in this checkpoint (a restore leaves them as they are): " + "; ".join(parts)
