@@ -853,7 +853,6 @@ class CheckpointStore:
         untracked = self._untracked(repo, listing)
         modes: dict[str, int] = {str(k): int(v) for k, v in previous.get("modes", {}).items()}
         count = int(previous.get("count", 0))
-        plain, executable = 0o666 & ~umask, 0o777 & ~umask
         skipped: list[SkippedFile] = []
         update: list[str] = []
         drop: list[str] = []
@@ -870,11 +869,8 @@ class CheckpointStore:
             except OSError:
                 continue
             if stat.S_ISREG(info.st_mode):
-                bits = info.st_mode & 0o7777
-                if bits != (executable if info.st_mode & stat.S_IXUSR else plain):
-                    modes[path] = bits
-                else:
-                    modes.pop(path, None)
+                modes.pop(path, None)
+                _note_bits(modes, path, info, umask)
                 if info.st_ctime >= cutoff:
                     recent.append(path)
         queue = [*((p, True) for p in dirty), *((p, False) for p in untracked.new)]
@@ -898,9 +894,7 @@ class CheckpointStore:
                     if tracked:
                         drop.append(path)
                     continue
-                bits = info.st_mode & 0o7777
-                if bits != (executable if info.st_mode & stat.S_IXUSR else plain):
-                    modes[path] = bits
+                _note_bits(modes, path, info, umask)
                 if info.st_ctime >= cutoff:
                     recent.append(path)
             elif not stat.S_ISLNK(info.st_mode):
@@ -1104,7 +1098,6 @@ class CheckpointStore:
         paths: list[str] = []
         skipped: list[SkippedFile] = []
         modes: dict[str, int] = {}
-        plain, executable = 0o666 & ~umask, 0o777 & ~umask
         root = str(repo.sandbox)
         recent = self._recent[repo.key] = []
         cutoff = int(time.time())
@@ -1123,9 +1116,7 @@ class CheckpointStore:
                 if not info.st_mode & stat.S_IROTH and not os.access(full, os.R_OK):
                     skipped.append(SkippedFile(path, info.st_size, "unreadable"))
                     continue
-                bits = info.st_mode & 0o7777
-                if bits != (executable if info.st_mode & stat.S_IXUSR else plain):
-                    modes[path] = bits
+                _note_bits(modes, path, info, umask)
                 if info.st_ctime >= cutoff:
                     recent.append(path)
             elif not stat.S_ISLNK(info.st_mode):
@@ -1183,13 +1174,10 @@ class CheckpointStore:
             ):
                 chosen.append(path)
                 infos[path] = info
-        plain, executable = 0o666 & ~umask, 0o777 & ~umask
         for path in chosen:
             info = infos[path]
             if stat.S_ISREG(info.st_mode):
-                bits = info.st_mode & 0o7777
-                if bits != (executable if info.st_mode & stat.S_IXUSR else plain):
-                    modes[path] = bits
+                _note_bits(modes, path, info, umask)
         return chosen, held, skipped
 
     def _in_index(self, repo: _Repo, index: Path, paths: list[str]) -> set[str]:
@@ -1635,9 +1623,7 @@ class CheckpointStore:
                 continue
             add.append(path)
             if stat.S_ISREG(info.st_mode):
-                bits = info.st_mode & 0o7777
-                if bits != state.meta.default_mode(bool(info.st_mode & stat.S_IXUSR)):
-                    modes[path] = bits
+                _note_bits(modes, path, info, state.meta.umask)
         coverage = Coverage(
             checkpoint.coverage.extras,
             checkpoint.coverage.ignored_held,
@@ -2022,6 +2008,14 @@ def _file_lock(path: Path) -> Iterator[None]:
                 yield
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _note_bits(modes: dict[str, int], path: str, info: os.stat_result, umask: int) -> None:
+    """Record a regular file's permission bits in `modes` if git would not give them back
+    (it writes 0666 or 0777 less the umask)."""
+    bits = info.st_mode & 0o7777
+    if bits != (0o777 if info.st_mode & stat.S_IXUSR else 0o666) & ~umask:
+        modes[path] = bits
 
 
 def _umask() -> int:
