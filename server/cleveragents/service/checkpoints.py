@@ -1083,6 +1083,9 @@ class CheckpointStore:
                 "--add",
                 "--remove",
                 "--replace",
+                # The persistent index, rebuilt here, is split: a later snapshot that
+                # changes a few files writes a small index, not all of it again.
+                *(["--split-index"] if index == repo.index else []),
                 "-z",
                 "--stdin",
                 input=_join_z(paths),
