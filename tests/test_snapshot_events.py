@@ -39,6 +39,7 @@ from cleveragents.tool.events import (
 )
 from cleveragents.tool.llm import FunctionLLMCaller
 from cleveragents.tool.policy import ApprovalDecision, ApprovalRequest
+from cleveragents.tool.records import ToolCallRunResult
 from cleveragents.workspace import register_builtin_tools
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -64,6 +65,17 @@ def write_then_answer(request: LLMRequest) -> LLMResponse:
         call = ToolCallRequest("w", "write_file", {"path": "n.txt", "content": "x"})
         return LLMResponse(tool_calls=[call])
     return LLMResponse(text="Done.")
+
+
+async def write_run(folder: Path, observe: RunObserver, hook: Any) -> ToolCallRunResult:
+    """One write_file through the real runtime, with `hook` as its checkpoint hook."""
+    registry = ToolRegistry()
+    register_builtin_tools(registry)
+    runtime = ToolCallingRuntime(
+        registry, ToolRunner(registry), FunctionLLMCaller(write_then_answer)
+    )
+    context = ToolActorContext(sandbox_root=str(folder), automation_profile="full-auto")
+    return await runtime.arun_tool_loop("go", context, observers=[observe], before_mutation=hook)
 
 
 async def test_a_write_needing_a_first_snapshot_reports_its_own_time_and_a_snapshot_event(
@@ -125,15 +137,7 @@ async def test_a_snapshot_past_its_first_interval_shows_progress_until_it_ends(
         await progressed.wait()
         return SnapshotReport(files=7)
 
-    registry = ToolRegistry()
-    register_builtin_tools(registry)
-    runtime = ToolCallingRuntime(
-        registry, ToolRunner(registry), FunctionLLMCaller(write_then_answer)
-    )
-    context = ToolActorContext(sandbox_root=str(tmp_path), automation_profile="full-auto")
-    result = await runtime.arun_tool_loop(
-        "go", context, observers=[observe], before_mutation=slow_snapshot
-    )
+    result = await write_run(tmp_path, observe, slow_snapshot)
     assert result.tool_call_history[0].success
     kinds = [type(e).__name__ for e in events if isinstance(e, SnapshotProgress | SnapshotTaken)]
     assert kinds[0] == "SnapshotProgress" and kinds[-1] == "SnapshotTaken"
@@ -153,15 +157,7 @@ async def test_a_failed_snapshot_is_an_event_with_its_error_and_the_change_is_de
     async def broken(iteration: int) -> None:
         raise OSError("No space left on device")
 
-    registry = ToolRegistry()
-    register_builtin_tools(registry)
-    runtime = ToolCallingRuntime(
-        registry, ToolRunner(registry), FunctionLLMCaller(write_then_answer)
-    )
-    context = ToolActorContext(sandbox_root=str(tmp_path), automation_profile="full-auto")
-    result = await runtime.arun_tool_loop(
-        "go", context, observers=[events.append], before_mutation=broken
-    )
+    result = await write_run(tmp_path, events.append, broken)
     [record] = result.tool_call_history
     assert record.error_kind == "denied" and not (tmp_path / "n.txt").exists()
     [taken] = [e for e in events if isinstance(e, SnapshotTaken)]

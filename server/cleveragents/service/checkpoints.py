@@ -921,17 +921,7 @@ class CheckpointStore:
         if drop:
             self._drop_from_index(repo, repo.index, drop)
         if update:
-            self._run(
-                repo,
-                "update-index",
-                "--add",
-                "--remove",
-                "--replace",
-                "-z",
-                "--stdin",
-                input=_join_z(update),
-                work_tree=repo.sandbox,
-            )
+            self._add_to_index(repo, repo.index, update)
         tree = self._run(repo, "write-tree", work_tree=repo.sandbox).decode().strip()
         return tree, count, skipped, modes, untracked
 
@@ -1076,23 +1066,29 @@ class CheckpointStore:
         if stale:
             self._drop_from_index(repo, index, stale)
         if paths:
-            # Unchanged files are recognised by their stat data and not read again.
-            self._run(
-                repo,
-                "update-index",
-                "--add",
-                "--remove",
-                "--replace",
-                # The persistent index, rebuilt here, is split: a later snapshot that
-                # changes a few files writes a small index, not all of it again.
-                *(["--split-index"] if index == repo.index else []),
-                "-z",
-                "--stdin",
-                input=_join_z(paths),
-                index=index,
-                work_tree=repo.sandbox,
-            )
+            # The persistent index, rebuilt here, is split: a later snapshot that changes a
+            # few files writes a small index, not all of it again.
+            self._add_to_index(repo, index, paths, split=index == repo.index)
         return self._run(repo, "write-tree", index=index, work_tree=repo.sandbox).decode().strip()
+
+    def _add_to_index(
+        self, repo: _Repo, index: Path, paths: list[str], *, split: bool = False
+    ) -> None:
+        """Put `paths` into `index` as they are on disk (unchanged files are recognised by
+        their stat data and not read again)."""
+        self._run(
+            repo,
+            "update-index",
+            "--add",
+            "--remove",
+            "--replace",
+            *(["--split-index"] if split else []),
+            "-z",
+            "--stdin",
+            input=_join_z(paths),
+            index=index,
+            work_tree=repo.sandbox,
+        )
 
     def _snapshot_paths(
         self, repo: _Repo, umask: int
