@@ -14,9 +14,19 @@ round:
 and reports the disk the store takes after those snapshots, before and after a prune packs
 it. Wall clock, median over rounds.
 
+Then, **against plain git on the same tree** (10,000 and 100,000 files by default: `--sizes`),
+each side with its own index, in alternating order:
+
+- the first snapshot vs git's first `git add -A && git write-tree` (a fresh index);
+- the unchanged snapshot vs git's no-change `git add -A && git write-tree`;
+- a one-edit snapshot vs git's `git add -A && git write-tree` after one edit;
+
+and prints each ratio with PASS/MISS against 1.5x (issue 21: checkpoints at git speed).
+
     python bench/checkpoint_bench.py            # table and PASS/MISS lines
     python bench/checkpoint_bench.py --json     # machine-readable results
     python bench/checkpoint_bench.py --quick    # 500 files, 1 round (smoke test)
+    python bench/checkpoint_bench.py --sizes 100000 --git-rounds 4
 
 A bench reports; it never fails the build: the exit status is 0 unless something crashes.
 """
@@ -29,10 +39,12 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +89,116 @@ def edit_files(root: Path, files: int, tag: str) -> None:
             handle.write(f"# edited {tag}\n")
 
 
+GIT_RATIO_LIMIT = 1.5
+
+
+class PlainGit:
+    """Plain git on the same folder: its own repository and index, no user config."""
+
+    def __init__(self, home: Path, work_tree: Path) -> None:
+        self.home = home
+        self.git_dir = home / "plain.git"
+        self.index = home / "plain.index"
+        self.work_tree = work_tree
+        self.env = {
+            "PATH": os.environ.get("PATH", os.defpath),
+            "HOME": str(home),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_DIR": str(self.git_dir),
+            "GIT_WORK_TREE": str(work_tree),
+            "GIT_INDEX_FILE": str(self.index),
+        }
+        home.mkdir(parents=True, exist_ok=True)
+        bare = {k: v for k, v in self.env.items() if not k.startswith("GIT_") or "CONFIG" in k}
+        subprocess.run(["git", "init", "-q", "--bare", str(self.git_dir)], env=bare, check=True)
+        self._git("config", "core.bare", "false")
+
+    def _git(self, *args: str) -> str:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=self.work_tree,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout
+
+    def add_and_write_tree(self) -> str:
+        """What the issue measures: `git add -A && git write-tree`, two processes."""
+        self._git("add", "-A")
+        return self._git("write-tree").strip()
+
+    def fresh(self) -> None:
+        self.index.unlink(missing_ok=True)
+
+
+def vs_git(workdir: Path, files: int, rounds: int) -> dict[str, Any]:
+    """Our snapshots against plain git's add/write-tree on the same tree, interleaved."""
+    sandbox = workdir / f"vs-git-{files}"
+    sandbox.mkdir()
+    build_workspace(sandbox, files)
+    settle(sandbox)
+    ours_ms: dict[str, list[float]] = {name: [] for name in _VS_GIT_CASES}
+    git_ms: dict[str, list[float]] = {name: [] for name in _VS_GIT_CASES}
+    for round_no in range(rounds):
+        store = CheckpointStore(workdir / f"vs-git-data-{files}-{round_no}")
+        plain = PlainGit(workdir / f"vs-git-plain-{files}-{round_no}", sandbox)
+        plain.fresh()
+        ours_first = round_no % 2 == 0  # alternate who reads the tree first
+        sides: list[tuple[dict[str, list[float]], Callable[[], Any]]] = [
+            (ours_ms, partial(store.snapshot, sandbox, "bench", 1)),
+            (git_ms, plain.add_and_write_tree),
+        ]
+        order = sides if ours_first else sides[::-1]
+        for name in ("first snapshot", "unchanged snapshot"):
+            for table, action in order:
+                table[name].append(timed(action)[0])
+        target = sandbox / "pkg000" / "module000.py"
+        for table, action in order:
+            with target.open("a") as handle:  # one edit before each side's turn
+                handle.write(f"# one edit, round {round_no}\n")
+            table["one-edit snapshot"].append(timed(action)[0])
+        # Both see the same tree (git's view of the folder).
+        assert store.snapshot(sandbox, "bench", 2).tree == plain.add_and_write_tree(), "differ"
+    rows = []
+    for name in _VS_GIT_CASES:
+        ours = statistics.median(ours_ms[name])
+        git = statistics.median(git_ms[name])
+        ratio = ours / git if git > 0 else float("inf")
+        rows.append(
+            {
+                "case": name,
+                "files": files,
+                "ours_ms": ours,
+                "git_ms": git,
+                "ratio": ratio,
+                "limit": GIT_RATIO_LIMIT,
+                "met": ratio <= GIT_RATIO_LIMIT,
+                "git_does": _VS_GIT_CASES[name],
+            }
+        )
+    shutil.rmtree(sandbox)
+    return {"files": files, "rounds": rounds, "rows": rows}
+
+
+def settle(root: Path) -> None:
+    """Flush the new tree to disk and read it once: neither side then pays for the other's
+    writeback or a cold cache (whoever went first used to)."""
+    os.sync()
+    for folder, _dirs, names in os.walk(root):
+        for name in names:
+            Path(folder, name).read_bytes()
+
+
+_VS_GIT_CASES = {
+    "first snapshot": "first git add -A && git write-tree",
+    "unchanged snapshot": "no-change git add -A && git write-tree",
+    "one-edit snapshot": "git add -A && git write-tree after one edit",
+}
+
+
 def timed(action: Callable[[], Any]) -> tuple[float, Any]:
     started = time.perf_counter()
     value = action()
@@ -117,9 +239,12 @@ def one_round(workdir: Path, files: int, round_no: int) -> dict[str, Any]:
     }
 
 
-def report(files: int, rounds: int) -> dict[str, Any]:
+def report(
+    files: int, rounds: int, sizes: list[int] | None = None, git_rounds: int = 1
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="checkpoint-bench-") as temp:
         results = [one_round(Path(temp), files, n) for n in range(rounds)]
+        compared = [vs_git(Path(temp), size, git_rounds) for size in sizes or []]
     names = list(results[0]["ms"])
     rows = [
         {
@@ -156,6 +281,7 @@ def report(files: int, rounds: int) -> dict[str, Any]:
         "store_bytes_loose": statistics.median(r["store_bytes_loose"] for r in results),
         "store_bytes_packed": statistics.median(r["store_bytes_packed"] for r in results),
         "verdicts": verdicts,
+        "vs_git": compared,
     }
 
 
@@ -188,6 +314,22 @@ def render_table(result: dict[str, Any]) -> str:
             f"{'PASS' if verdict['met'] else 'MISS'}  {verdict['label']}:"
             f" {verdict['value']:.0f} ms (target <= {verdict['limit']:g} ms)"
         )
+    for compared in result["vs_git"]:
+        lines += [
+            "",
+            f"Against plain git, {compared['files']} files, {compared['rounds']} round(s):",
+            f"{'case':<22} {'ours ms':>9} {'git ms':>9} {'ratio':>6}  git does",
+        ]
+        for row in compared["rows"]:
+            lines.append(
+                f"{row['case']:<22} {row['ours_ms']:>9.1f} {row['git_ms']:>9.1f}"
+                f" {row['ratio']:>5.2f}x  {row['git_does']}"
+            )
+        for row in compared["rows"]:
+            lines.append(
+                f"{'PASS' if row['met'] else 'MISS'}  {row['case']}, {row['files']} files:"
+                f" {row['ratio']:.2f}x git (target <= {row['limit']:g}x)"
+            )
     return "\n".join(lines)
 
 
@@ -197,11 +339,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=10_000, help="files (default 10000)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
     parser.add_argument("--json", action="store_true", help="print machine-readable results")
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="*",
+        default=[10_000, 100_000],
+        help="files of the trees compared with plain git (default 10000 100000; none: skip)",
+    )
+    parser.add_argument(
+        "--git-rounds",
+        type=int,
+        default=2,
+        help="rounds of the comparison with git, each side first in turn (default 2)",
+    )
     args = parser.parse_args(argv)
     files, rounds = (500, 1) if args.quick else (args.files, args.rounds)
-    if files < 10 * FILES_PER_FOLDER // 2 or rounds < 1:
-        parser.error("--files must be at least 500 and --rounds at least 1")
-    result = report(files, rounds)
+    sizes = [500] if args.quick else args.sizes
+    if files < 10 * FILES_PER_FOLDER // 2 or rounds < 1 or args.git_rounds < 1:
+        parser.error("--files must be at least 500, --rounds and --git-rounds at least 1")
+    if any(size < 10 * FILES_PER_FOLDER // 2 for size in sizes):
+        parser.error("--sizes must each be at least 500")
+    result = report(files, rounds, sizes, 1 if args.quick else args.git_rounds)
     print(json.dumps(result, indent=2) if args.json else render_table(result))
     return 0
 

@@ -131,7 +131,9 @@ def test_checkpoint_bench_prints_every_step_and_a_verdict_per_target() -> None:
     assert output.startswith("Checkpoints: 500 files, 1 round(s)")
     for step in CHECKPOINT_STEPS:
         assert any(line.startswith(step) for line in output.splitlines()), step
-    assert len(verdict_lines(output)) == 4
+    # Four targets, and three ratios against plain git on the same tree.
+    assert len(verdict_lines(output)) == 4 + 3
+    assert "Against plain git, 500 files" in output
     assert "store after a prune" in output
 
 
@@ -144,3 +146,12 @@ def test_checkpoint_bench_json_holds_every_step_and_the_disk_figures() -> None:
     assert result["workspace_bytes"] > 0 and result["store_bytes_packed"] > 0
     for verdict in result["verdicts"]:
         assert verdict["met"] == (verdict["value"] <= verdict["limit"])
+    [compared] = result["vs_git"]
+    assert [row["case"] for row in compared["rows"]] == [
+        "first snapshot",
+        "unchanged snapshot",
+        "one-edit snapshot",
+    ]
+    for row in compared["rows"]:
+        assert row["ours_ms"] > 0 and row["git_ms"] > 0
+        assert row["met"] == (row["ratio"] <= row["limit"])

@@ -348,39 +348,86 @@ def test_a_workspace_without_git_works(store: CheckpointStore, sandbox: Path) ->
     assert not (sandbox / ".git").exists()
 
 
-def test_ignored_files_are_neither_saved_nor_touched(store: CheckpointStore, sandbox: Path) -> None:
+def test_ignored_files_are_kept_beside_gits_view_and_heavy_folders_left_alone(
+    store: CheckpointStore, sandbox: Path
+) -> None:
     git(sandbox, "init", "-q")
     (sandbox / ".git/info").mkdir(exist_ok=True)
     (sandbox / ".git/info/exclude").write_text("secret.env\n")
-    write(sandbox, ".gitignore", "*.log\nbuild/\n")
+    write(sandbox, ".gitignore", "*.log\nbuild/\nnode_modules/\n")
     write(sandbox, "pkg/.gitignore", "*.tmp\n")
     write(sandbox, "app.py", "v1\n")
     write(sandbox, "debug.log", "log v1\n")
     write(sandbox, "build/out.o", "object v1\n")
+    write(sandbox, "node_modules/dep/index.js", "dependency v1\n")
     write(sandbox, "pkg/cache.tmp", "tmp v1\n")
-    write(sandbox, "secret.env", "KEY=1\n")
+    write(sandbox, "secret.env", "KEY=1\n", mode=0o600)
+    before = folder_state(sandbox)
     first = store.snapshot(sandbox, "run", 1)
+    # git's view of the folder is what it was; the ignored files are kept beside it.
     tree = shadow_git(store, first, "ls-tree", "-r", "--name-only", first.tree).splitlines()
     assert sorted(tree) == [".gitignore", "app.py", "pkg/.gitignore"]
+    assert first.coverage.extras is not None
+    extras = shadow_git(
+        store, first, "ls-tree", "-r", "--name-only", f"{first.coverage.extras}^{{tree}}"
+    ).splitlines()
+    assert sorted(extras) == ["debug.log", "pkg/cache.tmp", "secret.env"]
+    assert [(s.path, s.reason) for s in first.skipped] == [
+        ("build", "heavy_folder"),
+        ("node_modules", "heavy_folder"),
+    ]
+    assert first.note is not None and "build, node_modules" in first.note
 
     write(sandbox, "app.py", "v2\n")
     write(sandbox, "debug.log", "log v2\n")
     write(sandbox, "build/out.o", "object v2\n")
     write(sandbox, "build/new.o", "new object\n")
+    write(sandbox, "node_modules/dep/index.js", "dependency v2\n")
     (sandbox / "pkg/cache.tmp").unlink()
     write(sandbox, "pkg/other.tmp", "tmp v2\n")
     write(sandbox, "secret.env", "KEY=2\n")
-    ignored_after = {
+    heavy_after = {
         path: entry
         for path, entry in folder_state(sandbox).items()
-        if path.endswith((".log", ".o", ".tmp", ".env")) or path == "build"
+        if path.startswith(("build", "node_modules"))
+    }
+    assert set(store.diff(sandbox, first)) == {
+        ChangedFile("app.py", "modified"),
+        ChangedFile("debug.log", "modified", ignored=True),
+        ChangedFile("pkg/cache.tmp", "deleted", ignored=True),
+        ChangedFile("pkg/other.tmp", "added", ignored=True),
+        ChangedFile("secret.env", "modified", ignored=True),
     }
     result = store.restore(sandbox, first)
-    assert result.changed_files == [ChangedFile("app.py", "modified")]
-    assert (sandbox / "app.py").read_text() == "v1\n"
+    assert len(result.changed_files) == 5
     now = folder_state(sandbox)
-    assert {path: now[path] for path in ignored_after if path in now} == ignored_after
-    assert not (sandbox / "pkg/cache.tmp").exists()
+    # Every kept file is back, byte and mode; the heavy folders are as the run left them.
+    assert {p: e for p, e in now.items() if not p.startswith(("build", "node_modules"))} == {
+        p: e for p, e in before.items() if not p.startswith(("build", "node_modules"))
+    }
+    assert {p: e for p, e in now.items() if p.startswith(("build", "node_modules"))} == (
+        heavy_after
+    )
+
+
+def test_ignored_files_beyond_the_bounds_are_never_deleted_by_a_restore(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    store = CheckpointStore(tmp_path / "data", max_ignored_files=2)
+    write(sandbox, ".gitignore", "*.log\n")
+    for name in ("a.log", "b.log", "c.log"):
+        write(sandbox, name, name)
+    write(sandbox, "big.log", "x" * 100)
+    first = store.snapshot(sandbox, "run", 1)
+    assert not first.coverage.ignored_held
+    assert first.note is not None and "2 ignored file(s)" in first.note
+    write(sandbox, "a.log", "changed")
+    write(sandbox, "new.log", "made since")
+    store.restore(sandbox, first)
+    # The smallest were kept and are put back; what it did not keep is never deleted.
+    assert (sandbox / "a.log").read_text() == "a.log"
+    assert (sandbox / "big.log").read_text() == "x" * 100
+    assert (sandbox / "new.log").read_text() == "made since"
 
 
 def test_a_huge_file_is_skipped_with_a_note_and_left_alone(tmp_path: Path, sandbox: Path) -> None:
@@ -452,6 +499,28 @@ def test_a_restore_never_writes_through_a_symlink_it_does_not_own(
     shutil.rmtree(sandbox / "keep")
     os.symlink(outside, sandbox / "keep")  # a symlink the next snapshot holds
     write(sandbox, ".gitignore", "/keep\n")  # ... and now one it does not
+    result = store.restore(sandbox, first)
+    assert list(outside.iterdir()) == []
+    # The ignored symlink is kept beside git's view, so the restore may replace it (never
+    # writing through it) and its undo brings it back.
+    assert result.kept == []
+    assert not (sandbox / "keep").is_symlink() and (sandbox / "keep/x.txt").read_text() == "x\n"
+    assert result.undo is not None
+    store.restore(sandbox, result.undo)
+    assert (sandbox / "keep").is_symlink() and list(outside.iterdir()) == []
+
+
+def test_a_restore_never_writes_through_a_symlink_no_checkpoint_holds(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    store = CheckpointStore(tmp_path / "data", max_ignored_files=0)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write(sandbox, "keep/x.txt", "x\n")
+    first = store.snapshot(sandbox, "run", 1)
+    shutil.rmtree(sandbox / "keep")
+    os.symlink(outside, sandbox / "keep")
+    write(sandbox, ".gitignore", "/keep\n")  # ignored, and beyond the bounds on those
     result = store.restore(sandbox, first)
     assert list(outside.iterdir()) == []
     assert [k.path for k in result.kept] == ["keep/x.txt"]
@@ -641,17 +710,18 @@ def test_snapshots_from_many_threads_and_stores_do_not_interleave(
 def test_a_folder_with_ignored_content_where_a_file_was_is_kept(
     store: CheckpointStore, sandbox: Path
 ) -> None:
-    write(sandbox, ".gitignore", "*.log\n")
+    write(sandbox, ".gitignore", "node_modules/\n")
     write(sandbox, "x", "x was a file\n")
     write(sandbox, "y.txt", "y\n")
     first = store.snapshot(sandbox, "run", 1)
     (sandbox / "x").unlink()
     write(sandbox, "x/a.txt", "tracked\n")
-    write(sandbox, "x/debug.log", "ignored, must survive\n")
+    # In a folder no checkpoint copies: no snapshot holds it.
+    write(sandbox, "x/node_modules/dep.js", "ignored, must survive\n")
     write(sandbox, "y.txt", "y2\n")
     result = store.restore(sandbox, first)
     assert [(k.path, k.size) for k in result.kept] == [("x", len("ignored, must survive\n"))]
-    assert (sandbox / "x/debug.log").read_text() == "ignored, must survive\n"
+    assert (sandbox / "x/node_modules/dep.js").read_text() == "ignored, must survive\n"
     assert not (sandbox / "x/a.txt").exists()
     assert (sandbox / "y.txt").read_text() == "y\n"
 
@@ -748,3 +818,99 @@ def test_too_many_files_is_a_clear_error(tmp_path: Path, sandbox: Path) -> None:
         write(sandbox, f"f{i}.txt", str(i))
     with pytest.raises(CheckpointError, match=r"more than 20 files.*no checkpoint was taken"):
         store.snapshot(sandbox, "run", 1)
+
+
+def test_the_fast_scan_sees_what_a_full_listing_sees(tmp_path: Path, sandbox: Path) -> None:
+    """After the first snapshot git reports what changed (diff-files, one listing of what the
+    index does not hold); a fresh store lists everything. Both must record the same state."""
+    store = CheckpointStore(tmp_path / "data", max_file_bytes=1000)
+    base_project(sandbox)
+    write(sandbox, ".gitignore", "*.log\ncache/\nnode_modules/\n")
+    write(sandbox, "keep.log", "ignored\n")
+    write(sandbox, "cache/a.bin", b"\x00" * 10)
+    write(sandbox, "node_modules/dep/index.js", "dep\n")
+    write(sandbox, "turns/into/folder.txt", "a file\n")
+    write(sandbox, "becomes", "a file that becomes a folder\n")
+    write(sandbox, "grows.txt", "small\n")
+    (sandbox / "empty/deep").mkdir(parents=True)
+    nested = sandbox / "nested"
+    nested.mkdir()
+    git(nested, "init", "-q")
+    write(nested, "inner.txt", "inner\n")
+    write(nested, ".gitignore", "*.tmp\n")
+    store.snapshot(sandbox, "run", 1)
+    repo = store._repo(sandbox)
+    assert store._scan_state(repo) is not None  # the next snapshot takes the fast path
+
+    write(sandbox, "README.md", "# edited\n")
+    (sandbox / "src/util.py").chmod(0o600)  # bits only: content and executable bit the same
+    (sandbox / "run.sh").unlink()
+    write(sandbox, "brand/new/file.txt", "new\n")
+    write(sandbox, "brand/new/debug.log", "ignored in a new folder\n")
+    (sandbox / "brand/new/empty").mkdir()
+    shutil.rmtree(sandbox / "turns")
+    write(sandbox, "turns", "a folder that became a file\n")
+    (sandbox / "becomes").unlink()
+    write(sandbox, "becomes/inside.txt", "inside\n")
+    write(sandbox, "grows.txt", "x" * 2000)  # now too large
+    write(sandbox, "keep.log", "ignored, changed\n", mode=0o640)
+    write(sandbox, "cache/b.bin", b"\x01" * 20)
+    write(sandbox, "node_modules/dep/index.js", "dep 2\n")
+    (sandbox / "empty/deep").rmdir()
+    (sandbox / "made/empty").mkdir(parents=True)
+    write(nested, "added.txt", "added in the nested repository\n")
+    write(nested, "scratch.tmp", "ignored by the nested repository\n")
+    other = sandbox / "cloned"
+    other.mkdir()
+    git(other, "init", "-q")
+    write(other, "lib.py", "LIB = 1\n")
+    os.symlink("README.md", sandbox / "new-link")
+
+    fast = store.snapshot(sandbox, "run", 2)
+    full = CheckpointStore(tmp_path / "other-data", max_file_bytes=1000).snapshot(sandbox, "run", 1)
+    fast_state = store._state_of(repo, fast)
+    other_store = CheckpointStore(tmp_path / "other-data", max_file_bytes=1000)
+    full_state = other_store._state_of(other_store._repo(sandbox), full)
+    assert fast.tree == full.tree
+    assert fast_state.extras_tree == full_state.extras_tree
+    assert fast_state.meta == full_state.meta
+    assert sorted(fast.skipped, key=str) == sorted(full.skipped, key=str)
+    assert fast.files == full.files
+    assert fast_state.meta.modes["src/util.py"] == 0o600
+    assert "made/empty" in fast_state.meta.empty_dirs
+
+
+def test_a_huge_ignored_folder_is_not_walked_whole_and_its_files_never_deleted(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    store = CheckpointStore(tmp_path / "data", max_ignored_files=2)
+    write(sandbox, ".gitignore", "data/\n")
+    for i in range(40):
+        write(sandbox, f"data/part{i:02d}/rows.csv", f"{i}\n")
+    first = store.snapshot(sandbox, "run", 1)
+    assert not first.coverage.ignored_held
+    assert first.note is not None and "the ignored folder data/" in first.note
+    write(sandbox, "data/new.csv", "made since\n")
+    store.restore(sandbox, first)
+    # Nothing it did not hold is deleted.
+    assert len(list((sandbox / "data").rglob("*.csv"))) == 41
+
+
+def test_a_restore_removes_no_folder_through_a_symlink(tmp_path: Path, sandbox: Path) -> None:
+    store = CheckpointStore(tmp_path / "data")
+    outside = tmp_path / "outside"
+    (outside / "empty").mkdir(parents=True)
+    write(sandbox, "a.txt", "a\n")
+    first = store.snapshot(sandbox, "run", 1)
+    (sandbox / "made/empty").mkdir(parents=True)  # an empty folder the run made
+    result = store.restore(sandbox, first)
+    assert ChangedFile("made/empty/", "deleted") in result.changed_files
+    assert not (sandbox / "made").exists()
+    assert result.undo is not None
+    store.restore(sandbox, result.undo)  # the folders are made again
+    assert (sandbox / "made/empty").is_dir()
+    # The folder the undo would remove is now reached through a symlink: left alone.
+    shutil.rmtree(sandbox / "made")
+    os.symlink(outside, sandbox / "made")
+    store.restore(sandbox, first)
+    assert (outside / "empty").is_dir()

@@ -22,6 +22,8 @@ from .tool.events import (
     RunFailed,
     RunFinished,
     RunStarted,
+    SnapshotProgress,
+    SnapshotTaken,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -84,6 +86,24 @@ class RunDisplay:
         elif isinstance(event, ToolCallStarted):
             self.running[event.call_id] = event.tool_name
             self._spin(f"running {', '.join(self.running.values())}…")
+        elif isinstance(event, SnapshotProgress):
+            self._spin(
+                f"iteration {event.iteration}: saving a checkpoint… {event.elapsed_ms / 1000:.0f} s"
+            )
+        elif isinstance(event, SnapshotTaken):
+            files = "" if event.files is None else f"{event.files:,} files, "
+            if event.error is None:
+                self.console.print(
+                    f"[dim]checkpoint before iteration {event.iteration}: {files}"
+                    f"{event.duration_ms:.1f} ms[/]",
+                    highlight=False,
+                )
+            else:
+                self.console.print(
+                    f"[red]no checkpoint before iteration {event.iteration}[/]: "
+                    f"{escape(event.error)}",
+                    highlight=False,
+                )
         elif isinstance(event, ToolCallFinished):
             record = event.record
             self.running.pop(record.call_id, None)
@@ -201,7 +221,9 @@ def show_file_changes(console: Console, changed: list[ChangedFile]) -> None:
     for change in changed:
         shown = escape(shown_path(change.path))  # a name that is not plain text, C-quoted
         console.print(
-            f"  {_CHANGE_MARKS[change.change]} {shown}  [dim]{change.change}[/]", highlight=False
+            f"  {_CHANGE_MARKS[change.change]} {shown}  [dim]{change.change}"
+            f"{' (ignored by git)' if change.ignored else ''}[/]",
+            highlight=False,
         )
 
 

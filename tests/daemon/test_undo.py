@@ -116,6 +116,12 @@ async def test_a_run_is_undone_byte_for_byte_and_restores_are_in_the_history(
     )
     assert [r["success"] for r in run["toolCallHistory"]] == [True, True, True], run
     assert run["checkpointWarning"] is None
+    # Each checkpoint is a step of its own on the wire: 8 files in git's view, 1 ignored.
+    snapshots = [m["params"] for m in raw.received if m.get("method") == "cleveragents/snapshot"]
+    for note in snapshots:
+        check_against_schema("cleveragents/snapshot", note)
+    assert [(n["iteration"], n["error"]) for n in snapshots] == [(1, None), (2, None)]
+    assert snapshots[0]["files"] == 9
     made = {
         ("new.txt", "added"),
         ("edit.txt", "modified"),

@@ -45,10 +45,12 @@ export interface CancelResult {
 
 /** A file a run (or a restore) added, modified or deleted in its folder. */
 export interface ChangedFile {
-  /** Relative to the sandbox root, `/`-separated. */
+  /** Relative to the sandbox root, `/`-separated; ends in `/` for an empty folder. */
   path: string;
   /** added, modified or deleted. */
   change: "added" | "modified" | "deleted";
+  /** A file git does not see (ignored, or in a folder such as node_modules), kept by the checkpoints all the same. */
+  ignored?: boolean;
 }
 
 /** A snapshot of a run's folder, taken just before an iteration first changed it. */
@@ -530,6 +532,34 @@ export interface ServerCapability {
   trust: boolean;
 }
 
+/** The workspace checkpoint before an iteration first changed the folder was saved (a step of its own: its time is in no tool call's `durationMs`). */
+export interface SnapshotParams {
+  /** The run's id. */
+  runId: string;
+  /** Per-run sequence number. */
+  seq: number;
+  /** The iteration the checkpoint was taken before. */
+  iteration: number;
+  /** How long saving it took. */
+  durationMs: number;
+  /** Files it holds; null when not known. */
+  files: number | null;
+  /** Why it failed (that iteration's changes are then denied); null on success. */
+  error: string | null;
+}
+
+/** A checkpoint is still being saved: sent about once a second from its first second on. */
+export interface SnapshotProgressParams {
+  /** The run's id. */
+  runId: string;
+  /** Per-run sequence number. */
+  seq: number;
+  /** The iteration the checkpoint is taken before. */
+  iteration: number;
+  /** Time spent on it so far. */
+  elapsedMs: number;
+}
+
 /** A piece of assistant text, as it streams. */
 export interface TextDeltaParams {
   /** The run's id. */
@@ -731,6 +761,8 @@ export interface ServerNotifications {
   "cleveragents/iterationStarted": IterationStartedParams;
   "cleveragents/textDelta": TextDeltaParams;
   "cleveragents/toolCallStarted": ToolCallStartedParams;
+  "cleveragents/snapshotProgress": SnapshotProgressParams;
+  "cleveragents/snapshot": SnapshotParams;
   "cleveragents/toolCall": ToolCallParams;
   "cleveragents/usage": UsageParams;
   "cleveragents/runFinished": RunFinishedParams;

@@ -25,6 +25,8 @@ from ..tool.events import (
     RunFinished,
     RunObserver,
     RunStarted,
+    SnapshotProgress,
+    SnapshotTaken,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -123,9 +125,7 @@ def check_list_runs(manager: RunManager, params: wire.RunsParams) -> None:
 
 async def list_runs(manager: RunManager, params: wire.RunsParams) -> wire.RunsResult:
     with _wire_names():
-        summaries = await manager.list_runs(
-            params.limit, params.offset, batch_id=params.batch_id
-        )
+        summaries = await manager.list_runs(params.limit, params.offset, batch_id=params.batch_id)
     return wire.RunsResult(runs=[run_summary(s) for s in summaries])
 
 
@@ -290,6 +290,35 @@ class RunStream:
             )
             self._progress(
                 {"kind": "report", "message": f"step {event.iteration}: {event.tool_name}"}
+            )
+        elif isinstance(event, SnapshotProgress):
+            self._send(
+                "cleveragents/snapshotProgress",
+                wire.SnapshotProgressParams(
+                    run_id=run_id,
+                    seq=self._next(),
+                    iteration=event.iteration,
+                    elapsed_ms=event.elapsed_ms,
+                ),
+            )
+            self._progress(
+                {
+                    "kind": "report",
+                    "message": f"step {event.iteration}: saving a checkpoint "
+                    f"({event.elapsed_ms / 1000:.0f} s)",
+                }
+            )
+        elif isinstance(event, SnapshotTaken):
+            self._send(
+                "cleveragents/snapshot",
+                wire.SnapshotParams(
+                    run_id=run_id,
+                    seq=self._next(),
+                    iteration=event.iteration,
+                    duration_ms=event.duration_ms,
+                    files=event.files,
+                    error=event.error,
+                ),
             )
         elif isinstance(event, ToolCallFinished):
             self.tool_calls += 1

@@ -125,7 +125,10 @@ def run_result(outcome: RunOutcome, continued_from: str | None) -> wire.RunResul
 
 
 def wire_changes(changed_files: list[ChangedFile] | None) -> list[wire.ChangedFile]:
-    return [wire.ChangedFile(path=shown_path(c.path), change=c.change) for c in changed_files or []]
+    return [
+        wire.ChangedFile(path=shown_path(c.path), change=c.change, ignored=c.ignored)
+        for c in changed_files or []
+    ]
 
 
 def wire_checkpoints(checkpoints: list[StoredCheckpoint]) -> list[wire.Checkpoint]:

@@ -176,8 +176,19 @@ class ToolCallRecord:
 class ChangedFile:
     """A file a run (or a restore) added, modified or deleted in its folder."""
 
-    path: str = attrs.field(metadata=doc("Relative to the sandbox root, `/`-separated."))
+    path: str = attrs.field(
+        metadata=doc(
+            "Relative to the sandbox root, `/`-separated; ends in `/` for an empty folder."
+        )
+    )
     change: ChangeKind = attrs.field(metadata=doc("added, modified or deleted."))
+    ignored: bool = attrs.field(
+        default=False,
+        metadata=doc(
+            "A file git does not see (ignored, or in a folder such as node_modules), kept by "
+            "the checkpoints all the same."
+        ),
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -599,6 +610,31 @@ class ToolCallStartedParams:
     call_id: str = attrs.field(metadata=doc("Matches the `callId` of the later record."))
     tool_name: str = attrs.field(metadata=doc("The tool the model asked for."))
     inputs: Any = attrs.field(metadata=doc("The arguments as the model sent them (any JSON)."))
+
+
+@attrs.frozen(kw_only=True)
+class SnapshotParams:
+    """The workspace checkpoint before an iteration first changed the folder was saved (a
+    step of its own: its time is in no tool call's `durationMs`)."""
+
+    run_id: str = attrs.field(metadata=doc("The run's id."))
+    seq: int = attrs.field(metadata=doc("Per-run sequence number."))
+    iteration: int = attrs.field(metadata=doc("The iteration the checkpoint was taken before."))
+    duration_ms: float = attrs.field(metadata=doc("How long saving it took."))
+    files: int | None = attrs.field(metadata=doc("Files it holds; null when not known."))
+    error: str | None = attrs.field(
+        metadata=doc("Why it failed (that iteration's changes are then denied); null on success.")
+    )
+
+
+@attrs.frozen(kw_only=True)
+class SnapshotProgressParams:
+    """A checkpoint is still being saved: sent about once a second from its first second on."""
+
+    run_id: str = attrs.field(metadata=doc("The run's id."))
+    seq: int = attrs.field(metadata=doc("Per-run sequence number."))
+    iteration: int = attrs.field(metadata=doc("The iteration the checkpoint is taken before."))
+    elapsed_ms: float = attrs.field(metadata=doc("Time spent on it so far."))
 
 
 @attrs.frozen(kw_only=True)
@@ -1126,6 +1162,24 @@ METHODS: tuple[Method, ...] = (
         None,
         False,
         "A tool call is starting.",
+    ),
+    Method(
+        "cleveragents/snapshotProgress",
+        "notification",
+        "server_to_client",
+        SnapshotProgressParams,
+        None,
+        False,
+        "A workspace checkpoint is still being saved (each second past the first).",
+    ),
+    Method(
+        "cleveragents/snapshot",
+        "notification",
+        "server_to_client",
+        SnapshotParams,
+        None,
+        False,
+        "A workspace checkpoint was saved: its files and milliseconds.",
     ),
     Method(
         "cleveragents/toolCall",

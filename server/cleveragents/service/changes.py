@@ -18,10 +18,19 @@ CHANGE_KINDS: tuple[ChangeKind, ...] = ("added", "modified", "deleted")
 @dataclass(frozen=True, slots=True)
 class ChangedFile:
     """One path that differs between two states of a folder (relative, `/`-separated; a name
-    that is not UTF-8 keeps its bytes as surrogates: `to_dict` shows it C-quoted)."""
+    that is not UTF-8 keeps its bytes as surrogates: `to_dict` shows it C-quoted).
+
+    `ignored`: a file git does not see (ignored by the project's rules, or in a folder such
+    as `node_modules`), kept by the checkpoints all the same. A path ending in `/` is an
+    empty folder.
+    """
 
     path: str
     change: ChangeKind
+    ignored: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": shown_path(self.path), "change": self.change}
+        data: dict[str, Any] = {"path": shown_path(self.path), "change": self.change}
+        if self.ignored:
+            data["ignored"] = True
+        return data

@@ -48,6 +48,8 @@ from ..tool.events import (
     RunFailed,
     RunFinished,
     RunStarted,
+    SnapshotProgress,
+    SnapshotTaken,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -437,7 +439,7 @@ TITLE_CHARS = 200
 # Events the history does not store (text deltas: the answer is stored whole; a call is
 # stored when it finishes).
 # A plan is stored as its update_plan call's record (tool/plan.py reads it back).
-UNSTORED_EVENTS = (TextDelta, ToolCallStarted, PlanUpdated)
+UNSTORED_EVENTS = (TextDelta, ToolCallStarted, PlanUpdated, SnapshotProgress, SnapshotTaken)
 
 
 class RunHistory:
@@ -1158,16 +1160,16 @@ def _text(value: str | None) -> str | None:
 def _changed_files_to_json(changed_files: Sequence[ChangedFile] | None) -> str | None:
     if changed_files is None:
         return None
-    return _dumps([[c.path, c.change] for c in changed_files])
+    return _dumps([[c.path, c.change, *([1] if c.ignored else [])] for c in changed_files])
 
 
 def _changed_files_from_json(text: str | None) -> list[ChangedFile] | None:
     if text is None:
         return None
     return [
-        ChangedFile(path, change)
-        for path, change in json.loads(text)
-        if change in CHANGE_KINDS  # a kind a later version added: left out, not guessed
+        ChangedFile(entry[0], entry[1], bool(entry[2]) if len(entry) > 2 else False)
+        for entry in json.loads(text)
+        if entry[1] in CHANGE_KINDS  # a kind a later version added: left out, not guessed
     ]
 
 

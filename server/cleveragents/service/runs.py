@@ -204,6 +204,8 @@ class RunPlan:
     project_instructions: bool = True
     # run_command's reach for this run when its params change it; None: the session's.
     command_policy: CommandPolicy | None = None
+    # The batch task this run is (`cleveragents batch`): stored with the run.
+    batch: BatchLabel | None = None
 
     def runtime_options(self, defaults: RunDefaults) -> dict[str, Any]:
         """The runtime's token settings for this run (`build_runtime` keyword arguments)."""
@@ -349,6 +351,7 @@ class RunManager:
                 if params.project_instructions is not None
                 else defaults.project_instructions
             ),
+            batch=params.batch,
         )
 
     async def _check_stored(self, plan: RunPlan) -> None:
@@ -426,8 +429,8 @@ class RunManager:
                     f"no run {plan.continue_from!r} in the history",
                     {"run_id": plan.continue_from},
                 ) from None
-        if params.batch is not None and self.stored is not None:
-            self.stored.mark_batch(plan.run_id, params.batch)
+        if plan.batch is not None and self.stored is not None:
+            self.stored.mark_batch(plan.run_id, plan.batch)
         context = ToolActorContext(
             sandbox_root=plan.sandbox_root, automation_profile=plan.automation_profile
         )

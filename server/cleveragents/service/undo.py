@@ -27,12 +27,13 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..tool.checkpoint import SnapshotReport
 from .changes import ChangedFile
 from .checkpoints import (
     Checkpoint,
@@ -359,9 +360,13 @@ class RunCheckpoints:
         self.changed_files: list[ChangedFile] = []
         self._pending: list[Future[None]] = []
         self._mutated = False
+        self._files: int | None = None  # files the last snapshot holds
+        # The runtime's hook (`before_mutation=checkpoints.before_mutation`): awaited before
+        # an iteration first changes the folder, and before each file tool's change.
+        self.before_mutation = CheckpointHook(self)
 
-    async def before_mutation(self, iteration: int) -> None:
-        """The runtime's hook: snapshot the folder before `iteration` changes it.
+    async def snapshot_before(self, iteration: int) -> SnapshotReport:
+        """Snapshot the folder before `iteration` changes it.
 
         Never raises for a checkpoint that cannot be taken (the run goes on, and `warning`
         says so). Cancelling the await leaves the snapshot to finish on its thread.
@@ -370,6 +375,37 @@ class RunCheckpoints:
         future = self.undo.executor.submit(self._snapshot, iteration)
         self._pending.append(future)
         await asyncio.wrap_future(future)
+        return SnapshotReport(self._files)
+
+    async def keep_files(self, paths: Sequence[str]) -> None:
+        """Keep the previous content of the files a file tool is about to change, whatever
+        .gitignore says (see `CheckpointStore.pin`). Never raises; `warning` says what could
+        not be kept."""
+        relative = self._relative(paths)
+        if not relative:
+            return
+        future = self.undo.executor.submit(self._pin, relative)
+        self._pending.append(future)
+        await asyncio.wrap_future(future)
+
+    def _relative(self, paths: Sequence[str]) -> list[str]:
+        """The paths as the file tools resolve them, relative to the folder; a path the
+        tools refuse is left out (the call fails, changing nothing)."""
+        from ..workspace.sandbox import Sandbox
+
+        try:
+            sandbox = Sandbox(self.sandbox_root)
+        except Exception:  # the tool refuses the same folder, changing nothing
+            return []
+        found: list[str] = []
+        for path in paths:
+            try:
+                relative = sandbox.resolve(path).relative
+            except Exception:
+                continue
+            if relative != ".":
+                found.append(relative)
+        return found
 
     async def finish(self) -> None:
         """Snapshot the state the run left and work out what it changed (never raises).
@@ -404,13 +440,39 @@ class RunCheckpoints:
             self._warn(f"this run cannot be undone: {self.undo.unavailable}", logged=True)
             return
         try:
-            stored = stored_checkpoint(store.snapshot(self.sandbox_root, self.run_id, iteration))
+            checkpoint = store.snapshot(self.sandbox_root, self.run_id, iteration)
+            self._files = checkpoint.files
+            stored = stored_checkpoint(checkpoint)
             self.undo.record(lambda history: history.add_checkpoint(self.run_id, stored))
+            beyond = [s for s in checkpoint.skipped if s.reason in ("heavy_folder", "over_bounds")]
+            if beyond and self.warning is None:
+                # What a command changes there cannot be undone: the run's warning says so
+                # (the checkpoint's note has the whole list). Not logged: it is no failure.
+                self._warn(
+                    "a command's changes to these cannot be undone, as checkpoints do not "
+                    "copy them: " + ", ".join(s.path for s in beyond),
+                    logged=True,
+                )
         except Exception as exc:  # CheckpointError, sqlite3.Error, OSError: never the run's end
             self._warn(
                 f"no checkpoint before iteration {iteration} ({exc}): the changes from "
                 "that iteration on cannot be undone"
             )
+
+    def _pin(self, paths: list[str]) -> None:
+        store = self.undo.store()
+        if self.undo.history is None or store is None:
+            return  # the snapshot said why already
+        try:
+            problems = store.pin(self.sandbox_root, self.run_id, paths)
+        except Exception as exc:  # CheckpointError, sqlite3.Error, OSError: never the run's end
+            self._warn(
+                f"the previous content of {', '.join(paths)} was not kept ({exc}): that "
+                "change cannot be undone"
+            )
+            return
+        for problem in problems:
+            self._warn(problem)
 
     def _finish(self) -> None:
         history = self.undo.history
@@ -437,6 +499,21 @@ class RunCheckpoints:
                 self.undo.record(lambda history: history.set_changes(self.run_id, None, warning))
             except sqlite3.Error:
                 log.warning("run %s: its checkpoint warning was not stored", self.run_id)
+
+
+class CheckpointHook:
+    """What a run hands the runtime as `before_mutation` (a `tool.checkpoint.FileChangeHook`):
+    a snapshot before an iteration changes the folder, and the previous content of each file
+    a file tool is about to change."""
+
+    def __init__(self, checkpoints: RunCheckpoints) -> None:
+        self.checkpoints = checkpoints
+
+    async def __call__(self, iteration: int) -> SnapshotReport:
+        return await self.checkpoints.snapshot_before(iteration)
+
+    async def before_file_change(self, iteration: int, paths: Sequence[str]) -> None:
+        await self.checkpoints.keep_files(paths)
 
 
 # -- helpers -------------------------------------------------------------------------------

@@ -85,6 +85,30 @@ class PlanUpdated:
 
 
 @dataclass(slots=True, frozen=True)
+class SnapshotProgress:
+    """A workspace checkpoint (taken before `iteration` first changes the folder) is still
+    being saved after `elapsed_ms`: sent about once a second from its first second on."""
+
+    run_id: str
+    iteration: int
+    elapsed_ms: float
+
+
+@dataclass(slots=True, frozen=True)
+class SnapshotTaken:
+    """The checkpoint before `iteration` first changed the folder is saved: it took
+    `duration_ms` (counted in no tool call's `duration_ms`) and holds `files` files (None when
+    the hook did not say); `error` says why it failed (the iteration's changes are then
+    denied)."""
+
+    run_id: str
+    iteration: int
+    duration_ms: float
+    files: int | None = None
+    error: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
 class RunFinished:
     run_id: str
     result: ToolCallRunResult
@@ -107,6 +131,8 @@ RunEvent = (
     | ToolCallStarted
     | ToolCallFinished
     | PlanUpdated
+    | SnapshotProgress
+    | SnapshotTaken
     | RunFinished
     | RunFailed
 )

@@ -51,6 +51,9 @@ class ToolSpec:
     # For tools that write files: the protected path (a git hook, editor tasks) a call would
     # write, which the Authorizer asks about under every profile (policy.ProtectedWrite).
     write_guard: WriteGuard | None = field(default=None, compare=False, repr=False)
+    # Arguments naming files the tool writes, edits or deletes (the built-in file tools:
+    # `path`): their previous content is kept before the call, whatever .gitignore says.
+    changes_paths: tuple[str, ...] = ()
     # Checks arguments against input_schema; compiled at the first call and kept here, so
     # every runner and run that offers this spec shares it (a typed tool's is its
     # typed_arguments, which answers the same `problems` question).
@@ -104,6 +107,7 @@ def make_spec(
     timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
     source: str = "python",
     schema_checked: bool = False,
+    changes_paths: tuple[str, ...] = (),
 ) -> ToolSpec:
     """Build a spec from a function; the schema comes from its type hints unless given.
 
@@ -150,6 +154,7 @@ def make_spec(
         source=source,
         is_async=inspect.iscoroutinefunction(handler),
         typed_arguments=typed,
+        changes_paths=changes_paths,
     )
 
 

@@ -307,6 +307,9 @@ class ToolRunner:
                     denial = f"asking for approval failed ({type(exc).__name__}: {exc})"
                 if denial is not None:
                     raise ToolFailure("denied", denial)
+                # The record's duration is the tool's own: not the wait for a human's answer,
+                # nor the checkpoint saved before the call (an event of its own).
+                started = time.perf_counter()
             output = await self.execute(spec, call, budget)
         except ToolFailure as failure:
             return self.record(request, inputs, started, iteration, failure=failure)

@@ -643,6 +643,8 @@ class ToolCallingRuntime:
             token,
             instructions,
         )
+        if isinstance(authorizer, CheckpointingAuthorizer) and run.observers:
+            authorizer.emit = run.emit  # snapshots are steps of their own (checkpoint.py)
         run.messages.extend(close_dangling_calls(history))
         run.emit(
             RunStarted(

@@ -32,6 +32,7 @@ def _spec(
     mutating: bool = False,
     executes_code: bool = False,
     timeout_s: float = FILE_TOOL_TIMEOUT_S,
+    changes_paths: tuple[str, ...] = (),
 ) -> ToolSpec:
     """A spec whose schema comes from the type hints, plus bounds the hints cannot say."""
     schema, description, _ = schema_from_function(handler)
@@ -46,6 +47,7 @@ def _spec(
         timeout_s=timeout_s,
         source="builtin",
         schema_checked=True,  # tests/test_registry_schema.py checks every built-in schema
+        changes_paths=changes_paths,
     )
 
 
@@ -59,9 +61,14 @@ def builtin_tools(command_policy: CommandPolicy | None = None) -> list[ToolSpec]
     guard = partial(protected_write, commands.policy.protection)
     return [
         _spec(read_file, constraints={"offset": {"minimum": 1}, "limit": {"minimum": 1}}),
-        replace(_spec(write_file, mutating=True), write_guard=guard),
+        replace(_spec(write_file, mutating=True, changes_paths=("path",)), write_guard=guard),
         replace(
-            _spec(edit_file, constraints={"old_text": {"minLength": 1}}, mutating=True),
+            _spec(
+                edit_file,
+                constraints={"old_text": {"minLength": 1}},
+                mutating=True,
+                changes_paths=("path",),
+            ),
             write_guard=guard,
         ),
         _spec(list_dir),
