@@ -70,6 +70,7 @@ export function renderWebviewHtml(options: WebviewPageOptions): string {
     <p class="run-meta" data-testid="run-meta"></p>
     <p class="run-usage" data-testid="run-usage" hidden>Tokens <span data-testid="run-tokens">—</span> · Cost <span data-testid="run-cost">—</span></p>
     <p class="run-instructions" data-testid="run-instructions" hidden></p>
+    <p class="run-snapshot" data-testid="run-snapshot" role="status" hidden></p>
     <section class="run-plan" data-testid="run-plan" aria-labelledby="plan-title" hidden>
       <h3 id="plan-title" class="plan-title" data-testid="plan-title">Plan</h3>
       <ol class="plan-steps" data-testid="plan-steps"></ol>

@@ -15,4 +15,6 @@ export const RUN_NOTIFICATIONS: (keyof AllServerNotifications)[] = [
   // Newer daemons; an older one never sends them.
   'cleveragents/usage',
   'cleveragents/plan',
+  'cleveragents/snapshot',
+  'cleveragents/snapshotProgress',
 ];

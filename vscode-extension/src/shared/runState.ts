@@ -135,6 +135,19 @@ export interface RunHeader {
   instructions: InstructionFile[];
   /** The model's plan as its latest `update_plan` call left it; null: it set none. */
   plan: PlanStep[] | null;
+  /** The latest workspace checkpoint (a step of its own, timed apart from the tools); null:
+   * none taken yet. `saving` while a slow one is still being written. */
+  snapshot: SnapshotView | null;
+}
+
+/** A workspace checkpoint as the panel shows it (`cleveragents/snapshot` and its progress). */
+export interface SnapshotView {
+  iteration: number;
+  /** Its duration once saved, else the time it has taken so far. */
+  durationMs: number;
+  files: number | null;
+  error: string | null;
+  saving: boolean;
 }
 
 /** Everything needed to rebuild a RunState elsewhere (plain JSON). */
@@ -199,6 +212,7 @@ export class RunState {
       kind: init.kind ?? 'run',
       instructions: init.instructions ?? [],
       plan: init.plan ?? null,
+      snapshot: init.snapshot ?? null,
     };
   }
 
@@ -633,6 +647,18 @@ export class RunState {
         this.header.plan = notification.params.steps;
         this.emitHeader();
         break;
+      case 'cleveragents/snapshotProgress': {
+        const p = notification.params;
+        this.header.snapshot = { iteration: p.iteration, durationMs: p.elapsedMs, files: null, error: null, saving: true };
+        this.emitHeader();
+        break;
+      }
+      case 'cleveragents/snapshot': {
+        const p = notification.params;
+        this.header.snapshot = { iteration: p.iteration, durationMs: p.durationMs, files: p.files, error: p.error, saving: false };
+        this.emitHeader();
+        break;
+      }
     }
   }
 

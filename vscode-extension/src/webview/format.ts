@@ -1,6 +1,6 @@
 // Text the panel shows: durations, times, pretty JSON, one-line summaries. Pure functions.
 
-import type { InstructionFile, PlanStep, StopReason, UsageView } from '../shared/runState';
+import type { InstructionFile, PlanStep, SnapshotView, StopReason, UsageView } from '../shared/runState';
 
 /** The checklist marks of a plan's steps. */
 export const PLAN_MARKS: Record<PlanStep['status'], string> = { done: '✓', in_progress: '▸', pending: '○' };
@@ -19,6 +19,17 @@ export function instructionsLine(files: readonly InstructionFile[]): { text: str
   const count = `${files.length} file${files.length === 1 ? '' : 's'}`;
   const title = files.map((file) => (file.truncated ? `${file.path} (cut to the size limit)` : file.path)).join('\n');
   return { text: `Using ${names.join(' and ')}, ${count}`, title };
+}
+
+/** "Checkpoint before iteration 2: 1,204 files, 85 ms", or what it is still doing, or why it
+ * failed: a checkpoint's time is its own, never a tool call's. */
+export function snapshotLine(snapshot: SnapshotView | null): string {
+  if (snapshot === null) return '';
+  const where = `before iteration ${snapshot.iteration}`;
+  if (snapshot.saving) return `Saving a checkpoint ${where}… ${formatDuration(snapshot.durationMs)}`;
+  if (snapshot.error !== null) return `Checkpoint ${where} failed: ${snapshot.error}`;
+  const files = snapshot.files === null ? '' : `${snapshot.files.toLocaleString('en-US')} files, `;
+  return `Checkpoint ${where}: ${files}${formatDuration(snapshot.durationMs)}`;
 }
 
 export function formatDuration(ms: number): string {

@@ -6,7 +6,7 @@ import type { DaemonStatus, HostMessage, Notice, RunTab, WebviewMessage } from '
 import { RunState, type InstructionFile, type PlanStep, type RunSnapshot } from '../shared/runState';
 import { el, required, setAttr, setText } from './dom';
 import { Composer } from './composer';
-import { clip, formatUsage, instructionsLine, PLAN_MARKS, PLAN_STATUS_WORDS, stopReasonTitle } from './format';
+import { clip, formatUsage, instructionsLine, PLAN_MARKS, PLAN_STATUS_WORDS, snapshotLine, stopReasonTitle } from './format';
 import { HistoryView } from './historyView';
 import { TranscriptView } from './transcriptView';
 
@@ -43,6 +43,7 @@ const runUsage = required<HTMLElement>(root, '[data-testid="run-usage"]');
 const runTokens = required<HTMLElement>(root, '[data-testid="run-tokens"]');
 const runCost = required<HTMLElement>(root, '[data-testid="run-cost"]');
 const runInstructions = required<HTMLElement>(root, '[data-testid="run-instructions"]');
+const runSnapshot = required<HTMLElement>(root, '[data-testid="run-snapshot"]');
 const runPlan = required<HTMLElement>(root, '[data-testid="run-plan"]');
 const planTitle = required<HTMLElement>(root, '[data-testid="plan-title"]');
 const planSteps = required<HTMLOListElement>(root, '[data-testid="plan-steps"]');
@@ -234,6 +235,9 @@ function renderHeader(): void {
   if (header.source === 'history') meta.push('from the history');
   setText(runMeta, meta.join(' · '));
   renderInstructions(header.instructions);
+  const checkpoint = snapshotLine(header.snapshot);
+  runSnapshot.hidden = checkpoint === '';
+  setText(runSnapshot, checkpoint);
   renderPlan(header.plan);
 }
 

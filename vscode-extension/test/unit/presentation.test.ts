@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 
 import { renderProtocolTypes } from '../../scripts/protocol-types.mjs';
 import { createNonce, renderWebviewHtml } from '../../src/host/webviewHtml';
-import { clip, formatDuration, inputSummary, prettyJson, relativeTime, stopReasonTitle } from '../../src/webview/format';
+import { clip, formatDuration, inputSummary, prettyJson, relativeTime, snapshotLine, stopReasonTitle } from '../../src/webview/format';
 import { EXTENSION_ROOT, REPO_ROOT } from './pythonForTests';
 
 describe('protocol types', () => {
@@ -94,5 +94,23 @@ describe('the webview page', () => {
     const nonces = new Set(Array.from({ length: 50 }, () => createNonce()));
     assert.equal(nonces.size, 50);
     for (const nonce of nonces) assert.match(nonce, /^[A-Za-z0-9_-]{32}$/);
+  });
+});
+
+describe('snapshotLine', () => {
+  it('words a checkpoint being saved, saved and failed', () => {
+    assert.equal(snapshotLine(null), '');
+    assert.equal(
+      snapshotLine({ iteration: 2, durationMs: 1500, files: null, error: null, saving: true }),
+      'Saving a checkpoint before iteration 2… 1.5 s',
+    );
+    assert.equal(
+      snapshotLine({ iteration: 2, durationMs: 85, files: 60000, error: null, saving: false }),
+      'Checkpoint before iteration 2: 60,000 files, 85 ms',
+    );
+    assert.equal(
+      snapshotLine({ iteration: 3, durationMs: 4, files: null, error: 'disk full', saving: false }),
+      'Checkpoint before iteration 3 failed: disk full',
+    );
   });
 });

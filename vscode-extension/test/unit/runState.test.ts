@@ -312,6 +312,33 @@ describe('RunState text and call ids', () => {
   });
 });
 
+describe('RunState workspace checkpoints', () => {
+  const base = { runId: 'r' };
+
+  it('shows a slow checkpoint while it is saved, then its own time and file count', () => {
+    const state = new RunState('r');
+    state.apply({ method: 'cleveragents/iterationStarted', params: { ...base, seq: 1, iteration: 1 } });
+    state.apply({ method: 'cleveragents/snapshotProgress', params: { ...base, seq: 2, iteration: 1, elapsedMs: 1200 } });
+    assert.deepEqual(state.header.snapshot, { iteration: 1, durationMs: 1200, files: null, error: null, saving: true });
+    state.apply({
+      method: 'cleveragents/snapshot',
+      params: { ...base, seq: 3, iteration: 1, durationMs: 1850.5, files: 60000, error: null },
+    });
+    assert.deepEqual(state.header.snapshot, { iteration: 1, durationMs: 1850.5, files: 60000, error: null, saving: false });
+    // Not a transcript row: the tool calls keep their own durations.
+    assert.deepEqual(state.entries.map((entry: Entry) => entry.kind), ['iteration']);
+  });
+
+  it('says why a checkpoint failed', () => {
+    const state = new RunState('r');
+    state.apply({
+      method: 'cleveragents/snapshot',
+      params: { ...base, seq: 1, iteration: 2, durationMs: 3, files: null, error: 'disk full' },
+    });
+    assert.equal(state.header.snapshot?.error, 'disk full');
+  });
+});
+
 describe('RunState snapshots', () => {
   it('round-trips through JSON and keeps applying where it left off', () => {
     const full = visible(fed(FINAL_STREAM));

@@ -97,6 +97,7 @@ describe('the plan and the instructions', () => {
       sandboxRoot: '/w',
       automationProfile: 'ask',
       continuedFrom: null,
+      batch: null,
       maxIterations: 25,
       content: 'Done.',
       stopReason: 'final_answer',
