@@ -47,6 +47,7 @@ RANKS: dict[str, int] = {
     "cleveragents.jsonrpc_errors": 5,  # kind -> code, for both JSON-RPC fronts
     "cleveragents.jsonrpc_io": 5,  # framing both JSON-RPC fronts share
     "cleveragents.display": 5,  # the terminal's view of a run
+    "cleveragents.batch": 5,  # suites of runs over the core (`cleveragents batch`)
     "cleveragents.daemon": 6,
     "cleveragents.acp": 6,
     "cleveragents.cli": 6,

@@ -15,8 +15,9 @@ const connection = rpc.createMessageConnection(
 
 const notes = [];
 let arrived = () => {};
+// Every notification of a run (each carries the run's seq): one left out shows as a gap.
 for (const name of ['runStarted', 'iterationStarted', 'textDelta', 'usage', 'toolCallStarted', 'toolCall',
-  'runFinished']) {
+  'plan', 'snapshot', 'snapshotProgress', 'runFinished']) {
   connection.onNotification(`cleveragents/${name}`, (params) => {
     notes.push([name, params]);
     arrived();
