@@ -185,12 +185,12 @@ def test_the_cli_summary_shows_tokens_cache_share_and_cost() -> None:
     assert text.rstrip().endswith("1 iteration(s), 0 tool call(s)")
 
 
-def test_the_readme_price_table_is_the_code_s() -> None:
+def test_the_documented_price_table_is_the_code_s() -> None:
     from pathlib import Path
 
     from cleveragents.tool.models import MODEL_CONTEXT_WINDOWS, MODEL_PRICES
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "tokens.md").read_text()
     rows = re.findall(
         r"^\| `([\w.-]+)` \| ([\d,]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$",
         readme,
