@@ -3,7 +3,7 @@
 /* eslint-disable */
 
 /** The protocol version these types describe. */
-export const PROTOCOL_VERSION = "1.1";
+export const PROTOCOL_VERSION = "1.2";
 
 /** Sent by the daemon when the profile needs a human to approve a call. */
 export interface ApproveToolCallParams {
@@ -518,7 +518,7 @@ export interface RunsResult {
 
 /** `capabilities.experimental.cleveragents` of the `initialize` result. */
 export interface ServerCapability {
-  /** This protocol's version (1.1). */
+  /** This protocol's version (1.2). */
   protocolVersion: string;
   /** The cleveragents package version. */
   serverVersion: string;

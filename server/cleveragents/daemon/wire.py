@@ -20,7 +20,7 @@ from ..service.history import RunKind, RunStatus
 from ..tool.policy import ApprovalDecision
 from ..tool.records import ErrorKind, StopReason
 
-PROTOCOL_VERSION = "1.1"
+PROTOCOL_VERSION = "1.2"
 """Major.minor: a new major breaks existing clients; a new minor only adds optional things."""
 
 AutomationProfile = Literal["read-only", "ask", "auto-edit", "full-auto"]
