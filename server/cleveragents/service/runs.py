@@ -435,7 +435,12 @@ class RunManager:
             sandbox_root=plan.sandbox_root, automation_profile=plan.automation_profile
         )
         observers: list[RunObserver] = [sink.run_observer(plan)]
-        traced = tracing_observer(plan)  # OpenTelemetry spans, when an endpoint is set
+        # OpenTelemetry spans, when an endpoint is set; the model the caller settled on (the
+        # provider's default or a script's) when the request named none.
+        caller_model = getattr(llm, "model", None)
+        traced = tracing_observer(
+            plan, caller_model if isinstance(caller_model, str) and caller_model else plan.model
+        )
         if traced is not None:
             observers.append(traced)
         if self.stored is not None:

@@ -125,23 +125,25 @@ def continued_trace(carrier: Mapping[str, str]) -> Iterator[None]:
             flush()
 
 
-def tracing_observer(plan: RunPlan) -> RunObserver | None:
-    """The run's spans, or None when tracing is off."""
+def tracing_observer(plan: RunPlan, model: str | None = None) -> RunObserver | None:
+    """The run's spans, or None when tracing is off; `model`: the model the run's caller
+    uses (else the plan's)."""
     traced = tracer()
     if traced is None:
         return None
     capture = os.environ.get(CAPTURE_CONTENT, "").strip().lower() in _TRUE
-    return RunSpans(traced, plan, capture)
+    return RunSpans(traced, plan, capture, model if model is not None else plan.model)
 
 
 class RunSpans:
     """A run observer turning the run's events into spans."""
 
-    def __init__(self, traced: Any, plan: RunPlan, capture: bool) -> None:
+    def __init__(self, traced: Any, plan: RunPlan, capture: bool, model: str | None) -> None:
         from opentelemetry import context
 
         self.tracer = traced
         self.plan = plan
+        self.model = model
         self.capture = capture
         # The parent: whatever span is current where the run was started.
         self.parent = context.get_current()
@@ -163,8 +165,8 @@ class RunSpans:
                 "cleveragents.automation_profile": event.automation_profile,
                 "cleveragents.max_iterations": event.max_iterations,
             }
-            if plan.model:
-                attributes["gen_ai.request.model"] = plan.model
+            if self.model:
+                attributes["gen_ai.request.model"] = self.model
             if self.capture:
                 attributes["gen_ai.input.messages"] = json.dumps(
                     [{"role": "user", "parts": [{"type": "text", "content": event.prompt}]}]
@@ -183,9 +185,9 @@ class RunSpans:
                 "gen_ai.provider.name": plan.provider,
                 "cleveragents.iteration": event.iteration,
             }
-            if plan.model:
-                attributes["gen_ai.request.model"] = plan.model
-            name = f"chat {plan.model}" if plan.model else "chat"
+            if self.model:
+                attributes["gen_ai.request.model"] = self.model
+            name = f"chat {self.model}" if self.model else "chat"
             self.model_call = self.tracer.start_span(name, context=inside, attributes=attributes)
         elif isinstance(event, ResponseReceived) and self.model_call is not None:
             usage = event.usage
