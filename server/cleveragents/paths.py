@@ -40,10 +40,6 @@ def data_folder() -> Path:
     return _user_folder("XDG_DATA_HOME", "LOCALAPPDATA", ".local/share")
 
 
-# The name the configuration side of this module was written with.
-user_data_dir = data_folder
-
-
 def user_config_dir() -> Path:
     """The user's own AGENTS.md and commands: `$XDG_CONFIG_HOME/cleveragents`, else
     `~/.config/cleveragents` (Linux), `~/Library/Application Support/cleveragents` (macOS),
