@@ -289,27 +289,34 @@ class CleverAgentsAgent:
         command = slash_command(text)
         if command is not None:
             return await run_slash_command(self.manager, self.client, session, command)
-        # `/name arguments` of a custom command: its prompt runs (workspace/prompt_commands.py).
-        if text.lstrip().startswith("/"):
-            expanded = await asyncio.to_thread(expand_prompt_command, text, session.sandbox_root)
-            text = expanded if expanded is not None else text
         # The session's first stored run carries its id: that is how the history knows it.
         run_id = session.session_id if session.last_run_id is None else new_run_id()
         turn = PromptTurn(self.client, session, run_id, self.manager.cancel)
+        # The turn holds the session before the first await: a second prompt is refused and a
+        # session/cancel reaches this turn, also while a command file is read below.
         session.turn = turn
         stored = self.manager.history is not None
-        request = RunRequest(
-            prompt=text,
-            sandbox_root=session.sandbox_root,
-            automation_profile=turn.automation_profile,
-            run_id=run_id,
-            # Stored: the core continues the session's last run (and checks it may); else the
-            # session's own conversation goes on.
-            continue_from=session.last_run_id if stored else None,
-            conversation=() if stored else tuple(session.conversation),
-            **session.run_options,
-        )
         try:
+            # `/name arguments` of a custom command: its prompt runs (prompt_commands.py).
+            if text.lstrip().startswith("/"):
+                expanded = await asyncio.to_thread(
+                    expand_prompt_command, text, session.sandbox_root
+                )
+                text = expanded if expanded is not None else text
+            if turn.cancelled:  # cancelled before its run could start: nothing runs
+                await turn.finish()
+                return PromptResponse(stop_reason="cancelled")
+            request = RunRequest(
+                prompt=text,
+                sandbox_root=session.sandbox_root,
+                automation_profile=turn.automation_profile,
+                run_id=run_id,
+                # Stored: the core continues the session's last run (and checks it may); else
+                # the session's own conversation goes on.
+                continue_from=session.last_run_id if stored else None,
+                conversation=() if stored else tuple(session.conversation),
+                **session.run_options,
+            )
             try:
                 outcome = await self.manager.run(request, turn)
             except ServiceError as exc:
