@@ -3,7 +3,7 @@
 Every import of every module under `server/cleveragents` (module level and inside functions;
 not those under `if TYPE_CHECKING:`, which never run) is an edge. The rules:
 
-- a front (`daemon`, `acp`, `cli`) imports no other front;
+- a front (`daemon`, `acp`, `cli`, `chat`) imports no other front;
 - nothing below the fronts (the core, the tool runtime, providers, MCP, ...) imports a front
   or the launcher;
 - the tool runtime (`tool/`) imports nothing of ours outside itself;
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "server" / "cleveragents"
-FRONTS = ("cleveragents.daemon", "cleveragents.acp", "cleveragents.cli")
+FRONTS = ("cleveragents.daemon", "cleveragents.acp", "cleveragents.cli", "cleveragents.chat")
 LAUNCHER = "cleveragents.launcher"
 TOOL_RUNTIME = "cleveragents.tool"
 
@@ -51,6 +51,7 @@ RANKS: dict[str, int] = {
     "cleveragents.daemon": 6,
     "cleveragents.acp": 6,
     "cleveragents.cli": 6,
+    "cleveragents.chat": 6,  # the terminal session (`cleveragents` alone, `cleveragents chat`)
     "cleveragents.launcher": 7,
 }
 LAUNCHER_RANK = RANKS[LAUNCHER]

@@ -50,9 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("prompt", type=_prompt_text, help="what the agent should do")
     run.add_argument(
         "--sandbox",
-        required=True,
         metavar="DIR",
-        help="the project folder the tools may touch (nothing outside it)",
+        help="the project folder the tools may touch, nothing outside it (default: here)",
     )
     run.add_argument(
         "--provider",
@@ -181,9 +180,13 @@ def _parser() -> argparse.ArgumentParser:
         help="prune-checkpoints: also drop checkpoints of runs older than DAYS days",
     )
 
-    # Listed for --help only: the launcher hands `serve ...` to the daemon or ACP mode.
+    # Listed for --help only: the launcher hands `serve ...` to the daemon or ACP mode, and
+    # `chat` (or no command) to the terminal session.
     commands.add_parser(
         "serve", help="serve the JSON-RPC daemon (stdio or TCP) for editors and other clients"
+    )
+    commands.add_parser(
+        "chat", help="a conversation in this folder (also `cleveragents` alone); see chat --help"
     )
 
     doctor = commands.add_parser(
@@ -384,8 +387,8 @@ def main(argv: list[str] | None = None) -> int:
             return _tools(args)
         if args.command == "runs":
             return _runs(args)
-        if args.command == "serve":
-            return _fail("`serve` starts through the cleveragents command", EXIT_USAGE)
+        if args.command in ("serve", "chat"):
+            return _fail(f"`{args.command}` starts through the cleveragents command", EXIT_USAGE)
         if args.command == "doctor":
             return _doctor(args)
         if args.command == "trust":
@@ -875,9 +878,10 @@ def _run(args: argparse.Namespace) -> int:
     from .tool.runtime import new_run_id
     from .toolsets import ToolLoadError, build_registry
 
-    sandbox, problem = _sandbox_problem(args.sandbox)
+    sandbox, problem = _sandbox_problem(args.sandbox or os.getcwd())
     if problem is not None:
-        return _fail(problem, EXIT_USAGE)
+        here = "" if args.sandbox else " (the current folder: cd into a project or pass one)"
+        return _fail(problem + here, EXIT_USAGE)
     # With --json, stdout carries only the result; the live view goes to stderr.
     console = Console(stderr=args.json)
     try:

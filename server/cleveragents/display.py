@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -290,6 +290,12 @@ def usage_summary(usage: Usage, cost_usd: float | None) -> str:
     return text + f", ~${cost_usd:.4f}"
 
 
+# Reads one answer at the terminal after a prompt in rich markup; EOFError for Ctrl-D,
+# KeyboardInterrupt for Ctrl-C. The default reads on a thread; the terminal session
+# (`chat/`) passes its line editor's, so no reader is left behind on the terminal.
+LineReader = Callable[[Console, str], Awaitable[str]]
+
+
 class TerminalApprover:
     """Asks at the terminal: allow, deny, or allow this tool for the rest of the run.
 
@@ -299,8 +305,9 @@ class TerminalApprover:
     thread means the same.
     """
 
-    def __init__(self, display: RunDisplay) -> None:
+    def __init__(self, display: RunDisplay, read_line: LineReader | None = None) -> None:
         self.display = display
+        self._read_line = read_line or _read_line
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
         self.display.stop()
@@ -313,7 +320,7 @@ class TerminalApprover:
             console.print(f"  [bold red]![/] {escape(request.note)}")
         while True:
             try:
-                answer = await _read_line(
+                answer = await self._read_line(
                     console, "  allow? [bold]y[/]es / [bold]n[/]o / [bold]a[/]lways this run: "
                 )
             except EOFError:  # Ctrl-D, or the terminal went away: nobody said yes
@@ -331,8 +338,9 @@ class TerminalTrustAsker:
     commands as written, the programs that will run and the variables they set (secret-looking
     values masked; those that change what runs flagged in red)."""
 
-    def __init__(self, display: RunDisplay) -> None:
+    def __init__(self, display: RunDisplay, read_line: LineReader | None = None) -> None:
         self.display = display
+        self._read_line = read_line or _read_line
 
     async def __call__(self, request: TrustRequest) -> bool | None:
         self.display.stop()
@@ -347,7 +355,7 @@ class TerminalTrustAsker:
         console.print(f"  [dim]{escape(request.config_path)}  sha256 {request.config_hash}[/]")
         while True:
             try:
-                answer = await _read_line(
+                answer = await self._read_line(
                     console, "  trust this .mcp.json and start them? [bold]y[/]es / [bold]n[/]o: "
                 )
             except EOFError:  # Ctrl-D: no answer, so not trusted and nothing remembered
@@ -358,10 +366,15 @@ class TerminalTrustAsker:
 
 
 async def _read_line(console: Console, prompt: str) -> str:
-    """console.input on a daemon thread of its own.
+    """console.input on a daemon thread of its own (see `read_in_daemon_thread`)."""
+    return await read_in_daemon_thread(lambda: console.input(prompt))
+
+
+async def read_in_daemon_thread(read: Callable[[], str]) -> str:
+    """`read()` (a blocking read of the terminal or stdin) on a daemon thread of its own.
 
     Not the loop's default executor: that one is joined when the loop closes, so a Ctrl-C
-    during the prompt would wait for someone to press Enter.
+    during the read would wait for someone to press Enter.
     """
     import asyncio
     import threading
@@ -377,13 +390,13 @@ async def _read_line(console: Console, prompt: str) -> str:
         else:
             future.set_result(value or "")
 
-    def read() -> None:
+    def work() -> None:
         try:
-            line = console.input(prompt)
+            value = read()
         except BaseException as exc:  # EOFError, KeyboardInterrupt: hand it to the caller
             loop.call_soon_threadsafe(settle, None, exc)
             return
-        loop.call_soon_threadsafe(settle, line, None)
+        loop.call_soon_threadsafe(settle, value, None)
 
-    threading.Thread(target=read, name="cleveragents-prompt", daemon=True).start()
+    threading.Thread(target=work, name="cleveragents-prompt", daemon=True).start()
     return await future

@@ -1,6 +1,7 @@
 """The `cleveragents` command: hands argv to the front it asks for.
 
-`serve --acp` is ACP mode, `serve` the JSON-RPC daemon, anything else the terminal CLI. This
+`serve --acp` is ACP mode, `serve` the JSON-RPC daemon, nothing or `chat` the terminal session,
+anything else the terminal CLI. This
 is the one module above the fronts: each is imported only once chosen, so ACP mode never
 loads pygls and the CLI loads neither server.
 """
@@ -14,6 +15,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["serve"]:
         return serve(argv[1:])
+    if not argv or argv[0] == "chat":
+        from .chat import main as chat_main
+
+        return chat_main(argv[1:])
     from .cli import main as cli_main
 
     return cli_main(argv)

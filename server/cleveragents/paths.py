@@ -16,6 +16,7 @@ APP_FOLDER = "cleveragents"
 HISTORY_FILE_NAME = "history.sqlite3"
 TRUST_FILE_NAME = "trusted-workspaces.json"
 CHECKPOINTS_FOLDER_NAME = "checkpoints"
+PROMPT_HISTORY_FILE_NAME = "prompt-history"
 
 
 def _user_folder(xdg_variable: str, windows_variable: str, linux_default: str) -> Path:
@@ -60,3 +61,9 @@ def default_trust_path() -> Path:
 def default_checkpoint_folder() -> Path:
     """The shadow repositories of every sandbox's checkpoints."""
     return data_folder() / CHECKPOINTS_FOLDER_NAME
+
+
+def default_prompt_history_path() -> Path:
+    """The terminal session's input history (Up recalls earlier prompts): private like the
+    run history, so kept in the data folder the command wall hides."""
+    return data_folder() / PROMPT_HISTORY_FILE_NAME
