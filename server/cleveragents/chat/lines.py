@@ -22,7 +22,7 @@ from ..display import LineReader, read_in_daemon_thread
 from ..workspace.prompt_commands import PromptCommand
 from .slash import SlashCompleter
 
-PROMPT = "> "
+PROMPT = "› "
 
 
 class LineSource(Protocol):

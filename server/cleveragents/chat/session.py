@@ -30,7 +30,7 @@ from ..workspace.prompt_commands import (
     expand_prompt_command,
     load_prompt_commands,
 )
-from .lines import LineSource
+from .lines import PROMPT, LineSource
 from .render import ChatDisplay, ChatSink, TurnRecord, cost_lines, runs_lines, say
 from .slash import SlashCall, help_lines, parse_line
 
@@ -96,7 +96,7 @@ class ChatSession:
             if not line.strip():
                 continue
             if self.echo:
-                say(self.console, [f"> {line}"], "bold")
+                say(self.console, [f"{PROMPT}{line}"], "bold")
             call = parse_line(line)
             if call is not None and call.builtin:
                 if not await self.command(call):
