@@ -25,16 +25,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text, ToolUse
 
+from cleveragents.chat.lines import PROMPT as LINE_PROMPT
 from cleveragents.service.history import RunHistory
+from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text, ToolUse
 
 CLI = [sys.executable, "-m", "cleveragents"]
 CEILING_S = 60.0  # against hangs, never a timing assertion
 ANSI_ESCAPE = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]|\r")
 ORIGINAL = "original notes\n"
 MODEL = "claude-sonnet-4-5"
-PROMPT = "›"  # the session's prompt (then a space, drawn with cursor moves)
+# The session's prompt, without the space after it (drawn with cursor moves, not a space).
+PROMPT = LINE_PROMPT.strip()
 
 
 def _controlling_terminal() -> None:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_CANCELLED = 130
 
 
 def parser() -> argparse.ArgumentParser:
@@ -121,6 +122,8 @@ def main(argv: list[str]) -> int:
             return _fail(f"cannot open the run history: {exc}", EXIT_ERROR)
     try:
         return asyncio.run(_session(settings, registry, history, sandbox, args.continue_from))
+    except KeyboardInterrupt:  # Ctrl-C while piped input was awaited: leave, as a shell would
+        return EXIT_CANCELLED
     finally:
         if history is not None:
             history.close()

@@ -16,13 +16,15 @@ from typing import Protocol, TextIO
 from prompt_toolkit import PromptSession
 from prompt_toolkit.formatted_text import ANSI
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console
 
 from ..display import LineReader, read_in_daemon_thread
 from ..workspace.prompt_commands import PromptCommand
 from .slash import SlashCompleter
 
-PROMPT = "› "
+# One character no answer text starts with, so a prompt is easy to tell on the screen.
+PROMPT = "\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK} "
 
 
 class LineSource(Protocol):
@@ -49,7 +51,10 @@ class TerminalLines:
         self.completer = SlashCompleter()
         self.history = _history(history_path, console)
         self._prompts: PromptSession[str] = PromptSession(
-            history=self.history, completer=self.completer, complete_while_typing=True
+            history=self.history,
+            completer=self.completer,
+            complete_while_typing=True,
+            key_bindings=_newline_keys(),
         )
         # Answers to approvals are not prompts: they stay out of the history.
         self._answers: PromptSession[str] = PromptSession(history=InMemoryHistory())
@@ -69,6 +74,17 @@ class TerminalLines:
         with console.capture() as captured:
             console.print(prompt, end="", highlight=False)
         return await self._answers.prompt_async(ANSI(captured.get()))
+
+
+def _newline_keys() -> KeyBindings:
+    """Enter sends the prompt; Alt-Enter (Esc then Enter) starts a new line in it."""
+    keys = KeyBindings()
+
+    @keys.add("escape", "enter")
+    def _(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    return keys
 
 
 def _history(path: Path | None, console: Console) -> History:
@@ -106,4 +122,3 @@ class PipedLines:
 
     def offer_commands(self, custom: list[PromptCommand]) -> None:
         return None  # nothing to complete without a line editor
-

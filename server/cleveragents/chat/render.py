@@ -16,6 +16,7 @@ from ..display import (
     RunDisplay,
     TerminalApprover,
     TerminalTrustAsker,
+    attachment_lines,
     format_cost,
     show_file_changes,
     usage_summary,
@@ -24,7 +25,8 @@ from ..mcp import McpToolset
 from ..service.changes import ChangedFile
 from ..service.runs import RunPlan
 from ..service.trust import TrustRequest
-from ..tool.events import ResponseReceived, RunEvent, RunObserver, TextDelta
+from ..tool.events import ResponseReceived, RunEvent, RunObserver, RunStarted, TextDelta
+from ..tool.instructions import describe_files
 from ..tool.policy import ApprovalDecision, ApprovalRequest
 from ..tool.records import ToolCallRunResult, Usage
 from ..tool.registry import ToolRegistry
@@ -52,6 +54,15 @@ class ChatDisplay(RunDisplay):
         self.end_line()
         if isinstance(event, ResponseReceived):
             return  # its text has streamed already
+        if isinstance(event, RunStarted):
+            # No header per prompt (the folder and profile were said once; /runs has the
+            # ids): only what this prompt's run reads besides it.
+            for line in attachment_lines(event.resources):
+                self.console.print(f"[dim]{escape(line)}[/]", highlight=False)
+            if event.instructions:
+                shown = describe_files(event.instructions)
+                self.console.print(f"[dim]{escape(shown)}[/]", highlight=False)
+            return
         super().__call__(event)
 
     def end_line(self) -> None:

@@ -104,9 +104,7 @@ class ChatSession:
                 continue
             prompt = line
             if call is not None:
-                expanded = await asyncio.to_thread(
-                    expand_prompt_command, line, self.sandbox_root
-                )
+                expanded = await asyncio.to_thread(expand_prompt_command, line, self.sandbox_root)
                 if expanded is None:
                     say(
                         self.console,
@@ -226,7 +224,9 @@ class ChatSession:
 
     async def _undo(self, words: list[str]) -> None:
         if words:
-            say(self.console, ["/undo takes no arguments (to go back to a step: /restore N)"], "red")
+            say(
+                self.console, ["/undo takes no arguments (to go back to a step: /restore N)"], "red"
+            )
             return
         target = self.state.last_restore_id or self.state.last_run_id
         if target is None:
@@ -259,8 +259,11 @@ class ChatSession:
 def restored_lines(outcome: RestoreOutcome) -> list[str]:
     if not outcome.changed_files:
         return ["nothing to restore: the files are already as they were"]
-    lines = [f"restored {len(outcome.changed_files)} file(s):"]
-    lines += [f"  {_MARKS[c.change]} {shown_path(c.path)}  {c.change}" for c in outcome.changed_files]
+    changed = outcome.changed_files
+    lines = [f"restored {len(changed)} file(s):"]
+    lines += [
+        f"  {_MARKS[c.change]} {shown_path(c.path)}  {c.change}" for c in outcome.changed_files
+    ]
     lines += [f"  kept {k.path}: an ignored or too-large file is in the way" for k in outcome.kept]
     lines.append("/undo undoes this restore")
     return lines

@@ -1,0 +1,263 @@
+"""The terminal session's slash commands: parsing, completion, and what each does to a real
+session (the core's RunManager with the offline model, a temp folder, a real history), fed
+by piped lines; and the session as a command: piped stdin, the folders it refuses, and `run`
+defaulting `--sandbox` to the current folder."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+from rich.console import Console
+
+from cleveragents.chat.lines import PipedLines
+from cleveragents.chat.session import ChatSession
+from cleveragents.chat.slash import (
+    BUILTIN_NAMES,
+    BUILTINS,
+    SlashCall,
+    SlashCompleter,
+    complete_names,
+    help_lines,
+    parse_line,
+)
+from cleveragents.providers.offline import REPORT_FILE
+from cleveragents.service.history import RunHistory
+from cleveragents.service.runs import RunManager
+from cleveragents.service.settings import RunDefaults
+from cleveragents.service.trust import TrustStore
+from cleveragents.toolsets import build_registry
+from cleveragents.workspace.prompt_commands import RESERVED_NAMES, parse_command_file
+
+CLI = [sys.executable, "-m", "cleveragents"]
+
+
+# -- parsing ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("/undo", SlashCall("undo", "")),
+        ("  /Undo  ", SlashCall("undo", "")),
+        ("/restore 2 run_abc", SlashCall("restore", "2 run_abc")),
+        ("/model   claude-opus-4-1 ", SlashCall("model", "claude-opus-4-1")),
+        ("/greet Ada Lovelace", SlashCall("greet", "Ada Lovelace")),
+        ("/Greet x", SlashCall("Greet", "x")),  # a custom name keeps its case (its file's)
+    ],
+)
+def test_a_command_line_is_parsed(line: str, expected: SlashCall) -> None:
+    assert parse_line(line) == expected
+
+
+@pytest.mark.parametrize(
+    "line", ["fix the bug", "/usr/bin is full", "see /undo", "/", "// comment", ""]
+)
+def test_other_lines_are_prompts(line: str) -> None:
+    assert parse_line(line) is None
+
+
+def test_builtins_are_names_no_command_file_can_take() -> None:
+    assert BUILTIN_NAMES <= RESERVED_NAMES
+    assert parse_line("/quit") == SlashCall("quit", "")
+    assert SlashCall("quit", "").builtin and not SlashCall("greet", "").builtin
+
+
+# -- completion and help ------------------------------------------------------------------------
+def _greet() -> list[object]:
+    return [parse_command_file("greet", "Say hello to $ARGUMENTS.", "workspace", "x/greet.md")]
+
+
+def test_names_complete_from_the_slash_until_a_space() -> None:
+    names = [c.name for c in BUILTINS] + ["greet", "review"]
+    assert complete_names("/re", names) == ["restore", "review"]
+    assert complete_names("/", names) == sorted(names)
+    assert complete_names("/R", names) == ["restore", "review", "runs"]
+    assert complete_names("/undo ", names) == []
+    assert complete_names("undo", names) == []
+    assert complete_names("/zz", names) == []
+
+
+def test_the_completer_offers_builtin_and_custom_commands() -> None:
+    completer = SlashCompleter(_greet())  # type: ignore[arg-type]
+    found = list(completer.get_completions(Document("/g"), CompleteEvent()))
+    assert [c.text for c in found] == ["/greet"]
+    assert found[0].start_position == -2
+    assert found[0].display_meta_text == "Say hello to $ARGUMENTS."
+    assert [c.text for c in completer.get_completions(Document("/cos"), CompleteEvent())] == [
+        "/cost"
+    ]
+    assert list(completer.get_completions(Document("hello /g"), CompleteEvent())) == []
+
+
+def test_help_lists_every_builtin_and_the_custom_commands() -> None:
+    text = "\n".join(help_lines(_greet()))  # type: ignore[arg-type]
+    for command in BUILTINS:
+        assert f"/{command.name}" in text
+    assert "/greet" in text and "workspace: x/greet.md" in text
+    assert "custom commands: none yet" in "\n".join(help_lines([]))
+
+
+# -- what the commands do to a real session -----------------------------------------------------
+async def _session(tmp_path: Path, lines: list[str]) -> tuple[ChatSession, str, Path]:
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    (project / "a.txt").write_text("hello\n")
+    console = Console(file=io.StringIO(), width=200)
+    history = RunHistory(tmp_path / "history.sqlite3")
+    manager = RunManager(
+        build_registry([]),
+        RunDefaults(provider="offline", automation_profile="ask"),
+        history,
+        trust_store=TrustStore(tmp_path / "trust.json"),
+    )
+    session = ChatSession(
+        manager, str(project.resolve()), PipedLines(io.StringIO("\n".join(lines) + "\n")), console
+    )
+    try:
+        await session.loop()
+    finally:
+        await manager.aclose()
+        history.close()
+    output = console.file.getvalue()  # type: ignore[attr-defined]
+    return session, output, project
+
+
+async def test_commands_before_any_prompt_say_what_is_missing(tmp_path: Path) -> None:
+    session, output, _ = await _session(
+        tmp_path,
+        ["/undo", "/restore 1", "/restore x", "/undo now", "/cost", "/runs", "/nonesuch x"],
+    )
+    assert "nothing to undo yet: no prompt has run in this session" in output
+    assert "no prompt has run in this session: /restore N RUN_ID" in output
+    assert "use /restore N (the step to go back before) or /restore N RUN_ID" in output
+    assert "/undo takes no arguments" in output
+    assert "this session has run no prompt yet" in output
+    assert "no run yet in this session" in output
+    assert "unknown command /nonesuch: /help lists the commands" in output
+    assert session.state.turns == []
+
+
+async def test_profile_and_model_change_the_next_prompts(tmp_path: Path) -> None:
+    session, output, _ = await _session(
+        tmp_path,
+        ["/profile", "/profile reckless", "/profile read-only", "/model", "/model my-model"],
+    )
+    assert "profile ask (/profile NAME changes it)" in output
+    assert "unknown automation profile 'reckless'" in output
+    assert "profile read-only from the next prompt on" in output
+    assert "provider offline, model the provider's default" in output
+    assert session.state.profile == "read-only"
+    assert session.state.model == "my-model"
+
+
+async def test_undo_puts_the_prompts_files_back_and_a_second_undo_redoes(tmp_path: Path) -> None:
+    session, output, project = await _session(
+        tmp_path,
+        [
+            "/profile auto-edit",
+            "write the report",
+            "/runs",
+            "/cost",
+            "/undo",
+            "/runs",
+            "/undo",
+            "/new",
+            "/exit",
+            "this line is never read",
+        ],
+    )
+    report = project / REPORT_FILE
+    [turn] = session.state.turns  # the line after /exit did not run
+    assert turn.status == "final_answer"
+    assert f"1. {turn.run_id}  final_answer" in output
+    assert "this session: 1 prompt(s), no tokens reported, no cost" in output
+    undone, redone = output.split("restored 1 file(s):")[1:]
+    assert f"- {REPORT_FILE}  deleted" in undone
+    assert f"+ {REPORT_FILE}  added" in redone
+    assert report.exists()  # the second /undo undid the first
+    assert len(session.state.restores) == 2
+    assert "restores: " in output
+    assert session.state.last_run_id is None  # /new: the next prompt starts afresh
+    assert "new conversation" in output
+
+
+async def test_each_prompt_continues_the_last(tmp_path: Path) -> None:
+    session, _, _ = await _session(tmp_path, ["list the files", "and again", "/new", "afresh"])
+    first, second, third = session.state.turns
+    with RunHistory(tmp_path / "history.sqlite3") as history:
+        assert history.chain(second.run_id) == [first.run_id, second.run_id]
+        assert history.chain(third.run_id) == [third.run_id]
+
+
+async def test_a_custom_command_runs_its_prompt(tmp_path: Path) -> None:
+    commands = tmp_path / "project" / ".cleveragents" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "look.md").write_text("Look at $1 and then $ARGUMENTS.\n")
+    session, _, _ = await _session(tmp_path, ["/look a.txt twice"])
+    [turn] = session.state.turns
+    assert turn.prompt == "Look at a.txt and then a.txt twice."
+    assert [c.name for c in session.state.custom] == ["look"]
+
+
+# -- the command ----------------------------------------------------------------------------------
+def _cli(
+    args: list[str], cwd: Path, stdin: str, tmp_path: Path
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "CLEVERAGENTS_PROVIDER": "offline",
+        "COLUMNS": "200",
+    }
+    return subprocess.run(
+        [*CLI, *args], cwd=cwd, input=stdin, capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def test_piped_lines_are_prompts_of_one_conversation(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.txt").write_text("hello\n")
+    done = _cli([], project, "list the files\n\n/cost\n", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"cleveragents in {project.resolve()}: provider offline" in done.stdout
+    assert "› list the files" in done.stdout  # noqa: RUF001 - the session's prompt
+    assert "this session: 1 prompt(s)" in done.stdout
+    chat = _cli(["chat", "--profile", "read-only"], project, "/profile\n", tmp_path)
+    assert chat.returncode == 0 and "profile read-only (/profile" in chat.stdout
+
+
+@pytest.mark.parametrize("where", ["root", "holds home"])
+def test_a_folder_too_broad_is_refused_in_one_line(tmp_path: Path, where: str) -> None:
+    folder = Path("/") if where == "root" else tmp_path
+    env_home = {"HOME": str(tmp_path / "home")}
+    (tmp_path / "home").mkdir()
+    done = subprocess.run(
+        CLI,
+        cwd=folder,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env_home, "XDG_DATA_HOME": str(tmp_path / "data")},
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("cleveragents: the current")
+    assert done.stdout == ""
+
+
+def test_run_defaults_the_sandbox_to_the_current_folder(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    done = _cli(["run", "list the files", "--no-history"], project, "", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"sandbox {project.resolve()}" in done.stdout
+    refused = _cli(["run", "list the files", "--no-history"], Path("/"), "", tmp_path)
+    assert refused.returncode == 2
+    assert "--sandbox:" in refused.stderr and "(the current folder" in refused.stderr
