@@ -880,7 +880,7 @@ def _run(args: argparse.Namespace) -> int:
 
     sandbox, problem = _sandbox_problem(args.sandbox or os.getcwd())
     if problem is not None:
-        here = "" if args.sandbox else " (the current folder: cd into a project or pass one)"
+        here = "" if args.sandbox else " (the current folder, as no --sandbox was given)"
         return _fail(problem + here, EXIT_USAGE)
     # With --json, stdout carries only the result; the live view goes to stderr.
     console = Console(stderr=args.json)

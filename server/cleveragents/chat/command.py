@@ -91,7 +91,7 @@ def main(argv: list[str]) -> int:
     here = os.getcwd()
     sandbox, problem = check_sandbox_root(here)
     if problem is not None:
-        return _fail(f"the current folder {problem}; start it in a project folder", EXIT_USAGE)
+        return _fail(f"the current folder {problem}", EXIT_USAGE)
     if args.no_history and args.continue_from:
         return _fail("--continue needs the run history", EXIT_USAGE)
     try:
