@@ -261,3 +261,31 @@ def test_run_defaults_the_sandbox_to_the_current_folder(tmp_path: Path) -> None:
     refused = _cli(["run", "list the files", "--no-history"], Path("/"), "", tmp_path)
     assert refused.returncode == 2
     assert "--sandbox:" in refused.stderr and "(the current folder" in refused.stderr
+
+
+def test_bad_options_exit_2_naming_the_flag(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    unknown = _cli(["chat", "--continue", "run_nonesuch"], project, "", tmp_path)
+    assert unknown.returncode == 2
+    assert "--continue: no run 'run_nonesuch' in the history" in unknown.stderr
+    zero = _cli(["--max-iterations", "0"], project, "", tmp_path)
+    assert zero.returncode == 2 and "--max-iterations" in zero.stderr
+
+
+def test_a_failed_turn_is_said_the_session_goes_on_and_the_exit_is_1(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    env_key = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    done = subprocess.run(
+        [*CLI, "--provider", "anthropic"],
+        cwd=project,
+        input="hello\n/cost\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env_key, "XDG_DATA_HOME": str(tmp_path / "data"), "COLUMNS": "200"},
+    )
+    assert done.returncode == 1
+    assert "error: provider 'anthropic' is unavailable" in done.stdout
+    assert "this session has run no prompt yet" in done.stdout  # the next line was read

@@ -52,7 +52,10 @@ def parser() -> argparse.ArgumentParser:
         "changes it)",
     )
     chat.add_argument(
-        "--max-iterations", type=int, metavar="N", help="model calls per prompt (default 25)"
+        "--max-iterations",
+        type=_max_iterations,
+        metavar="N",
+        help="model calls per prompt (default: $CLEVERAGENTS_MAX_ITERATIONS, else 25)",
     )
     chat.add_argument(
         "--continue",
@@ -73,6 +76,20 @@ def parser() -> argparse.ArgumentParser:
         "CLEVERAGENTS_TRUST_WORKSPACE=1)",
     )
     return chat
+
+
+def _max_iterations(text: str) -> int:
+    """The core's check, so a bad value exits 2 naming the flag."""
+    from ..service.settings import check_max_iterations
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    problem = check_max_iterations(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return value
 
 
 def _fail(message: str, code: int) -> int:
@@ -120,6 +137,9 @@ def main(argv: list[str]) -> int:
             history = RunHistory(history_path(args.history))
         except Exception as exc:
             return _fail(f"cannot open the run history: {exc}", EXIT_ERROR)
+        if args.continue_from and history.get_run(args.continue_from) is None:
+            history.close()
+            return _fail(f"--continue: no run {args.continue_from!r} in the history", EXIT_USAGE)
     try:
         return asyncio.run(_session(settings, registry, history, sandbox, args.continue_from))
     except KeyboardInterrupt:  # Ctrl-C while piped input was awaited: leave, as a shell would

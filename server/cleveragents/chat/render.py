@@ -74,8 +74,6 @@ class ChatDisplay(RunDisplay):
         """After a turn: why it stopped (when not by answering), its numbers and changes."""
         self.stop()
         self.end_line()
-        if not result.tool_call_history and result.content and result.iterations == 0:
-            self.console.print(escape(result.content))  # no model call streamed it
         reason = _STOPPED.get(result.stop_reason)
         if reason is not None:
             self.console.print(f"[yellow]{escape(reason)}[/]", highlight=False)

@@ -165,8 +165,11 @@ class ChatSession:
         )
 
     def _interrupted(self, run_id: str, interrupts: list[bool]) -> None:
-        if interrupts:  # the second Ctrl-C: end the process, as the default handler would
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
+        loop = asyncio.get_running_loop()
+        if interrupts:
+            # The second Ctrl-C: Python's own handler again, so the KeyboardInterrupt unwinds
+            # the session (the history written, the MCP servers stopped) and exits 130.
+            loop.remove_signal_handler(signal.SIGINT)
             os.kill(os.getpid(), signal.SIGINT)
             return
         interrupts.append(True)
