@@ -1,24 +1,21 @@
 """The terminal session in a real pseudo-terminal: `cleveragents` alone, in a project folder,
 against the fake Anthropic API through the real SDK.
 
-The session runs as the terminal's foreground process (its own session, the pty its
-controlling terminal), so a Ctrl-C typed during a turn is the kernel's SIGINT and one typed at
-a prompt is prompt_toolkit's key, as for a user. One session: a prompt that edits a file (its
-approval answered inline), `/undo` (the file is back), a second prompt that continues the
-conversation, a custom command completed with Tab, `/cost`, an unknown command, Ctrl-C during
-a slow turn (the turn stops, the session answers the next prompt), then Ctrl-D: exit 0.
+The session runs as the terminal's foreground process (`pseudo_terminal.py`), so a Ctrl-C
+typed during a turn is the kernel's SIGINT and one typed at a prompt is prompt_toolkit's key,
+as for a user. One session: a prompt that edits a file (its approval answered inline), `/undo`
+(the file is back), a second prompt that continues the conversation, a custom command
+completed with Tab, `/cost`, an unknown command, Ctrl-C during a slow turn (the turn stops,
+the session answers the next prompt), then Ctrl-D: exit 0.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
 import select
-import subprocess
 import sys
-import termios
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +26,7 @@ import pytest
 from cleveragents.chat.lines import PROMPT as LINE_PROMPT
 from cleveragents.service.history import RunHistory
 from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text, ToolUse
+from pseudo_terminal import spawn_on_pty
 
 CLI = [sys.executable, "-m", "cleveragents"]
 CEILING_S = 60.0  # against hangs, never a timing assertion
@@ -39,30 +37,11 @@ MODEL = "claude-sonnet-4-5"
 PROMPT = LINE_PROMPT.strip()
 
 
-def _controlling_terminal() -> None:
-    # In the child after setsid: stdin (the pty) becomes its controlling terminal.
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
 class Terminal:
     """The leader side of a pty running a command; `expect` waits for text on the screen."""
 
     def __init__(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
-        import pty
-
-        self.leader, follower = pty.openpty()
-        self.process = subprocess.Popen(
-            args,
-            cwd=cwd,
-            stdin=follower,
-            stdout=follower,
-            stderr=follower,
-            close_fds=True,
-            start_new_session=True,
-            preexec_fn=_controlling_terminal,
-            env=env,
-        )
-        os.close(follower)
+        self.process, self.leader = spawn_on_pty(args, env, cwd)
         self.raw = b""
         self.seen = 0  # what `expect` has matched up to, in the plain screen
 

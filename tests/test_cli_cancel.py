@@ -9,19 +9,17 @@ step comes before the question.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import random
-import subprocess
 import sys
-import termios
 import time
 from pathlib import Path
 
 import pytest
 
 from cleveragents.service.history import RunHistory
+from pseudo_terminal import spawn_on_pty
 
 CLI = [sys.executable, "-m", "cleveragents"]
 EXIT_CANCELLED = 130
@@ -30,28 +28,13 @@ CTRL_C = b"\x03"
 CEILING_S = 60.0  # against hangs, never a timing assertion
 
 
-def _controlling_terminal() -> None:
-    # In the child after setsid: stdin (the pty) becomes its controlling terminal.
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
 def run_in_terminal(args: list[str], typed_at_prompt: bytes) -> tuple[int, bytes, int]:
     """Run the CLI on a pty; at the approval prompt type `typed_at_prompt`. Returns the exit
     code, the screen and how many times the prompt showed."""
-    import pty
-
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
+    process, leader = spawn_on_pty(
         [*CLI, *args],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        close_fds=True,
-        start_new_session=True,
-        preexec_fn=_controlling_terminal,
         env={**os.environ, "TERM": "dumb", "COLUMNS": "200", "CLEVERAGENTS_PROVIDER": ""},
     )
-    os.close(follower)
     screen = b""
     typed = False
     deadline = time.monotonic() + CEILING_S
