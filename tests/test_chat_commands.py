@@ -103,7 +103,9 @@ def test_help_lists_every_builtin_and_the_custom_commands() -> None:
 
 
 # -- what the commands do to a real session -----------------------------------------------------
-async def _session(tmp_path: Path, lines: list[str]) -> tuple[ChatSession, str, Path]:
+async def _session(
+    tmp_path: Path, lines: list[str], continue_from: str | None = None
+) -> tuple[ChatSession, str, Path]:
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
     (project / "a.txt").write_text("hello\n")
@@ -116,7 +118,11 @@ async def _session(tmp_path: Path, lines: list[str]) -> tuple[ChatSession, str, 
         trust_store=TrustStore(tmp_path / "trust.json"),
     )
     session = ChatSession(
-        manager, str(project.resolve()), PipedLines(io.StringIO("\n".join(lines) + "\n")), console
+        manager,
+        str(project.resolve()),
+        PipedLines(io.StringIO("\n".join(lines) + "\n")),
+        console,
+        continue_from=continue_from,
     )
     try:
         await session.loop()
@@ -192,6 +198,17 @@ async def test_each_prompt_continues_the_last(tmp_path: Path) -> None:
     with RunHistory(tmp_path / "history.sqlite3") as history:
         assert history.chain(second.run_id) == [first.run_id, second.run_id]
         assert history.chain(third.run_id) == [third.run_id]
+
+
+async def test_a_conversation_that_cannot_go_on_says_so_and_new_starts_afresh(
+    tmp_path: Path,
+) -> None:
+    first, _, _ = await _session(tmp_path, ["/profile auto-edit", "write the report", "/undo"])
+    [restore_id] = first.state.restores
+    second, output, _ = await _session(tmp_path, ["hello", "/new", "hello"], restore_id)
+    assert "is a restore, not a run with a conversation (/new starts a new conversation)" in output
+    [turn] = second.state.turns
+    assert turn.status == "final_answer" and second.state.failed
 
 
 async def test_a_custom_command_runs_its_prompt(tmp_path: Path) -> None:

@@ -143,7 +143,9 @@ class ChatSession:
         except ServiceError as exc:
             self.display.stop()
             self.display.end_line()
-            say(self.console, [f"error: {exc.message}"], "red")
+            # A conversation that cannot go on (a restore's id given to --continue, say).
+            hint = " (/new starts a new conversation)" if "continue_from" in exc.message else ""
+            say(self.console, [f"error: {exc.message}{hint}"], "red")
             state.failed = True
             if exc.kind is RUN_FAILED and self.stored:
                 # The failed run is stored with the prompt: the conversation goes on from it.
