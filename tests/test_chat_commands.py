@@ -16,13 +16,13 @@ from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 from rich.console import Console
 
+from cleveragents.chat.editor import SlashCompleter
 from cleveragents.chat.lines import PipedLines
 from cleveragents.chat.session import ChatSession
 from cleveragents.chat.slash import (
     BUILTIN_NAMES,
     BUILTINS,
     SlashCall,
-    SlashCompleter,
     complete_names,
     help_lines,
     parse_line,

@@ -157,15 +157,17 @@ async def _session(
     continue_from: str | None,
 ) -> int:
     from ..service.runs import RunManager
-    from .lines import LineSource, PipedLines, TerminalLines
+    from .lines import LineSource, PipedLines
     from .render import say, welcome_lines
     from .session import ChatSession
 
     console = Console()
     interactive = sys.stdin.isatty() and console.is_terminal
-    lines: LineSource = (
-        TerminalLines(default_prompt_history_path(), console) if interactive else PipedLines()
-    )
+    lines: LineSource = PipedLines()
+    if interactive:
+        from .editor import TerminalLines  # prompt_toolkit: only where a line is edited
+
+        lines = TerminalLines(default_prompt_history_path(), console)
     manager = RunManager(registry, settings, history)
     defaults = manager.defaults
     say(

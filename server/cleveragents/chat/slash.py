@@ -1,5 +1,6 @@
 """The terminal session's slash commands: what a typed line is, the built-in commands' table,
-the help text and the completion of command names.
+the help text and which names complete a typed `/na` (the line editor, `editor.py`, offers
+them).
 
 A line that starts with `/name` is a command: a built-in one (this table; the names
 `workspace/prompt_commands.py` reserves for the fronts), else a custom command (a Markdown
@@ -9,11 +10,8 @@ to the session is `session.py`'s.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-from prompt_toolkit.completion import CompleteEvent, Completer, Completion
-from prompt_toolkit.document import Document
 
 from ..workspace.prompt_commands import PromptCommand, parse_invocation
 
@@ -106,25 +104,3 @@ def complete_names(typed: str, names: Iterable[str]) -> list[str]:
         return []
     prefix = typed[1:].lower()
     return sorted({name for name in names if name.lower().startswith(prefix)})
-
-
-class SlashCompleter(Completer):
-    """Tab completion of `/name` at the start of the line: built-in and custom commands (the
-    custom names are given again after each turn, since files may come and go)."""
-
-    def __init__(self, custom: Sequence[PromptCommand] = ()) -> None:
-        self.custom = list(custom)
-
-    def names(self) -> list[str]:
-        return [c.name for c in BUILTINS] + [c.name for c in self.custom]
-
-    def get_completions(
-        self, document: Document, complete_event: CompleteEvent
-    ) -> Iterator[Completion]:
-        typed = document.text_before_cursor
-        descriptions = {c.name: c.description for c in BUILTINS}
-        descriptions.update({c.name: c.description for c in self.custom})
-        for name in complete_names(typed, self.names()):
-            yield Completion(
-                f"/{name}", start_position=-len(typed), display_meta=descriptions.get(name, "")
-            )
