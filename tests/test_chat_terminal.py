@@ -214,6 +214,12 @@ def test_a_conversation_in_a_real_terminal(tmp_path: Path, anthropic: FakeAnthro
         terminal.close()
     assert code == 0, terminal.screen
 
+    # The prompts typed, kept for Up and Ctrl-R in the next session, private to the user.
+    typed = tmp_path / "data" / "cleveragents" / "prompt-history"
+    kept = typed.read_text().splitlines()
+    assert "+rewrite the notes" in kept and "+/undo" in kept
+    assert "+y" not in kept  # an approval's answer is no prompt
+    assert typed.stat().st_mode & 0o777 == 0o600
     with RunHistory(tmp_path / "data" / "cleveragents" / "history.sqlite3") as history:
         runs = [run for run in history.list_runs(limit=20) if run.kind == "run"]  # newest first
         # The five prompts are one conversation, the stopped turn in it.
