@@ -17,7 +17,7 @@ import re
 import select
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,13 @@ class Terminal:
                 return since
             if time.monotonic() > deadline or not self._read(0.2):
                 raise AssertionError(f"{text!r} never showed; the screen:\n{self.screen}")
+
+    def until(self, condition: Callable[[], bool]) -> None:
+        """Read the screen until `condition` holds (the child still running)."""
+        deadline = time.monotonic() + CEILING_S
+        while not condition():
+            if time.monotonic() > deadline or not self._read(0.1):
+                raise AssertionError(f"never came to pass; the screen:\n{self.screen}")
 
     def type(self, keys: str) -> None:
         os.write(self.leader, keys.encode())
@@ -197,8 +204,7 @@ def test_a_conversation_in_a_real_terminal(tmp_path: Path, anthropic: FakeAnthro
         terminal.expect(PROMPT)
 
         terminal.type("take your time\r")
-        while len(anthropic.requests) < 5:  # the slow request is in flight
-            terminal._read(0.1)
+        terminal.until(lambda: len(anthropic.requests) == 5)  # the slow request is in flight
         terminal.type("\x03")
         stopped = terminal.expect("turn stopped: the session goes on")
         assert "too late" not in stopped
