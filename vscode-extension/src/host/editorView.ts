@@ -1,6 +1,7 @@
 // What the client tools (clientTools.ts) read from VS Code: a file's problems once its
 // language server has looked at it again, every file's problems, and the open editors.
 
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import * as vscode from 'vscode';
@@ -45,8 +46,13 @@ export class VsCodeEditorView implements EditorView {
       wasOpen ? SETTLE : SETTLE_NEWLY_OPENED,
       cancelled,
     );
-    // An open document is what language servers check; one open already follows the disk.
-    await vscode.workspace.openTextDocument(uri);
+    // An open document is what language servers check (one open already follows the disk),
+    // and servers that pull diagnostics (JSON, CSS, HTML) check only those in a tab: shown
+    // as a preview, focus left where it is, as an agent's edit usually is.
+    const document = await vscode.workspace.openTextDocument(uri);
+    if (!inATab(uri)) {
+      await vscode.window.showTextDocument(document, { preview: true, preserveFocus: true });
+    }
     await reacted;
     return vscode.languages.getDiagnostics(uri).map((d) => problem(file, d));
   }
@@ -72,8 +78,24 @@ export class VsCodeEditorView implements EditorView {
   }
 
   display(file: string, runId: string): string {
-    const base = this.sandboxOf(runId) ?? folders()[0] ?? null;
-    return base !== null && isInside(file, base) ? path.relative(base, file) : file;
+    const given = this.sandboxOf(runId) ?? folders()[0] ?? null;
+    if (given === null) return file;
+    const base = realOrSelf(given); // `file` came through resolve: its links are resolved
+    return isInside(file, base) ? path.relative(base, file) : file;
+  }
+}
+
+function inATab(uri: vscode.Uri): boolean {
+  return vscode.window.tabGroups.all.some((group) =>
+    group.tabs.some((tab) => tab.input instanceof vscode.TabInputText && tab.input.uri.toString() === uri.toString()),
+  );
+}
+
+function realOrSelf(file: string): string {
+  try {
+    return fs.realpathSync(file);
+  } catch {
+    return file;
   }
 }
 
