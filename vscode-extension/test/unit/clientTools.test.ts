@@ -2,7 +2,7 @@
 // react, and the declarations and answers against the real daemon (over vscode-jsonrpc).
 
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -19,9 +19,8 @@ import {
   type OpenEditor,
   type Problem,
 } from '../../src/host/clientTools';
-import { daemonArguments, daemonEnvironment, probeInterpreter } from '../../src/daemon/launch';
 import type { CallClientToolParams, RunResult, ServerCapability } from '../../src/protocol';
-import { repoPython } from './pythonForTests';
+import { startTestDaemon, stopTestDaemon } from './daemonForTests';
 
 const scratch = mkdtempSync(join(tmpdir(), 'cleveragents-client-tools-'));
 const workspace = join(scratch, 'workspace');
@@ -188,17 +187,7 @@ describe('the declared tools against the real daemon', () => {
         ],
       }),
     );
-    const probe = await probeInterpreter(repoPython());
-    assert.ok(probe.ok, probe.ok ? '' : probe.message);
-    child = spawn(
-      probe.python,
-      daemonArguments({ python: probe.python, module: probe.module, historyPath: join(scratch, 'history.sqlite3') }),
-      { cwd: workspace, env: daemonEnvironment(process.env, {}), stdio: ['pipe', 'pipe', 'pipe'] },
-    );
-    connection = rpc.createMessageConnection(
-      new rpc.StreamMessageReader(child.stdout as NodeJS.ReadableStream),
-      new rpc.StreamMessageWriter(child.stdin as NodeJS.WritableStream),
-    );
+    ({ child, connection } = await startTestDaemon(workspace, join(scratch, 'history.sqlite3')));
     connection.onRequest('cleveragents/callClientTool', (p: CallClientToolParams, token: rpc.CancellationToken) =>
       callClientTool(p, editor, token),
     );
@@ -215,13 +204,7 @@ describe('the declared tools against the real daemon', () => {
   });
 
   after(async () => {
-    try {
-      await connection.sendRequest('shutdown');
-      await connection.sendNotification('exit');
-    } catch {
-      child.kill();
-    }
-    connection.dispose();
+    await stopTestDaemon({ child, connection });
     rmSync(scratch, { recursive: true, force: true });
   });
 
