@@ -586,3 +586,77 @@ def test_a_workspace_mcp_json_is_started_only_once_trusted(
     assert record["toolName"] == "demo__echo"
     assert facts["trusted_starts"] == 1
     assert starts(marker) == 1
+
+
+def test_the_model_reads_the_problems_neovim_reports_after_its_edit(
+    nvim: str, tmp_path: Path, workspace: Path
+) -> None:
+    """`get_diagnostics` (a tool the plugin serves): the model writes a file with a type error,
+    a checker of the test's (a stand-in for a language server: it reports a moment after the
+    file is read) sets the diagnostic, and the call's record carries it."""
+    script = write_script(
+        tmp_path / "script.json",
+        {
+            "text": "Writing it.",
+            "tool_calls": [call("w1", "write_file", path="bad.py", content='x: int = "one"\n')],
+        },
+        {"text": "Checking.", "tool_calls": [call("d1", "get_diagnostics", path="bad.py")]},
+        {"text": "Checking everything.", "tool_calls": [call("d2", "get_diagnostics")]},
+        {"text": "One type error."},
+    )
+    facts = run_nvim(
+        nvim,
+        tmp_path,
+        workspace,
+        """
+        local ns = vim.api.nvim_create_namespace('fakecheck')
+        vim.api.nvim_create_autocmd('BufReadPost', {
+          pattern = '*.py',
+          callback = function(args)
+            local buf = args.buf
+            vim.defer_fn(function()
+              local found = {}
+              for i, line in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
+                local at = line:find('"')
+                if line:find(': int =') and at then
+                  table.insert(found, {
+                    lnum = i - 1, col = at - 1, end_lnum = i - 1, end_col = #line,
+                    severity = vim.diagnostic.severity.ERROR, source = 'fakecheck',
+                    code = 'assignment', message = 'Incompatible types in assignment',
+                  })
+                end
+              end
+              vim.diagnostic.set(ns, buf, found)
+            end, 200)
+          end,
+        })
+        setup({ approval = 'allow' })
+        vim.cmd('CleverAgentsRun Write bad.py and check it')
+        local run = cleveragents.current_run()
+        wait_for('the run to end', function() return run.done end)
+        facts.run = describe(run)
+        stop_daemon()
+        """,
+        script,
+    )
+    records = facts["run"]["result"]["toolCallHistory"]
+    assert [(r["callId"], r["success"]) for r in records] == [
+        ("w1", True),
+        ("d1", True),
+        ("d2", True),
+    ], records
+    expected = {
+        "path": "bad.py",
+        "severity": "error",
+        "line": 1,
+        "column": 10,
+        "endLine": 1,
+        "endColumn": 15,
+        "source": "fakecheck",
+        "code": "assignment",
+        "message": "Incompatible types in assignment",
+    }
+    one_file = json.loads(records[1]["output"]["text"])
+    assert one_file == {"scope": "bad.py", "errors": 1, "warnings": 0, "problems": [expected]}
+    everywhere = json.loads(records[2]["output"]["text"])
+    assert everywhere["scope"] == "workspace" and everywhere["problems"] == [expected]

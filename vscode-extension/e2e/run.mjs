@@ -773,6 +773,40 @@ async function main() {
     step('plan-checklist');
     }
 
+    // -- the editor's problems: the model writes a JSON file with a syntax error and calls
+    //    get_diagnostics, which the extension serves from VS Code's own JSON checker ----------
+    {
+    const brokenPrompt = 'Write broken.json and check it.';
+    writeReplayScript(sandbox, [
+      { text: 'Writing it.', tool_calls: [{ id: 'call_write_json', name: 'write_file', arguments: { path: 'broken.json', content: '{"name": "demo",, "ok": tru}\n' } }] },
+      { text: 'Checking.', tool_calls: [{ id: 'call_diag', name: 'get_diagnostics', arguments: { path: 'broken.json' } }] },
+      { text: 'The editor reports problems in broken.json.' },
+    ]);
+    await prompt.fill(brokenPrompt);
+    await view.locator('button[data-testid="run"]').click();
+    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    await view.locator('[data-testid="tool-call"][data-call-id="call_diag"][data-status="success"]').waitFor();
+    const diagRun = storedRuns(python, sandbox.history).find((run) => run.prompt === brokenPrompt);
+    if (!diagRun) fail('the get_diagnostics run is not in the history');
+    const shown = spawnSync(python, ['-m', 'cleveragents.cli', 'runs', 'show', diagRun.run_id, '--history', sandbox.history, '--json'], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    if (shown.status !== 0) fail(`cleveragents runs show failed:\n${shown.stdout}${shown.stderr}`);
+    const diagRecord = JSON.parse(shown.stdout).records.find((/** @type {{call_id: string}} */ r) => r.call_id === 'call_diag');
+    const answer = JSON.parse(diagRecord?.output?.text ?? '{}');
+    const problems = /** @type {{path: string, severity: string, line: number, source: string | null, message: string}[]} */ (answer.problems ?? []);
+    const fromEditor = problems.filter((p) => p.path === 'broken.json' && p.severity === 'error' && p.line === 1);
+    if (answer.scope !== 'broken.json' || answer.errors < 1 || fromEditor.length === 0) {
+      fail(`get_diagnostics answered ${JSON.stringify(diagRecord)}`);
+    }
+    log(`the editor's diagnostics for broken.json: ${fromEditor.map((p) => `${p.source ?? '?'}: ${p.message}`).join('; ')}`);
+    await view.locator('[data-testid="tool-call"][data-call-id="call_diag"]').scrollIntoViewIfNeeded();
+    await screenshot(page, 'editor-diagnostics');
+    fs.rmSync(path.join(sandbox.workspace, 'broken.json'));
+    step('editor-diagnostics');
+    }
+
     // -- runs 3 and 4 at once: both stream, Stop ends one, the other goes on ----------------
     writeReplayScript(sandbox, [
       { text: 'This answer takes a very long time.', delay_ms: SLOW_RESPONSE_DELAY_MS },

@@ -9,6 +9,8 @@ import { API_KEY_VARIABLES, type KeyedProvider } from './daemon/launch';
 import { PrivateEnvironment } from './daemon/privateEnvironment';
 import { watchSelectedInterpreter } from './daemon/pythonInterpreter';
 import { CHANGE_SCHEME, ChangeReview } from './host/changeReview';
+import { callClientTool } from './host/clientTools';
+import { VsCodeEditorView } from './host/editorView';
 import { RunController } from './host/runController';
 import { RunStore } from './host/runStore';
 import { RUN_VIEW_ID, RunViewProvider } from './host/runViewProvider';
@@ -25,6 +27,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const settings = (): Settings => readSettings(vscode.workspace.getConfiguration('cleveragents'));
 
   let controller: RunController | null = null;
+  const editorView = new VsCodeEditorView((runId) => store.run(runId)?.header.sandboxRoot ?? null);
   const daemon = new DaemonClient({
     log,
     keys,
@@ -47,6 +50,7 @@ export function activate(context: vscode.ExtensionContext): void {
         log.info(`${params.configPath}: ${trusted ? 'trusted' : 'not trusted'}`);
         return { trusted };
       },
+      clientTool: (params, token) => callClientTool(params, editorView, token),
       status: (status) => store.setDaemon(status),
     },
   });

@@ -3,7 +3,7 @@
 /* eslint-disable */
 
 /** The protocol version these types describe. */
-export const PROTOCOL_VERSION = "1.2";
+export const PROTOCOL_VERSION = "1.3";
 
 /** Sent by the daemon when the profile needs a human to approve a call. */
 export interface ApproveToolCallParams {
@@ -30,6 +30,28 @@ export interface ApproveToolCallParams {
 export interface ApproveToolCallResult {
   /** `allow_for_run`: allow this tool without asking again in this run. `cancel`: stop the whole run (as `cleveragents/cancel` does); the call is recorded as cancelled. */
   decision: "allow" | "deny" | "allow_for_run" | "cancel";
+}
+
+/** Sent when the model calls one of the client's tools, after any approval. Withdrawn with `$/cancelRequest` when the run is stopped or the tool's timeout passes. */
+export interface CallClientToolParams {
+  /** The run calling. */
+  runId: string;
+  /** The call (see `toolCallStarted`). */
+  callId: string;
+  /** The tool, as the client declared it. */
+  name: string;
+  /** The model's arguments, checked against the declared `inputSchema`. */
+  arguments: { [key: string]: unknown };
+  /** The iteration calling. */
+  iteration: number;
+}
+
+/** The tool's result (the shape of an MCP tool result's text content). A JSON-RPC error answer, or a result of another shape, fails the call with the error in its record. */
+export interface CallClientToolResult {
+  /** Its text, in pieces joined with newlines. */
+  content: ClientToolContent[];
+  /** The tool failed; `content` says why (the record's error). */
+  isError?: boolean | null;
 }
 
 /** Stop a run. The run's own request then returns with `stopReason: cancelled`. */
@@ -69,6 +91,30 @@ export interface ClientCapability {
   approvals?: boolean | null;
   /** The client answers `cleveragents/trustWorkspace`. Without it, a workspace's `.mcp.json` servers start only once trusted some other way. */
   trust?: boolean | null;
+  /** Tools the client serves (protocol 1.3): offered to every run of the session, whatever `tools` subset the run names; the client answers `cleveragents/callClientTool`. */
+  tools?: ClientToolDeclaration[] | null;
+}
+
+/** A piece of the answer: text, which the model reads. */
+export interface ClientToolContent {
+  /** Only `text`. */
+  type: "text";
+  /** The text. */
+  text: string;
+}
+
+/** A tool the client serves (`capabilities.experimental.cleveragents.tools`): offered to the model beside the daemon's own; each call is a `cleveragents/callClientTool` request. */
+export interface ClientToolDeclaration {
+  /** 1 to 64 letters, digits, `_` or `-`; not the name of one of the daemon's tools (`initialize` fails naming it). */
+  name: string;
+  /** What it does, for the model. Not empty. */
+  description: string;
+  /** JSON Schema of its arguments: an object schema (`type: object`). */
+  inputSchema: { [key: string]: unknown };
+  /** It changes nothing: runs without approval under `ask` and `auto-edit`, and under `read-only`. Default false: asked about as a tool that may change things. */
+  readOnly?: boolean | null;
+  /** How long a call may wait for the answer (more than 0, at most 600; default 30). Then the request is withdrawn (`$/cancelRequest`) and the call fails as a timeout. */
+  timeoutSeconds?: number | null;
 }
 
 /** Ceilings on each `run_command`: a positive integer, or a string such as `"8G"` (sizes take K, M, G, T, powers of 1024) or `"unlimited"`. Unset ones keep theirs. */
@@ -518,7 +564,7 @@ export interface RunsResult {
 
 /** `capabilities.experimental.cleveragents` of the `initialize` result. */
 export interface ServerCapability {
-  /** This protocol's version (1.2). */
+  /** This protocol's version (1.3). */
   protocolVersion: string;
   /** The cleveragents package version. */
   serverVersion: string;
@@ -530,6 +576,8 @@ export interface ServerCapability {
   approvals: boolean;
   /** Whether this daemon will ask this client to trust workspaces. */
   trust: boolean;
+  /** The names of the client's tools this daemon offers to runs (1.3). */
+  clientTools: string[];
 }
 
 /** The workspace checkpoint before an iteration first changed the folder was saved (a step of its own: its time is in no tool call's `durationMs`). */
@@ -752,6 +800,7 @@ export interface ClientRequests {
 export interface ServerRequests {
   "cleveragents/approveToolCall": { params: ApproveToolCallParams; result: ApproveToolCallResult };
   "cleveragents/trustWorkspace": { params: TrustWorkspaceParams; result: TrustWorkspaceResult };
+  "cleveragents/callClientTool": { params: CallClientToolParams; result: CallClientToolResult };
 }
 
 /** Notifications the daemon sends, by method. */

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..service.client_tools import DEFAULT_CLIENT_TOOL_TIMEOUT_S, ClientTool, check_client_tools
 from ..service.errors import ParamsError
 from ..service.settings import ClientOptions, SessionSettings, session_settings
 from . import wire
@@ -108,3 +109,35 @@ def client_declares(capabilities_experimental: Any, flag: str) -> bool:
         # A newer client may declare more; only the flag we know matters here.
         return ours.get(flag) is True
     return getattr(capability, flag) is True
+
+
+TOOLS_WHERE = "capabilities.experimental.cleveragents.tools"
+
+
+def declared_client_tools(capabilities_experimental: Any, taken: list[str]) -> list[ClientTool]:
+    """The tools the client declared it serves; ParamsError naming each bad one (its shape, or
+    the core's checks: name, schema, a name the daemon's own tools (`taken`) have)."""
+    if not isinstance(capabilities_experimental, dict):
+        return []
+    ours = capabilities_experimental.get("cleveragents")
+    if not isinstance(ours, dict) or ours.get("tools") is None:
+        return []
+    declared = structure(ours["tools"], list[wire.ClientToolDeclaration], where=TOOLS_WHERE)
+    tools = [
+        ClientTool(
+            name=tool.name,
+            description=tool.description,
+            input_schema=tool.input_schema,
+            read_only=tool.read_only is True,
+            timeout_s=(
+                tool.timeout_seconds
+                if tool.timeout_seconds is not None
+                else DEFAULT_CLIENT_TOOL_TIMEOUT_S
+            ),
+        )
+        for tool in declared
+    ]
+    problems = check_client_tools(tools, taken)
+    if problems:
+        raise ParamsError([f"capabilities.experimental.cleveragents.{p}" for p in problems])
+    return tools

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..jsonrpc_errors import INTERNAL_ERROR
 from ..jsonrpc_io import StreamWriterAdapter, ThreadedWriter, encode
+from ..service.client_tools import ClientTool
 from ..service.errors import ClientRequestError
 
 # Withdrawn request ids kept to recognise late answers; older ones are forgotten.
@@ -30,6 +31,8 @@ class Connection:
         self.writer = writer
         self.approvals = False
         self.trust = False
+        # The tools the client declared at `initialize` (its answers: `callClientTool`).
+        self.client_tools: tuple[ClientTool, ...] = ()
         self._ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[Any]] = {}
         # Ids of requests we withdrew: LSP clients still answer them, which is no news.

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol
 
 from ..jsonrpc_errors import wire_named
+from ..service.client_tools import ClientTool, ClientToolAnswer, ClientToolCall, MalformedAnswer
 from ..service.errors import ParamsError, ServiceError
 from ..service.runs import RunManager, RunPlan
 from ..service.trust import TrustRequest
@@ -54,6 +55,7 @@ from .translate import (
 log = logging.getLogger(__name__)
 
 APPROVE_METHOD = "cleveragents/approveToolCall"
+CALL_CLIENT_TOOL_METHOD = "cleveragents/callClientTool"
 TRUST_METHOD = "cleveragents/trustWorkspace"
 
 
@@ -68,6 +70,11 @@ class RunClient(Protocol):
     @property
     def trust(self) -> bool:
         """Whether the client answers `cleveragents/trustWorkspace`."""
+        ...
+
+    @property
+    def client_tools(self) -> tuple[ClientTool, ...]:
+        """The tools the client serves (`cleveragents/callClientTool`)."""
         ...
 
     def notify(self, method: str, params: Any) -> None: ...
@@ -113,7 +120,8 @@ async def tools(
     manager: RunManager, params: wire.ToolsParams, client: RunClient
 ) -> wire.ToolsResult:
     with _wire_names():
-        specs = await manager.tools(params.sandbox_root, ClientSink(client).ask_trust)
+        sink = ClientSink(client)
+        specs = await manager.tools(params.sandbox_root, sink.ask_trust, sink)
     return wire.ToolsResult(tools=[tool_info(spec) for spec in specs])
 
 
@@ -147,7 +155,8 @@ async def restore(manager: RunManager, params: wire.RestoreParams) -> wire.Resto
 
 
 class ClientSink:
-    """A run's events as notifications to the client, its approvals as requests to it."""
+    """A run's events as notifications to the client; its approvals, and calls of the tools
+    the client serves, as requests to it."""
 
     def __init__(self, client: RunClient) -> None:
         self.client = client
@@ -155,6 +164,27 @@ class ClientSink:
     @property
     def approvals(self) -> bool:
         return self.client.approvals
+
+    @property
+    def client_tools(self) -> tuple[ClientTool, ...]:
+        return self.client.client_tools
+
+    async def call_client_tool(self, call: ClientToolCall) -> ClientToolAnswer:
+        """`cleveragents/callClientTool`; MalformedAnswer for a result of another shape."""
+        params = wire.CallClientToolParams(
+            run_id=call.run_id,
+            call_id=call.call_id,
+            name=call.tool_name,
+            arguments=call.arguments,
+            iteration=call.iteration,
+        )
+        answer = await self.client.request(CALL_CLIENT_TOOL_METHOD, unstructure(params))
+        try:
+            result = structure(answer, wire.CallClientToolResult, where="result")
+        except ParamsError as exc:
+            raise MalformedAnswer("; ".join(exc.problems)) from None
+        text = "\n".join(piece.text for piece in result.content)
+        return ClientToolAnswer(text=text, is_error=result.is_error is True)
 
     def run_observer(self, plan: RunPlan) -> RunObserver:
         return RunStream(self.client, plan)

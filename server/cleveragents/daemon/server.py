@@ -56,7 +56,7 @@ from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.registry import ToolRegistry
 from ..toolsets import ToolLoadError, build_registry
 from . import runs, wire
-from .config import initialization_settings
+from .config import declared_client_tools, initialization_settings
 from .connection import Connection
 from .converter import structure, structure_partial, unstructure, without_problems_at
 from .encoded import EncodedResult, response_frame
@@ -411,6 +411,7 @@ class Daemon:
                 capabilities_experimental=params.capabilities.experimental,
             )
             registry = self._registry(settings)
+            client_tools = declared_client_tools(params.capabilities.experimental, registry.names())
         except ParamsError as exc:
             self.state = "new"  # the client may fix its options and try again
             raise JsonRpcException(
@@ -422,6 +423,7 @@ class Daemon:
         self.manager = RunManager(registry, settings.defaults, self.history)
         self.connection.approvals = settings.approvals
         self.connection.trust = settings.trust_prompts
+        self.connection.client_tools = tuple(client_tools)
         self.protocol.capability = unstructure(
             wire.ServerCapability(
                 protocol_version=wire.PROTOCOL_VERSION,
@@ -430,6 +432,7 @@ class Daemon:
                 automation_profiles=list(AUTOMATION_PROFILES),
                 approvals=settings.approvals,
                 trust=settings.trust_prompts,
+                client_tools=[tool.name for tool in client_tools],
             )
         )
         self.state = "initialized"

@@ -20,7 +20,7 @@ from ..service.history import RunKind, RunStatus
 from ..tool.policy import ApprovalDecision
 from ..tool.records import ErrorKind, StopReason
 
-PROTOCOL_VERSION = "1.2"
+PROTOCOL_VERSION = "1.3"
 """Major.minor: a new major breaks existing clients; a new minor only adds optional things."""
 
 AutomationProfile = Literal["read-only", "ask", "auto-edit", "full-auto"]
@@ -391,6 +391,37 @@ class InitializationOptions:
 
 
 @attrs.frozen(kw_only=True)
+class ClientToolDeclaration:
+    """A tool the client serves (`capabilities.experimental.cleveragents.tools`): offered to
+    the model beside the daemon's own; each call is a `cleveragents/callClientTool` request."""
+
+    name: str = attrs.field(
+        metadata=doc(
+            "1 to 64 letters, digits, `_` or `-`; not the name of one of the daemon's tools "
+            "(`initialize` fails naming it)."
+        )
+    )
+    description: str = attrs.field(metadata=doc("What it does, for the model. Not empty."))
+    input_schema: dict[str, Any] = attrs.field(
+        metadata=doc("JSON Schema of its arguments: an object schema (`type: object`).")
+    )
+    read_only: bool | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "It changes nothing: runs without approval under `ask` and `auto-edit`, and under "
+            "`read-only`. Default false: asked about as a tool that may change things."
+        ),
+    )
+    timeout_seconds: float | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "How long a call may wait for the answer (more than 0, at most 600; default 30). "
+            "Then the request is withdrawn (`$/cancelRequest`) and the call fails as a timeout."
+        ),
+    )
+
+
+@attrs.frozen(kw_only=True)
 class ClientCapability:
     """`capabilities.experimental.cleveragents` of `initialize` (all optional)."""
 
@@ -402,6 +433,14 @@ class ClientCapability:
         metadata=doc(
             "The client answers `cleveragents/trustWorkspace`. Without it, a workspace's "
             "`.mcp.json` servers start only once trusted some other way."
+        ),
+    )
+    tools: list[ClientToolDeclaration] | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "Tools the client serves (protocol 1.3): offered to every run of the session, "
+            "whatever `tools` subset the run names; the client answers "
+            "`cleveragents/callClientTool`."
         ),
     )
 
@@ -421,6 +460,9 @@ class ServerCapability:
     )
     trust: bool = attrs.field(
         metadata=doc("Whether this daemon will ask this client to trust workspaces.")
+    )
+    client_tools: list[str] = attrs.field(
+        metadata=doc("The names of the client's tools this daemon offers to runs (1.3).")
     )
 
 
@@ -1046,6 +1088,42 @@ class TrustWorkspaceResult:
     )
 
 
+@attrs.frozen(kw_only=True)
+class CallClientToolParams:
+    """Sent when the model calls one of the client's tools, after any approval. Withdrawn with
+    `$/cancelRequest` when the run is stopped or the tool's timeout passes."""
+
+    run_id: str = attrs.field(metadata=doc("The run calling."))
+    call_id: str = attrs.field(metadata=doc("The call (see `toolCallStarted`)."))
+    name: str = attrs.field(metadata=doc("The tool, as the client declared it."))
+    arguments: dict[str, Any] = attrs.field(
+        metadata=doc("The model's arguments, checked against the declared `inputSchema`.")
+    )
+    iteration: int = attrs.field(metadata=doc("The iteration calling."))
+
+
+@attrs.frozen(kw_only=True)
+class ClientToolContent:
+    """A piece of the answer: text, which the model reads."""
+
+    type: Literal["text"] = attrs.field(metadata=doc("Only `text`."))
+    text: str = attrs.field(metadata=doc("The text."))
+
+
+@attrs.frozen(kw_only=True)
+class CallClientToolResult:
+    """The tool's result (the shape of an MCP tool result's text content). A JSON-RPC error
+    answer, or a result of another shape, fails the call with the error in its record."""
+
+    content: list[ClientToolContent] = attrs.field(
+        metadata=doc("Its text, in pieces joined with newlines.")
+    )
+    is_error: bool | None = attrs.field(
+        default=None,
+        metadata=doc("The tool failed; `content` says why (the record's error)."),
+    )
+
+
 # -- the method table -------------------------------------------------------------------------
 
 Kind = Literal["request", "notification"]
@@ -1226,12 +1304,26 @@ METHODS: tuple[Method, ...] = (
         False,
         "Ask the user whether a workspace's `.mcp.json` servers may start.",
     ),
+    Method(
+        "cleveragents/callClientTool",
+        "request",
+        "server_to_client",
+        CallClientToolParams,
+        CallClientToolResult,
+        False,
+        "Run one of the tools the client declared at `initialize`.",
+    ),
 )
 
 METHODS_BY_NAME = {method.name: method for method in METHODS}
 
 # Types reachable only from `initialize` (not a custom method), documented in the schema too.
-INITIALIZE_TYPES: tuple[type, ...] = (InitializationOptions, ClientCapability, ServerCapability)
+INITIALIZE_TYPES: tuple[type, ...] = (
+    InitializationOptions,
+    ClientCapability,
+    ClientToolDeclaration,
+    ServerCapability,
+)
 
 
 # -- error codes ------------------------------------------------------------------------------

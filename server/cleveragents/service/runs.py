@@ -38,6 +38,7 @@ from ..toolsets import with_command_policy
 from ..workspace.command_policy import CommandPolicy
 from ..workspace.sandbox import refused_root
 from .changes import ChangedFile
+from .client_tools import ClientToolHost, client_tool_specs, registry_with_client_tools
 from .errors import (
     PROVIDER_UNAVAILABLE,
     RUN_FAILED,
@@ -461,6 +462,12 @@ class RunManager:
                 if plan.command_policy is not None:
                     registry = with_command_policy(registry, plan.command_policy)
                     runner = self.runner_for(registry)
+                if isinstance(sink, ClientToolHost) and sink.client_tools:
+                    # Beside every tool of the run, whatever `tools` subset it names.
+                    registry = registry_with_client_tools(
+                        registry, sink.client_tools, sink, plan.run_id
+                    )
+                    runner = self.runner_for(registry)
                 if isinstance(sink, FrontTools):
                     registry = sink.run_tools(registry, mcp_tools)
                     runner = self.runner_for(registry)
@@ -625,10 +632,19 @@ class RunManager:
 
     # -- reading -----------------------------------------------------------------------------
     async def tools(
-        self, sandbox_root: str | None = None, ask: TrustAsker | None = None
+        self,
+        sandbox_root: str | None = None,
+        ask: TrustAsker | None = None,
+        client: ClientToolHost | None = None,
     ) -> list[ToolSpec]:
         """Every tool a run may use; with a sandbox root, its `.mcp.json` tools too (once
-        trusted: `ask` asks the user)."""
+        trusted: `ask` asks the user); with a client that serves tools, those last."""
+        specs = await self._own_tools(sandbox_root, ask)
+        if client is not None:
+            specs.extend(client_tool_specs(client.client_tools, client, run_id=""))
+        return specs
+
+    async def _own_tools(self, sandbox_root: str | None, ask: TrustAsker | None) -> list[ToolSpec]:
         registry = self.registry
         if sandbox_root is not None:
             root, problem = check_sandbox_root(sandbox_root)

@@ -19,6 +19,7 @@ import types
 import weakref
 from collections.abc import Generator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from .context import ToolActorContext
@@ -74,6 +75,22 @@ class ThreadBudget:
     def release(self) -> None:
         """Give a slot back; on the loop's thread (see `_hand_back` for worker threads)."""
         self._slots.release()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunningCall:
+    """The call a tool's handler runs for (a client's tool names it in its request)."""
+
+    call_id: str
+    iteration: int
+
+
+_RUNNING_CALL: ContextVar[RunningCall | None] = ContextVar("running_call", default=None)
+
+
+def running_call() -> RunningCall | None:
+    """The call whose handler is running in this task; None outside a runner's call."""
+    return _RUNNING_CALL.get()
 
 
 class ToolRunner:
@@ -310,7 +327,11 @@ class ToolRunner:
                 # The record's duration is the tool's own: not the wait for a human's answer,
                 # nor the checkpoint saved before the call (an event of its own).
                 started = time.perf_counter()
-            output = await self.execute(spec, call, budget)
+            running = _RUNNING_CALL.set(RunningCall(request.call_id, iteration))
+            try:
+                output = await self.execute(spec, call, budget)
+            finally:
+                _RUNNING_CALL.reset(running)
         except ToolFailure as failure:
             return self.record(request, inputs, started, iteration, failure=failure)
         return self.record(request, inputs, started, iteration, output=output)

@@ -22,6 +22,8 @@ import {
   PROTOCOL_VERSION,
   type ApproveToolCallParams,
   type ApproveToolCallResult,
+  type CallClientToolParams,
+  type CallClientToolResult,
   type ClientRequests,
   type ServerCapability,
 } from '../protocol';
@@ -29,6 +31,7 @@ import type { TrustWorkspaceParams, TrustWorkspaceResult } from '../shared/wireA
 import type { DaemonStatus } from '../shared/messages';
 import { RUN_NOTIFICATIONS } from '../shared/runNotifications';
 import type { RunNotification } from '../shared/runState';
+import { CLIENT_TOOLS } from '../host/clientTools';
 import { initializationOptions, type Settings } from '../host/settings';
 import type { ApiKeyStore } from './apiKeys';
 import {
@@ -53,6 +56,8 @@ export interface DaemonEvents {
   approval(params: ApproveToolCallParams, token: vscode.CancellationToken): Promise<ApproveToolCallResult>;
   /** A folder's MCP config wants to start programs: may it? */
   trust(params: TrustWorkspaceParams, token: vscode.CancellationToken): Promise<TrustWorkspaceResult>;
+  /** A run calls one of the tools this editor serves (host/clientTools.ts). */
+  clientTool(params: CallClientToolParams, token: vscode.CancellationToken): Promise<CallClientToolResult>;
   status(status: DaemonStatus): void;
 }
 
@@ -317,11 +322,18 @@ export class DaemonClient implements vscode.Disposable {
       'cleveragents/trustWorkspace',
       (params: TrustWorkspaceParams, token: vscode.CancellationToken) => events.trust(params, token),
     );
-    // `initialize` declares what this client answers (approvals, trust questions).
+    client.onRequest(
+      'cleveragents/callClientTool',
+      (params: CallClientToolParams, token: vscode.CancellationToken) => events.clientTool(params, token),
+    );
+    // `initialize` declares what this client answers (approvals, trust questions, its tools).
     client.registerFeature({
       fillClientCapabilities: (capabilities) => {
         const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
-        capabilities.experimental = { ...experimental, cleveragents: { approvals: true, trust: true } };
+        capabilities.experimental = {
+          ...experimental,
+          cleveragents: { approvals: true, trust: true, tools: CLIENT_TOOLS },
+        };
       },
       initialize: () => undefined,
       getState: () => ({ kind: 'static' }),

@@ -2,7 +2,7 @@
 // extension uses, with vscode-jsonrpc in place of the language client (which needs VS Code).
 
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +10,6 @@ import { after, before, describe, it } from 'node:test';
 
 import * as rpc from 'vscode-jsonrpc/node';
 
-import { daemonArguments, daemonEnvironment, probeInterpreter } from '../../src/daemon/launch';
 import { RunStore } from '../../src/host/runStore';
 import { initializationOptions, newRunId, readSettings, runParams, type Settings } from '../../src/host/settings';
 import type {
@@ -22,7 +21,7 @@ import type {
   ServerCapability,
 } from '../../src/protocol';
 import { RunState, type ApprovalDecision, type RunNotification } from '../../src/shared/runState';
-import { repoPython } from './pythonForTests';
+import { startTestDaemon, stopTestDaemon } from './daemonForTests';
 
 const scratch = mkdtempSync(join(tmpdir(), 'cleveragents-daemon-test-'));
 const workspace = join(scratch, 'workspace');
@@ -59,24 +58,7 @@ const settings: Settings = readSettings({
 });
 
 before(async () => {
-  const probe = await probeInterpreter(repoPython());
-  assert.ok(probe.ok, probe.ok ? '' : probe.message);
-  child = spawn(
-    probe.python,
-    daemonArguments({ python: probe.python, module: probe.module, historyPath: join(scratch, 'history.sqlite3') }),
-    { cwd: workspace, env: daemonEnvironment(process.env, {}), stdio: ['pipe', 'pipe', 'pipe'] },
-  );
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  child.on('exit', (code) => {
-    if (code !== 0 && code !== null) console.error(`daemon exited ${code}: ${stderr}`);
-  });
-  connection = rpc.createMessageConnection(
-    new rpc.StreamMessageReader(child.stdout as NodeJS.ReadableStream),
-    new rpc.StreamMessageWriter(child.stdin as NodeJS.WritableStream),
-  );
+  ({ child, connection } = await startTestDaemon(workspace, join(scratch, 'history.sqlite3')));
   connection.onNotification((method: string, params: unknown) => {
     if (method.startsWith('cleveragents/')) store.notify({ method, params } as RunNotification);
   });
@@ -102,13 +84,7 @@ before(async () => {
 });
 
 after(async () => {
-  try {
-    await connection.sendRequest('shutdown');
-    await connection.sendNotification('exit');
-  } catch {
-    child.kill();
-  }
-  connection.dispose();
+  await stopTestDaemon({ child, connection });
   rmSync(scratch, { recursive: true, force: true });
 });
 

@@ -32,6 +32,9 @@ local defaults = {
   trust = nil,
   -- Where the scratch buffer opens: 'split', 'vsplit', 'tab', 'current' or false (not shown).
   open = 'split',
+  -- Serve the daemon's runs `get_diagnostics` (what vim.diagnostic holds for a file, or for
+  -- every buffer): the model sees the problems your language servers and linters report.
+  client_tools = true,
 }
 
 local config = vim.deepcopy(defaults)
@@ -463,9 +466,180 @@ local function answer_trust(params)
   return { trusted = trusted }
 end
 
+-- -- tools this client serves (cleveragents/callClientTool) ---------------------------------
+
+local CLIENT_TOOLS = {
+  {
+    name = 'get_diagnostics',
+    description = "The editor's problems (type errors, lint, syntax errors) for one file, or for "
+      .. 'every file open in the editor when `path` is left out: severity, 1-based line and '
+      .. 'column, source, code and message.',
+    inputSchema = {
+      type = 'object',
+      properties = {
+        path = { type = 'string', description = "A file's path, relative to the run's folder or absolute." },
+      },
+      additionalProperties = false,
+    },
+    readOnly = true,
+    timeoutSeconds = 30,
+  },
+}
+
+local SEVERITY_NAMES = { 'error', 'warning', 'information', 'hint' }
+
+local function tool_text(text, is_error)
+  return { content = { { type = 'text', text = text } }, isError = is_error or nil }
+end
+
+local function relative_to(root, file)
+  local prefix = vim.fn.resolve(root):gsub('/+$', '') .. '/'
+  local resolved = vim.fn.resolve(file)
+  if resolved:sub(1, #prefix) == prefix then
+    return resolved:sub(#prefix + 1)
+  end
+  return resolved
+end
+
+-- Waiting for the editor to react to the run's last edit: a first DiagnosticChanged (for
+-- `bufnr`, or any buffer when nil), then QUIET_MS without another (language servers report in
+-- steps), or FIRST_MS without any (nothing changed), MAX_MS in all. Call before what makes
+-- the change (a load, a reload); the returned function waits in the request's coroutine.
+local SETTLE = { first_ms = 3000, quiet_ms = 400, max_ms = 10000 }
+
+local function watch_diagnostics(bufnr)
+  local co, is_main = coroutine.running()
+  if not co or is_main then
+    return function() end -- nowhere to wait: answer with what is known now
+  end
+  local settled, waiting, changes = false, false, 0
+  local group = vim.api.nvim_create_augroup('cleveragents_settle_' .. tostring(uv.hrtime()), { clear = true })
+  local function finish()
+    if settled then
+      return
+    end
+    settled = true
+    pcall(vim.api.nvim_del_augroup_by_id, group)
+    if waiting then
+      vim.schedule(function()
+        coroutine.resume(co)
+      end)
+    end
+  end
+  vim.api.nvim_create_autocmd('DiagnosticChanged', {
+    group = group,
+    callback = function(args)
+      if bufnr ~= nil and args.buf ~= bufnr then
+        return
+      end
+      changes = changes + 1
+      local mine = changes
+      vim.defer_fn(function()
+        if changes == mine then
+          finish()
+        end
+      end, SETTLE.quiet_ms)
+    end,
+  })
+  vim.defer_fn(function()
+    if changes == 0 then
+      finish()
+    end
+  end, SETTLE.first_ms)
+  vim.defer_fn(finish, SETTLE.max_ms)
+  return function()
+    if not settled then
+      waiting = true
+      coroutine.yield()
+    end
+  end
+end
+
+-- What vim.diagnostic holds once the file's sources have looked at it again: a file Neovim
+-- has not loaded is loaded (its language servers attach), a loaded one re-read if the run
+-- changed it on disk.
+local function get_diagnostics(params)
+  local run = runs[params.runId]
+  local root = run and run.sandbox_root or vim.fn.getcwd()
+  local given = params.arguments and params.arguments.path
+  if given ~= nil and type(given) ~= 'string' then
+    return tool_text('`path` must be a string', true)
+  end
+  local found
+  local scope = 'workspace'
+  if given ~= nil then
+    local file = vim.fn.fnamemodify(given:sub(1, 1) == '/' and given or (root .. '/' .. given), ':p')
+    if vim.fn.filereadable(file) == 0 then
+      return tool_text(given .. ': no such file', true)
+    end
+    local bufnr = vim.fn.bufadd(file)
+    local wait = watch_diagnostics(bufnr)
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      pcall(vim.cmd, 'checktime ' .. bufnr)
+    else
+      vim.fn.bufload(bufnr)
+      vim.bo[bufnr].buflisted = true
+    end
+    wait()
+    found = vim.diagnostic.get(bufnr)
+    scope = given
+  else
+    watch_diagnostics(nil)()
+    found = vim.diagnostic.get(nil)
+  end
+  local problems, errors, warnings = {}, 0, 0
+  for _, d in ipairs(found) do
+    local severity = SEVERITY_NAMES[d.severity] or 'error'
+    if severity == 'error' then
+      errors = errors + 1
+    elseif severity == 'warning' then
+      warnings = warnings + 1
+    end
+    problems[#problems + 1] = {
+      path = relative_to(root, vim.api.nvim_buf_get_name(d.bufnr)),
+      severity = severity,
+      line = d.lnum + 1,
+      column = d.col + 1,
+      endLine = (d.end_lnum or d.lnum) + 1,
+      endColumn = (d.end_col or d.col) + 1,
+      source = d.source or vim.NIL,
+      code = d.code ~= nil and tostring(d.code) or vim.NIL,
+      message = d.message,
+    }
+  end
+  table.sort(problems, function(a, b)
+    if a.path ~= b.path then
+      return a.path < b.path
+    end
+    if a.line ~= b.line then
+      return a.line < b.line
+    end
+    return a.column < b.column
+  end)
+  return tool_text(vim.json.encode({
+    scope = scope,
+    errors = errors,
+    warnings = warnings,
+    problems = problems,
+  }))
+end
+
+local function answer_client_tool(params)
+  if type(params) ~= 'table' then
+    return tool_text('no params', true)
+  end
+  if params.name == 'get_diagnostics' then
+    return get_diagnostics(params)
+  end
+  return tool_text('cleveragents.nvim serves no tool named ' .. tostring(params.name), true)
+end
+
 local function dispatch_request(method, params)
   if method == 'cleveragents/trustWorkspace' then
     return answer_trust(params)
+  end
+  if method == 'cleveragents/callClientTool' then
+    return answer_client_tool(params)
   end
   if method ~= 'cleveragents/approveToolCall' then
     return nil,
@@ -536,7 +710,15 @@ local function start_daemon()
   rpc.request('initialize', {
     processId = vim.fn.getpid(),
     clientInfo = { name = 'cleveragents.nvim' },
-    capabilities = { experimental = { cleveragents = { approvals = true, trust = true } } },
+    capabilities = {
+      experimental = {
+        cleveragents = {
+          approvals = true,
+          trust = true,
+          tools = config.client_tools and CLIENT_TOOLS or nil,
+        },
+      },
+    },
     initializationOptions = next(config.init_options) and config.init_options or nil,
   }, function(err)
     local queued = d.queued
