@@ -27,8 +27,8 @@ from ..providers import PROVIDERS, ProviderConfigError, create_llm_caller, no_vi
 from ..tool.cancel import CancelToken, unless_cancelled
 from ..tool.context import ToolActorContext
 from ..tool.events import RunObserver
-from ..tool.llm import LLMCaller
 from ..tool.images import ImageAttachment, supports_vision
+from ..tool.llm import LLMCaller
 from ..tool.messages import Message, UserMessage
 from ..tool.policy import ApprovalDecision, ApprovalRequest, Approver
 from ..tool.records import ToolCallRunResult

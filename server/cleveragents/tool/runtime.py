@@ -40,6 +40,7 @@ from .events import (
     ToolCallStarted,
     publish,
 )
+from .images import ImageAttachment
 from .instructions import FolderNote, InstructionsSource, RunInstructions, with_note
 from .llm import LLMCaller, as_llm_caller
 from .messages import (
@@ -63,7 +64,6 @@ from .policy import Approver, Authorizer, check_profile
 from .records import ToolCallRecord, ToolCallRunResult, Usage
 from .registry import ToolRegistry
 from .repeats import same_call
-from .images import ImageAttachment
 from .resources import Resource, prompt_with_resources
 from .result_budget import DEFAULT_RESULT_BUDGET_CHARS, MIN_RESULT_BUDGET_CHARS
 from .router import ToolCallRouter, sized_result_from_record
