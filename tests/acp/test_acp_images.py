@@ -38,8 +38,9 @@ async def test_an_image_block_reaches_anthropic_and_is_replayed_on_load(
         )
         async with start_agent(env) as agent:
             init = await agent.conn.initialize(protocol_version=PROTOCOL_VERSION)
+            assert init.agent_capabilities is not None
             caps = init.agent_capabilities.prompt_capabilities
-            assert caps.image is True and caps.audio is False
+            assert caps is not None and caps.image is True and caps.audio is False
             sid = (await agent.conn.new_session(cwd=str(sandbox), mcp_servers=[])).session_id
             done = await agent.conn.prompt(
                 session_id=sid,
