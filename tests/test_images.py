@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from PIL import Image
+from tests.test_token_settings import Sink
 
 from cleveragents.service.errors import ServiceError
 from cleveragents.service.history import RunHistory
@@ -235,19 +236,6 @@ def test_the_store_keeps_one_copy_and_evicts_the_least_recently_used(tmp_path: P
 
 
 # -- runs --------------------------------------------------------------------------------
-class QuietSink:
-    approvals = False
-
-    def run_observer(self, plan: Any) -> Any:
-        return lambda event: None
-
-    async def ask_approval(self, request: Any) -> Any:
-        return "deny"
-
-    async def ask_trust(self, request: Any) -> bool | None:
-        return None
-
-
 def seeing_model(seen: list[LLMRequest]) -> Any:
     def answer(request: LLMRequest) -> LLMResponse:
         seen.append(request)
@@ -268,7 +256,7 @@ async def test_a_runs_images_are_stored_by_reference_and_shown_again(tmp_path: P
         manager = RunManager(
             ToolRegistry(), RunDefaults(), history, llm_factory=lambda *a, **k: seeing_model(seen)
         )
-        sink: RunSink = QuietSink()
+        sink: RunSink = Sink()
         request = RunRequest(
             "what is in the picture?",
             str(sandbox),
@@ -306,7 +294,7 @@ async def test_a_model_without_vision_is_refused_before_any_request(tmp_path: Pa
         with pytest.raises(ServiceError) as refused:
             await manager.run(
                 RunRequest("see", str(sandbox), images=(ImageInput("p", data_base64=png),)),
-                QuietSink(),
+                Sink(),
             )
         await manager.aclose()
         assert "the offline model cannot see images" in str(refused.value)

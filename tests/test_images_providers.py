@@ -6,10 +6,10 @@ from __future__ import annotations
 import base64
 import io
 from pathlib import Path
-from typing import Any
 
 import pytest
 from PIL import Image
+from tests.test_token_settings import Sink
 
 from cleveragents.service.errors import ServiceError
 from cleveragents.service.image_inputs import ImageInput
@@ -19,19 +19,6 @@ from cleveragents.tool import ToolRegistry
 from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text
 from fake_openai import FakeOpenAIServer, text_reply
 from fake_tokens import image_problem
-
-
-class QuietSink:
-    approvals = False
-
-    def run_observer(self, plan: Any) -> Any:
-        return lambda event: None
-
-    async def ask_approval(self, request: Any) -> Any:
-        return "deny"
-
-    async def ask_trust(self, request: Any) -> bool | None:
-        return None
 
 
 def picture(tmp_path: Path, kind: str = "PNG", name: str = "shot.png") -> Path:
@@ -52,7 +39,7 @@ def sandbox(tmp_path: Path) -> Path:
 async def run_once(defaults: RunDefaults, request: RunRequest) -> None:
     manager = RunManager(ToolRegistry(), defaults, None)
     try:
-        await manager.run(request, QuietSink())
+        await manager.run(request, Sink())
     finally:
         await manager.aclose()
 
