@@ -85,6 +85,9 @@ async def test_bad_images_and_a_blind_model_are_refused_naming_the_image(
     answer = await raw.request("cleveragents/run", {**base, "images": [{"data": gif()}]})
     assert answer["error"]["code"] == -32602
     assert "the offline model cannot see images" in answer["error"]["message"]
+    for malformed in ("x", [{}], [{"data": {"nested": 1}}], [{"data": gif(), "name": 5}]):
+        answer = await raw.request("cleveragents/run", {**base, "images": malformed})
+        assert answer["error"]["code"] == -32602, (malformed, answer)
     runs = (await raw.request("cleveragents/runs", {}))["result"]
     assert runs["runs"] == []  # nothing ran
     ok = await raw.request("cleveragents/run", base)
