@@ -305,6 +305,7 @@ def test_the_openai_vision_setting_is_resolved_with_the_others() -> None:
     settings = session_settings(ClientOptions(), {"CLEVERAGENTS_OPENAI_VISION": "1"})
     assert settings.defaults.openai_vision is True
     assert settings.defaults.provider_options()["vision"] is True
+    assert "vision" not in session_settings(ClientOptions(), {}).defaults.provider_options()
     assert session_settings(ClientOptions(), {}).defaults.openai_vision is False
     with pytest.raises(Exception, match="CLEVERAGENTS_OPENAI_VISION"):
         session_settings(ClientOptions(), {"CLEVERAGENTS_OPENAI_VISION": "maybe"})

@@ -120,7 +120,8 @@ class RunDefaults:
             "script": self.replay_script,
             "max_tokens": self.max_tokens,
             "cache": self.prompt_caching,
-            "vision": self.openai_vision,
+            # Only when on: off is the provider's own default, read from the same variable.
+            "vision": True if self.openai_vision else None,
         }
         return {k: v for k, v in options.items() if v is not None}
 
