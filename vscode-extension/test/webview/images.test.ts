@@ -67,7 +67,7 @@ describe('images in the prompt', () => {
       { name: 'photo.jpg', loaded: true },
     ]);
     assert.equal(await page.inputValue('textarea[data-testid="prompt"]'), 'What do these show?', 'no file name pasted as text');
-    await harness.screenshot('webview-image-chips');
+    await harness.screenshot('webview-image-chips.png');
 
     await page.locator('[data-testid="image-remove"][aria-label="Remove shot.webp"]').click();
     assert.deepEqual(
