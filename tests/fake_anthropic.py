@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from fake_tokens import Block, CacheUse, PrefixCache, message_blocks, prefixes
+from fake_tokens import Block, CacheUse, PrefixCache, image_problem, message_blocks, prefixes
 
 API_KEY = "sk-ant-fake-test-key"
 MAX_CACHE_BREAKPOINTS = 4
@@ -294,11 +294,18 @@ class FakeAnthropic:
                     f"messages.{i}: all messages must have non-empty content except for "
                     "the optional final assistant message"
                 )
-            for block in turn["content"]:
+            for j, block in enumerate(turn["content"]):
                 if block.get("type") == "text" and not str(block.get("text", "")).strip():
                     raise ApiRuleError(
                         "messages: text content blocks must contain non-whitespace text"
                     )
+                if block.get("type") == "image":
+                    source = block.get("source") or {}
+                    if source.get("type") != "base64":
+                        raise ApiRuleError(f"messages.{i}.content.{j}.source: base64 expected")
+                    problem = image_problem(source.get("media_type"), source.get("data"))
+                    if problem:
+                        raise ApiRuleError(f"messages.{i}.content.{j}.source: {problem}")
             previous = turns[i - 1] if i else None
             self._check_pairing(i, turn, previous, turns[i + 1] if not last else None)
         for i in range(len(turns) - 1, -1, -1):

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from fake_tokens import Block, CacheUse, PrefixCache, prefixes
+from fake_tokens import Block, CacheUse, PrefixCache, image_problem, prefixes
 
 CHAT_PATH = "/v1/chat/completions"
 MIN_CACHED_TOKENS = 1024
@@ -185,6 +185,28 @@ def _filled_usage(chunk: dict[str, Any], counted: CacheUse | None) -> dict[str, 
         "prompt_tokens_details": {"cached_tokens": counted.read if counted else 0},
     }
     return {**chunk, "usage": filled}
+
+
+def image_url_error(messages: Any) -> ErrorReply | None:
+    """OpenAI's 400 for an image part that is not a valid image data URL (or sits outside a
+    user message, where the API takes none)."""
+    for index, message in enumerate(messages if isinstance(messages, list) else []):
+        content = message.get("content") if isinstance(message, dict) else None
+        for part in content if isinstance(content, list) else []:
+            if not isinstance(part, dict) or part.get("type") != "image_url":
+                continue
+            url = str((part.get("image_url") or {}).get("url", ""))
+            head, _, data = url.partition(",")
+            problem = None
+            if message.get("role") != "user":
+                problem = "Image URLs are only allowed for messages with role 'user'"
+            elif not (head.startswith("data:") and head.endswith(";base64")):
+                problem = "Invalid image URL: a base64 data URL is expected here"
+            else:
+                problem = image_problem(head[len("data:") : -len(";base64")], data)
+            if problem:
+                return openai_error(400, f"messages[{index}]: {problem}", param="messages")
+    return None
 
 
 def tool_pairing_error(messages: Any) -> ErrorReply | None:
@@ -360,7 +382,10 @@ class FakeOpenAIServer:
         with self._lock:
             self.requests.append(request)
         if request.path == CHAT_PATH and isinstance(request.body, dict):
-            refusal = tool_pairing_error(request.body.get("messages")) or self._count(request)
+            messages = request.body.get("messages")
+            refusal = (
+                tool_pairing_error(messages) or image_url_error(messages) or self._count(request)
+            )
             if refusal is not None:  # refused before the model ran: the script waits
                 return refusal
         with self._lock:

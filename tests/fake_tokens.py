@@ -16,6 +16,7 @@ it is identical.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import math
@@ -36,6 +37,35 @@ def canonical(block: Any) -> str:
 
 def text_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+# The magic bytes each image type the APIs take starts with (what they check the declared
+# media type against).
+IMAGE_MAGIC = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "image/webp": (b"RIFF",),
+}
+
+
+def image_problem(media_type: Any, data: Any) -> str | None:
+    """Why an image the APIs would refuse is refused: an unsupported media type, data that
+    is not base64, or bytes that are not of the declared type; None when it is fine."""
+    if media_type not in IMAGE_MAGIC:
+        return (
+            "Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'; "
+            f"got {media_type!r}"
+        )
+    try:
+        raw = base64.b64decode(str(data), validate=True)
+    except ValueError:
+        return "Image data is not valid base64"
+    if not raw.startswith(IMAGE_MAGIC[media_type]) or (
+        media_type == "image/webp" and raw[8:12] != b"WEBP"
+    ):
+        return f"Image does not match the provided media type {media_type}"
+    return None
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ async def test_an_old_database_is_migrated_and_its_runs_read_with_unknown_cost(
         assert old.batch is None and history.list_runs(batch_id="any") == []
         stored = history.get_run("run_old")
         assert stored is not None
-        assert stored.iteration_usage == [] and stored.resources == []
+        assert stored.iteration_usage == [] and stored.resources == [] and stored.images == []
         assert [type(m).__name__ for m in stored.messages] == ["UserMessage", "AssistantMessage"]
         assert history.conversation("run_old")[0] == UserMessage("old prompt")
         # New runs go on in the same file, with everything the new columns hold.

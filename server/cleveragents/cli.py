@@ -102,6 +102,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH[:START-END]",
         help="attach a workspace file (or lines START to END of it) to the prompt (repeatable)",
     )
+    run.add_argument(
+        "--image",
+        dest="images",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="attach a PNG, JPEG, GIF or WebP image to the prompt (repeatable; docs/images.md)",
+    )
     _add_command_flags(run)
     run.add_argument(
         "--max-iterations",
@@ -623,7 +631,7 @@ def _runs(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(run.to_dict(), indent=2, ensure_ascii=False, default=str))
                 return EXIT_OK
-            from .display import RunDisplay, attachment_lines, iteration_usage_line
+            from .display import RunDisplay, attachment_lines, image_line, iteration_usage_line
             from .tool.events import ToolCallFinished
             from .tool.plan import last_plan
 
@@ -632,6 +640,8 @@ def _runs(args: argparse.Namespace) -> int:
             display = RunDisplay(console)
             for line in attachment_lines(run.resources):
                 console.print(f"[dim]{escape(line)}[/]", highlight=False)
+            for image in run.images:
+                console.print(f"[dim]image {escape(image_line(image))}[/]", highlight=False)
             for record in run.records:
                 display(ToolCallFinished(run.run_id, record))
             plan = last_plan(run.records)
@@ -873,6 +883,7 @@ def _run(args: argparse.Namespace) -> int:
     from .providers import ProviderConfigError, resolve_provider_name
     from .service.errors import ErrorKind, ParamsError, ServiceError
     from .service.history import RunHistory
+    from .service.image_inputs import ImageInput
     from .service.runs import RunManager, RunRequest
     from .service.settings import history_path
     from .tool.runtime import new_run_id
@@ -934,6 +945,7 @@ def _run(args: argparse.Namespace) -> int:
         base_url=args.base_url,
         replay_script=args.script,
         resources=tuple(args.files),
+        images=tuple(ImageInput(path, path=path) for path in args.images),
         continue_from=args.continue_from,
         run_id=run_id,
     )

@@ -27,6 +27,7 @@ from .tool.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from .tool.images import ImageAttachment, size_text
 from .tool.instructions import describe_files
 from .tool.plan import PLAN_TOOL, PlanStep
 from .tool.policy import ApprovalDecision, ApprovalRequest
@@ -76,6 +77,8 @@ class RunDisplay:
             )
             for line in attachment_lines(event.resources):
                 self.console.print(f"[dim]{escape(line)}[/]")
+            for image in event.images:
+                self.console.print(f"[dim]image {escape(image_line(image))}[/]")
             if event.instructions:
                 self.console.print(f"[dim]{escape(describe_files(event.instructions))}[/]")
         elif isinstance(event, IterationStarted):
@@ -274,6 +277,16 @@ def attachment_lines(resources: Sequence[Resource]) -> list[str]:
             where += f", {resource.omitted_chars:,} characters left out"
         lines.append(f"attached {where}")
     return lines
+
+
+def image_line(image: ImageAttachment) -> str:
+    """`shot.png, PNG 640x480, 12,345 bytes, ~410 tokens` (and whether it is still stored)."""
+    kind = image.media_type.removeprefix("image/").upper()
+    gone = "" if image.data is not None else ", no longer stored"
+    return (
+        f"{image.name}, {kind} {image.width}x{image.height}, {size_text(image.size)}, "
+        f"~{image.tokens:,} tokens{gone}"
+    )
 
 
 def usage_summary(usage: Usage, cost_usd: float | None) -> str:

@@ -491,20 +491,21 @@ async def test_resources_in_prompts_and_tool_prints_stay_off_stdout(
         assert b"child says boo" in agent.stderr
 
 
-async def test_image_prompts_are_refused(
+async def test_audio_prompts_are_refused(
     tmp_path: Path, sandbox: Path, start_agent: StartAgent
 ) -> None:
-    from acp import image_block
+    # Images are taken (test_acp_images.py); audio is not advertised, and refused.
+    from acp import audio_block
 
     script = write_script(tmp_path / "script.json", {"text": "Hi."})
     async with start_agent(replay_env(tmp_path, script)) as agent:
         sid = await open_session(agent.conn, sandbox)
         with pytest.raises(RequestError) as refused:
             await agent.conn.prompt(
-                session_id=sid, prompt=[text_block("Look:"), image_block("aGk=", "image/png")]
+                session_id=sid, prompt=[text_block("Listen:"), audio_block("aGk=", "audio/wav")]
             )
         assert refused.value.code == codes.INVALID_PARAMS
-        assert "image" in str(refused.value.data)
+        assert "prompt[1]: audio content is not supported" in str(refused.value.data)
 
 
 # -- MCP servers ---------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Runs tests/fake_anthropic.py for the e2e test: prints its base URL, answers each request
 with one text reply (a wrong or missing key gets the API's 401), and prints every request's
-key check as a JSON line."""
+key check and the media types of its image blocks as a JSON line."""
 
 import json
 import sys
@@ -19,5 +19,14 @@ with FakeAnthropic() as server:
         time.sleep(0.2)
         for request in server.requests[seen:]:
             key = request.headers.get("x-api-key") or request.headers.get("authorization", "")
-            print(json.dumps({"path": request.path, "keyMatches": API_KEY in key}), flush=True)
+            messages = request.body.get("messages", []) if isinstance(request.body, dict) else []
+            images = [
+                block.get("source", {}).get("media_type")
+                for message in messages
+                if isinstance(message.get("content"), list)
+                for block in message["content"]
+                if isinstance(block, dict) and block.get("type") == "image"
+            ]
+            line = {"path": request.path, "keyMatches": API_KEY in key, "images": images}
+            print(json.dumps(line), flush=True)
         seen = len(server.requests)

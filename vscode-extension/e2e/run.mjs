@@ -895,6 +895,41 @@ async function main() {
     await screenshot(page, 'api-key-run');
     step('set-api-key');
 
+    // -- an image pasted into the prompt box: a chip, then an image block at the fake
+    //    Anthropic server (which refuses one whose bytes are not its media type) ------------
+    await prompt.fill('What is in this image?');
+    await prompt.evaluate(async (box) => {
+      const canvas = document.createElement('canvas');
+      canvas.width = 48;
+      canvas.height = 32;
+      const context = canvas.getContext('2d');
+      if (context === null) throw new Error('no 2d canvas');
+      context.fillStyle = '#2080d0';
+      context.fillRect(0, 0, 48, 32);
+      const blob = await new Promise((done) => canvas.toBlob(done, 'image/png'));
+      if (blob === null) throw new Error('the canvas cannot encode PNG');
+      const transfer = new DataTransfer();
+      transfer.items.add(new File([blob], 'diagram.png', { type: 'image/png' }));
+      box.dispatchEvent(new ClipboardEvent('paste', { clipboardData: transfer, bubbles: true, cancelable: true }));
+    });
+    await view.locator('[data-testid="image-chip"]', { hasText: 'diagram.png' }).waitFor();
+    await screenshot(page, 'image-chip');
+    const before = requests().length;
+    await view.locator('button[data-testid="run"]').click();
+    await view.locator('[data-testid="run-image"][alt="diagram.png"]').waitFor();
+    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    {
+      const deadline = Date.now() + STEP_TIMEOUT_MS;
+      while (requests().length === before && Date.now() < deadline) await page.waitForTimeout(100);
+    }
+    const imageRequest = requests()[before];
+    if (!imageRequest || JSON.stringify(imageRequest.images) !== JSON.stringify(['image/png'])) {
+      fail(`the fake Anthropic server saw ${JSON.stringify(requests().slice(before))} for the image run`);
+    }
+    if ((await view.locator('[data-testid="image-chip"]').count()) !== 0) fail('the image chip stayed after the run started');
+    await screenshot(page, 'image-run');
+    step('image-to-anthropic');
+
     // -- workspace trust: the folder's .mcp.json asks to start a program; the modal shows
     //    its exact command line. Don't Trust: it never starts. A changed file asks again;
     //    Trust: it starts and its tool answers. (tests/mcp_fixtures/demo_server.py appends

@@ -365,6 +365,8 @@ export interface RunDetail {
   iterationUsage: IterationUsage[];
   /** The files attached to its prompt, with the text the model was shown. */
   resources: RunResource[];
+  /** The images attached to its prompt (1.3). */
+  images: StoredImage[];
   /** Every record stored, in the order the model asked for them. */
   toolCallHistory: ToolCallRecord[];
   /** This run's own conversation, from its prompt on. */
@@ -401,6 +403,16 @@ export interface RunFinishedParams {
   error: string | null;
   /** With `stopReason: error`, the exception's type name. */
   errorType: string | null;
+}
+
+/** An image attached to a prompt (PNG, JPEG, GIF or WebP; docs/images.md). The daemon reads its type and size from the bytes; it refuses (-32602, naming the image and the limit) one over 3.75 MiB or 8000 px a side, more than 20 images or 20 MiB in all, and every image when the run's model cannot see (the offline model; an OpenAI-compatible one without `CLEVERAGENTS_OPENAI_VISION=1`), before any request. */
+export interface RunImage {
+  /** The image's bytes, base64-encoded. */
+  data: string;
+  /** What the client believes it is (`image/png`...); the bytes decide. */
+  mediaType?: string | null;
+  /** What the user knows it by (a file name); null: `images[N]`. */
+  name?: string | null;
 }
 
 /** Start a run. The request stays open until the run ends; notifications stream meanwhile. Every field except `prompt` and `sandboxRoot` overrides the `initializationOptions` value. */
@@ -441,6 +453,8 @@ export interface RunParams {
   projectInstructions?: boolean | null;
   /** Files attached to the prompt (at most 50); the model sees them first. */
   resources?: RunResource[] | null;
+  /** Images attached to the prompt (at most 20; 1.3); the model must see. */
+  images?: RunImage[] | null;
   /** More folders `run_command` may read in this run (added to the session's). */
   commandReadPaths?: string[] | null;
   /** More variables `run_command` gets in this run (added to the session's). */
@@ -606,6 +620,22 @@ export interface SnapshotProgressParams {
   iteration: number;
   /** Time spent on it so far. */
   elapsedMs: number;
+}
+
+/** An image of a stored run's prompt: the history keeps it by reference, its bytes in a size-capped image store next to the history (the least recently used go first). */
+export interface StoredImage {
+  /** What the user knew it by. */
+  name: string;
+  /** `image/png`, `image/jpeg`, `image/gif` or `image/webp`. */
+  mediaType: string;
+  /** Pixels. */
+  width: number;
+  /** Pixels. */
+  height: number;
+  /** The image's size. */
+  sizeBytes: number;
+  /** The bytes, base64-encoded; null once evicted from the image store. */
+  data: string | null;
 }
 
 /** A piece of assistant text, as it streams. */

@@ -75,7 +75,7 @@ from ..tool.runtime import new_run_id
 from ..workspace.prompt_commands import expand_prompt_command
 from .commands import advertise_commands, run_slash_command, slash_command
 from .files import EditorFiles
-from .prompts import ContentBlock, UnsupportedPrompt, prompt_text
+from .prompts import ContentBlock, UnsupportedPrompt, prompt_images, prompt_text
 from .session import AcpSession, PromptTurn
 from .stored_sessions import BadCursor, replay, session_page
 from .terminals import EditorTerminals
@@ -159,7 +159,7 @@ class CleverAgentsAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=stored,
                 prompt_capabilities=PromptCapabilities(
-                    image=False, audio=False, embedded_context=True
+                    image=True, audio=False, embedded_context=True
                 ),
                 mcp_capabilities=McpCapabilities(http=False, sse=False),
                 session_capabilities=SessionCapabilities(
@@ -315,6 +315,7 @@ class CleverAgentsAgent:
                 # the session's own conversation goes on.
                 continue_from=session.last_run_id if stored else None,
                 conversation=() if stored else tuple(session.conversation),
+                images=prompt_images(prompt),
                 **session.run_options,
             )
             try:

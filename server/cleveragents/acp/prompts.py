@@ -2,8 +2,10 @@
 
 Text blocks are the prompt; resource links (which every ACP agent must accept) and embedded
 text resources (the `embeddedContext` capability we advertise) are added as references the
-model can open with its tools, or as the context itself. Images, audio and binary resources
-are refused: the capabilities say we do not take them.
+model can open with its tools, or as the context itself. Image blocks (the `image` capability
+we advertise) go to the core as images (`service/image_inputs.py` checks them, and the run
+is refused when its model cannot see). Audio and binary resources are refused: the
+capabilities say we do not take them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from acp.schema import (
     TextContentBlock,
     TextResourceContents,
 )
+
+from ..service.image_inputs import ImageInput
 
 ContentBlock = (
     TextContentBlock
@@ -40,6 +44,8 @@ def prompt_text(blocks: Sequence[ContentBlock], sandbox_root: str) -> str:
     for index, block in enumerate(blocks):
         if isinstance(block, TextContentBlock):
             parts.append(block.text)
+        elif isinstance(block, ImageContentBlock):
+            continue  # `prompt_images`
         elif isinstance(block, ResourceContentBlock):
             parts.append(f"Referenced: {_where(block.uri, sandbox_root)}")
         elif isinstance(block, EmbeddedResourceContentBlock):
@@ -53,12 +59,26 @@ def prompt_text(blocks: Sequence[ContentBlock], sandbox_root: str) -> str:
         else:
             raise UnsupportedPrompt(
                 f"prompt[{index}]: {block.type} content is not supported "
-                "(the agent advertises text and resources only)"
+                "(the agent advertises text, images and resources only)"
             )
     text = "\n\n".join(part for part in parts if part.strip())
     if not text.strip():
         raise UnsupportedPrompt("prompt: no text to run (the prompt is empty)")
     return text
+
+
+def prompt_images(blocks: Sequence[ContentBlock]) -> tuple[ImageInput, ...]:
+    """The prompt's image blocks, for the core to check: named by their URI when they have
+    one, else by their place in the prompt."""
+    return tuple(
+        ImageInput(
+            block.uri or f"prompt[{index}]",
+            data_base64=block.data,
+            media_type=block.mime_type,
+        )
+        for index, block in enumerate(blocks)
+        if isinstance(block, ImageContentBlock)
+    )
 
 
 def _where(uri: str, sandbox_root: str) -> str:

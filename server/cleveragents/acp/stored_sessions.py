@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
+    ImageContentBlock,
     ListSessionsResponse,
     SessionInfo,
     TextContentBlock,
@@ -129,6 +130,17 @@ def replay(
                 message_id=f"{run.run_id}-prompt",
                 field_meta={META_KEY: {"runId": run.run_id, "status": run.status}},
             )
+        )
+        updates.extend(
+            UserMessageChunk(
+                session_update="user_message_chunk",
+                content=ImageContentBlock(
+                    type="image", data=image.base64(), mime_type=image.media_type
+                ),
+                message_id=f"{run.run_id}-prompt",
+            )
+            for image in run.images
+            if image.data is not None  # evicted from the image store: the text stands alone
         )
         records = {(r.iteration, r.call_id): r for r in run.records}
         responses = [m for m in run.messages if isinstance(m, AssistantMessage)]

@@ -7,11 +7,13 @@ from typing import Any, cast
 
 from ..service.changes import ChangedFile
 from ..service.history import IterationUsage, RunSummary, StoredCheckpoint, StoredRun
+from ..service.image_inputs import ImageInput
 from ..service.resources import ResourceRequest
 from ..service.runs import RunOutcome, RunRequest
 from ..service.settings import COMMAND_LIMITS, CommandSettings
 from ..service.trust import TrustedServer
 from ..service.undo import RestoreOutcome
+from ..tool.images import ImageAttachment
 from ..tool.instructions import InstructionFile
 from ..tool.messages import AssistantMessage, Message, UserMessage
 from ..tool.plan import PlanStep, last_plan
@@ -47,6 +49,10 @@ def run_request(params: wire.RunParams) -> RunRequest:
         ),
         command=command_settings(params),
         progress_token=params.work_done_token,
+        images=tuple(
+            ImageInput(i.name or f"images[{n}]", data_base64=i.data, media_type=i.media_type)
+            for n, i in enumerate(params.images or ())
+        ),
     )
 
 
@@ -105,6 +111,17 @@ def wire_resource(resource: Resource) -> wire.RunResource:
         text=resource.text,
         start_line=resource.start_line,
         end_line=resource.end_line,
+    )
+
+
+def wire_image(image: ImageAttachment) -> wire.StoredImage:
+    return wire.StoredImage(
+        name=image.name,
+        media_type=image.media_type,
+        width=image.width,
+        height=image.height,
+        size_bytes=image.size,
+        data=image.base64() if image.data is not None else None,
     )
 
 
@@ -203,6 +220,7 @@ def run_detail(stored: StoredRun) -> wire.RunDetail:
         error_type=stored.error_type,
         iteration_usage=[iteration_usage(u) for u in stored.iteration_usage],
         resources=[wire_resource(r) for r in stored.resources],
+        images=[wire_image(i) for i in stored.images],
         tool_call_history=[wire_record(r) for r in stored.records],
         messages=[wire_message(m) for m in stored.messages],
         checkpoints=wire_checkpoints(stored.checkpoints),

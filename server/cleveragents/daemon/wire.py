@@ -70,6 +70,44 @@ class IterationUsage:
 
 
 @attrs.frozen(kw_only=True)
+class RunImage:
+    """An image attached to a prompt (PNG, JPEG, GIF or WebP; docs/images.md).
+
+    The daemon reads its type and size from the bytes; it refuses (-32602, naming the image
+    and the limit) one over 3.75 MiB or 8000 px a side, more than 20 images or 20 MiB in all,
+    and every image when the run's model cannot see (the offline model; an OpenAI-compatible
+    one without `CLEVERAGENTS_OPENAI_VISION=1`), before any request.
+    """
+
+    data: str = attrs.field(metadata=doc("The image's bytes, base64-encoded."))
+    media_type: str | None = attrs.field(
+        default=None,
+        metadata=doc("What the client believes it is (`image/png`...); the bytes decide."),
+    )
+    name: str | None = attrs.field(
+        default=None,
+        metadata=doc("What the user knows it by (a file name); null: `images[N]`."),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class StoredImage:
+    """An image of a stored run's prompt: the history keeps it by reference, its bytes in a
+    size-capped image store next to the history (the least recently used go first)."""
+
+    name: str = attrs.field(metadata=doc("What the user knew it by."))
+    media_type: str = attrs.field(
+        metadata=doc("`image/png`, `image/jpeg`, `image/gif` or `image/webp`.")
+    )
+    width: int = attrs.field(metadata=doc("Pixels."))
+    height: int = attrs.field(metadata=doc("Pixels."))
+    size_bytes: int = attrs.field(metadata=doc("The image's size."))
+    data: str | None = attrs.field(
+        metadata=doc("The bytes, base64-encoded; null once evicted from the image store.")
+    )
+
+
+@attrs.frozen(kw_only=True)
 class RunResource:
     """A file attached to a prompt: the whole file, a range of its lines, or the editor's text.
 
@@ -532,6 +570,10 @@ class RunParams:
         default=None,
         metadata=doc("Files attached to the prompt (at most 50); the model sees them first."),
     )
+    images: list[RunImage] | None = attrs.field(
+        default=None,
+        metadata=doc("Images attached to the prompt (at most 20; 1.3); the model must see."),
+    )
     command_read_paths: list[str] | None = attrs.field(
         default=None,
         metadata=doc("More folders `run_command` may read in this run (added to the session's)."),
@@ -894,6 +936,9 @@ class RunDetail(RunSummary):
     )
     resources: list[RunResource] = attrs.field(
         metadata=doc("The files attached to its prompt, with the text the model was shown.")
+    )
+    images: list[StoredImage] = attrs.field(
+        metadata=doc("The images attached to its prompt (1.3).")
     )
     tool_call_history: list[ToolCallRecord] = attrs.field(
         metadata=doc("Every record stored, in the order the model asked for them.")

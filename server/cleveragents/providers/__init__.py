@@ -32,8 +32,9 @@ def create_llm_caller(
     """Build the named provider's `LLMCaller`.
 
     Options: `script` (replay: path to the JSON script), `base_url` (anthropic, openai),
-    `max_retries`, `timeout`, `max_tokens`, `context_window` and `cache` (prompt caching;
-    None: $CLEVERAGENTS_PROMPT_CACHING, on by default). API keys come from the environment.
+    `max_retries`, `timeout`, `max_tokens`, `context_window`, `cache` (prompt caching;
+    None: $CLEVERAGENTS_PROMPT_CACHING, on by default) and `vision` (openai: whether the
+    model takes images; None: $CLEVERAGENTS_OPENAI_VISION). API keys come from the environment.
     """
     name = resolve_provider_name(provider)
     if name == "offline":
@@ -64,6 +65,8 @@ def create_llm_caller(
         return AnthropicCaller(**passthrough)
     from .openai import OpenAICaller
 
+    if options.get("vision") is not None:
+        passthrough["vision"] = bool(options["vision"])
     if not model:
         model = os.environ.get("OPENAI_MODEL")
     if not model:
@@ -74,11 +77,28 @@ def create_llm_caller(
     return OpenAICaller(model, **passthrough)
 
 
+def no_vision(provider: str, model: str | None) -> str:
+    """Why a run's images cannot be sent, and what to do: said before any request."""
+    if provider == "openai":
+        return (
+            f"the openai provider's model {model or '(unnamed)'} is not known to take images: "
+            "set CLEVERAGENTS_OPENAI_VISION=1 when the server's model has vision (gpt-4o, "
+            "llava...), or remove the images"
+        )
+    if provider == "offline":
+        return (
+            "the offline model cannot see images: use the anthropic provider (or openai with "
+            "a vision model), or remove the images"
+        )
+    return f"the {provider} provider's model cannot take images; remove them"
+
+
 __all__ = [
     "DEFAULT_PROVIDER",
     "PROVIDERS",
     "ProviderConfigError",
     "ProviderError",
     "create_llm_caller",
+    "no_vision",
     "resolve_provider_name",
 ]

@@ -101,6 +101,7 @@ class AnthropicCaller:
         self.max_tokens = max_tokens
         self.context_window = context_window
         self.cache = prompt_caching_enabled(cache)
+        self.vision = True  # every current Claude model takes images
         self._messages = MessageConverter(_anthropic_message)
         self._tools = ToolsConverter(ToolCallRouter.to_anthropic_tools)
         self.max_retries = max_retries

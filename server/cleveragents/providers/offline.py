@@ -166,6 +166,8 @@ def synthesise(schema: dict[str, Any], name: str = "") -> Any:
 class OfflineCaller:
     """Deterministic model: a tool at a time where order matters, then a summary."""
 
+    vision = False  # it reads text only: a run with images is refused before it starts
+
     async def complete(self, request: LLMRequest, on_text: TextSink | None = None) -> LLMResponse:
         prompt, calls, results = _conversation(request)
         seen = _Observations(prompt, results.values())

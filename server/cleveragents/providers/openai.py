@@ -191,6 +191,14 @@ def _server_message(exc: Any) -> str:
     return "no details in the response"
 
 
+OPENAI_VISION_ENV = "CLEVERAGENTS_OPENAI_VISION"
+"""Set to 1 (or true, yes, on) when the server's model takes images."""
+
+
+def openai_vision_enabled() -> bool:
+    return os.environ.get(OPENAI_VISION_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 class OpenAICaller:
     """`LLMCaller` for OpenAI-compatible Chat Completions servers, streaming.
 
@@ -204,7 +212,8 @@ class OpenAICaller:
     `cache` records the setting (default: on unless CLEVERAGENTS_PROMPT_CACHING=0); the API
     has no switch to turn the server's caching off. `max_tokens` caps each answer (unset: the
     server's default); `context_window` overrides the runtime's model table, which a local
-    model usually needs.
+    model usually needs. `vision` says the model takes images (default:
+    $CLEVERAGENTS_OPENAI_VISION, off).
     """
 
     provider = "openai"
@@ -221,6 +230,7 @@ class OpenAICaller:
         max_tokens: int | None = None,
         context_window: int | None = None,
         cache: bool | None = None,
+        vision: bool | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("the openai provider needs a model name, e.g. 'gpt-4o-mini'")
@@ -231,6 +241,9 @@ class OpenAICaller:
         self.max_tokens = max_tokens
         self.context_window = context_window
         self.cache = prompt_caching_enabled(cache)
+        # Whether the model takes images: only when the user says so (a compatible server's
+        # model may have no vision, and would fail on an image part or ignore it).
+        self.vision = vision if vision is not None else openai_vision_enabled()
         self._messages = MessageConverter(ToolCallRouter.to_openai_message)
         self._tools = ToolsConverter(ToolCallRouter.to_openai_tools)
         if client is None:

@@ -126,6 +126,8 @@ class ReplayCaller:
         self.responses = responses
         # Read by the runtime (prices, window) like a real provider's model name.
         self.model = model
+        # A script answers whatever it is sent, images included (scripted runs with them).
+        self.vision = True
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], model: str | None = None) -> ReplayCaller:

@@ -54,6 +54,7 @@ from ..tool.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from ..tool.images import ImageAttachment
 from ..tool.messages import (
     AssistantMessage,
     Message,
@@ -69,6 +70,8 @@ from ..tool.router import result_from_record
 from ..tool.runtime import close_dangling_calls
 from ..workspace.private import keep_private, private_file, private_folder
 from .changes import CHANGE_KINDS, ChangedFile
+from .image_store import DEFAULT_MAX_BYTES as DEFAULT_IMAGE_STORE_BYTES
+from .image_store import ImageStore
 
 log = logging.getLogger(__name__)
 
@@ -227,6 +230,11 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (batch_id, task_id, config)
         )
         """,
+    ),
+    (
+        # Images attached to a run's prompt, by reference (JSON list of
+        # `ImageAttachment.reference()`); the bytes are in the image store (image_store.py).
+        "ALTER TABLE runs ADD COLUMN images TEXT",
     ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -387,6 +395,8 @@ class StoredRun(RunSummary):
     checkpoint_warning: str | None = None
     resources: list[Resource] = field(default_factory=list)
     iteration_usage: list[IterationUsage] = field(default_factory=list)
+    # The prompt's images, with their bytes while the image store has them.
+    images: list[ImageAttachment] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data = RunSummary.to_dict(self)
@@ -408,6 +418,7 @@ class StoredRun(RunSummary):
                 "checkpoint_warning": self.checkpoint_warning,
                 "resources": [r.to_dict() for r in self.resources],
                 "iteration_usage": [u.to_dict() for u in self.iteration_usage],
+                "images": [i.reference() for i in self.images],
             }
         )
         return data
@@ -450,8 +461,12 @@ class RunHistory:
     readers run alongside the writer. Writes are synchronous; see the module docstring.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, image_store_bytes: int = DEFAULT_IMAGE_STORE_BYTES
+    ) -> None:
         self.path = Path(path)
+        # The prompts' images, next to the database: the rows hold references to them.
+        self.images = ImageStore(self.path.with_name(self.path.name + ".images"), image_store_bytes)
         # Prompts, outputs and file contents: the owner's alone. The default data folder is
         # ours to lock down; a folder named with --history is only created that way.
         folder = self.path.parent
@@ -625,6 +640,8 @@ class RunHistory:
             conn.execute(sql, storable)
 
     def _run_started(self, event: RunStarted) -> None:
+        for image in event.images:  # the bytes before the row that refers to them
+            self.images.put(image)
         # Taken from the pending ones only once stored: a write that failed may be retried.
         with self._state_lock:
             continued_from = self._pending_continuations.get(event.run_id)
@@ -632,8 +649,8 @@ class RunHistory:
         self._execute(
             "INSERT INTO runs (run_id, prompt, plan_id, sandbox_root, automation_profile, "
             "max_iterations, status, started_at, continued_from, owner_host, owner_pid, "
-            "owner_token, owner_started, resources, batch_id, task_id, batch_config) "
-            "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "owner_token, owner_started, resources, batch_id, task_id, batch_config, images) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 event.run_id,
                 event.prompt,
@@ -651,6 +668,7 @@ class RunHistory:
                 batch.batch_id if batch else None,
                 batch.task_id if batch else None,
                 batch.config if batch else None,
+                _dumps([i.reference() for i in event.images]) if event.images else None,
             ),
         )
         with self._state_lock:
@@ -956,7 +974,7 @@ class RunHistory:
                 f"SELECT {_SUMMARY_COLUMNS}, max_iterations, content, stop_reason, "
                 f"CASE WHEN status != 'running' THEN error WHEN {_OWNER_GONE} THEN ? "
                 "ELSE error END, "
-                "error_type, resources, changed_files, checkpoint_warning FROM runs "
+                "error_type, resources, changed_files, checkpoint_warning, images FROM runs "
                 "WHERE run_id = ?",
                 (INTERRUPTED_ERROR, run_id),
             ).fetchone()
@@ -972,9 +990,11 @@ class RunHistory:
                 resources,
                 changed_files,
                 checkpoint_warning,
+                images,
             ) = row[_SUMMARY_WIDTH:]
             attached = _resources(resources)
-            stored = _load_own_run(conn, run_id, summary.prompt, attached)
+            pictures = self._images(images)
+            stored = _load_own_run(conn, run_id, summary.prompt, attached, pictures)
             checkpoints = _load_checkpoints(conn, run_id)
         return StoredRun(
             **{f.name: getattr(summary, f.name) for f in fields(RunSummary)},
@@ -986,6 +1006,7 @@ class RunHistory:
             records=stored.records,
             messages=stored.messages,
             resources=attached,
+            images=pictures,
             iteration_usage=stored.iteration_usage,
             checkpoints=checkpoints,
             changed_files=_changed_files_from_json(changed_files),
@@ -1005,13 +1026,19 @@ class RunHistory:
             chain = _chain(conn, run_id)
             parts = []
             for chained_id in reversed(chain):  # oldest first
-                (prompt, resources) = conn.execute(
-                    "SELECT prompt, resources FROM runs WHERE run_id = ?", (chained_id,)
+                (prompt, resources, images) = conn.execute(
+                    "SELECT prompt, resources, images FROM runs WHERE run_id = ?", (chained_id,)
                 ).fetchone()
-                own = _load_own_run(conn, chained_id, prompt, _resources(resources))
+                own = _load_own_run(
+                    conn, chained_id, prompt, _resources(resources), self._images(images)
+                )
                 parts.append(own.messages)
         earlier = [message for part in parts[:-1] for message in part]
         return [*close_dangling_calls(earlier), *parts[-1]] if earlier else parts[-1]
+
+    def _images(self, stored: str | None) -> list[ImageAttachment]:
+        """A row's image references, with the bytes the store still holds."""
+        return [self.images.load(reference) for reference in json.loads(stored)] if stored else []
 
     def chain(self, run_id: str) -> list[str]:
         """The run ids from the conversation's first run down to `run_id`; KeyError if unknown."""
@@ -1208,7 +1235,11 @@ class _OwnRun:
 
 
 def _load_own_run(
-    conn: sqlite3.Connection, run_id: str, prompt: str, resources: Sequence[Resource]
+    conn: sqlite3.Connection,
+    run_id: str,
+    prompt: str,
+    resources: Sequence[Resource],
+    images: Sequence[ImageAttachment] = (),
 ) -> _OwnRun:
     """Records in request order and the conversation of this one run."""
     responses: dict[int, AssistantMessage] = {}
@@ -1253,7 +1284,7 @@ def _load_own_run(
         )
     ]
     records = _request_order(arrived, responses)
-    messages: list[Message] = [UserMessage(prompt_with_resources(prompt, resources))]
+    messages: list[Message] = [UserMessage(prompt_with_resources(prompt, resources), tuple(images))]
     by_iteration: dict[int, list[ToolCallRecord]] = {}
     for record in records:
         by_iteration.setdefault(record.iteration, []).append(record)

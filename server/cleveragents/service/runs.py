@@ -23,12 +23,13 @@ from urllib.parse import unquote, urlparse
 
 from ..assembly import build_runtime
 from ..mcp import McpError, McpToolset, McpToolsetPool, registry_with_mcp_tools
-from ..providers import PROVIDERS, ProviderConfigError, create_llm_caller
+from ..providers import PROVIDERS, ProviderConfigError, create_llm_caller, no_vision
 from ..tool.cancel import CancelToken, unless_cancelled
 from ..tool.context import ToolActorContext
 from ..tool.events import RunObserver
+from ..tool.images import ImageAttachment, supports_vision
 from ..tool.llm import LLMCaller
-from ..tool.messages import Message
+from ..tool.messages import Message, UserMessage
 from ..tool.policy import ApprovalDecision, ApprovalRequest, Approver
 from ..tool.records import ToolCallRunResult
 from ..tool.registry import ToolRegistry, ToolSpec
@@ -52,6 +53,7 @@ from .errors import (
 )
 from .history import BatchLabel, RunHistory, RunSummary, StoredRun
 from .history_queue import QueuedHistory
+from .image_inputs import ImageInput, check_image_count, load_images
 from .resources import ResourceRequest, check_resources, load_resources
 from .settings import (
     CommandSettings,
@@ -114,6 +116,8 @@ class RunRequest:
     conversation: tuple[Message, ...] = ()
     # The batch task this run is (`cleveragents batch`): stored with the run.
     batch: BatchLabel | None = None
+    # Images attached to the prompt (`image_inputs.py`); the model must have vision.
+    images: tuple[ImageInput, ...] = ()
 
 
 class RunSink(Protocol):
@@ -207,6 +211,7 @@ class RunPlan:
     command_policy: CommandPolicy | None = None
     # The batch task this run is (`cleveragents batch`): stored with the run.
     batch: BatchLabel | None = None
+    images: tuple[ImageInput, ...] = ()
 
     def runtime_options(self, defaults: RunDefaults) -> dict[str, Any]:
         """The runtime's token settings for this run (`build_runtime` keyword arguments)."""
@@ -288,6 +293,7 @@ class RunManager:
             problem = check(value) if value is not None else None
             if problem:
                 problems.append(f"{name}: {problem}")
+        problems.extend(check_image_count(params.images))
         if params.resources and _root_ok(sandbox_root, problems):
             problems.extend(check_resources(params.resources, sandbox_root, resource_label))
         policy = None
@@ -353,6 +359,7 @@ class RunManager:
                 else defaults.project_instructions
             ),
             batch=params.batch,
+            images=tuple(params.images),
         )
 
     async def _check_stored(self, plan: RunPlan) -> None:
@@ -417,19 +424,29 @@ class RunManager:
         )
         if problems:
             raise invalid_params(problems)
+        images: list[ImageAttachment] = []
+        if plan.images:
+            images, problems = await asyncio.to_thread(load_images, plan.images)
+            if problems:
+                raise invalid_params(problems)
         llm = self.llm_caller(plan.provider, plan.model, plan.provider_options)
         conversation: list[Message] = list(given)
         if plan.continue_from is not None:
             assert self.stored is not None  # _check_continuable found the run there
             try:
                 conversation = await self.stored.conversation(plan.continue_from)
+            except KeyError:
+                raise _not_in_history(plan.continue_from) from None
+        # Before any request: a model that cannot see is never sent an image, neither the
+        # new ones nor those of the conversation it continues.
+        if (images or any(_has_images(m) for m in conversation)) and not supports_vision(llm):
+            raise invalid_params([f"images: {no_vision(plan.provider, plan.model)}"])
+        if plan.continue_from is not None:
+            assert self.stored is not None
+            try:
                 await self.stored.mark_continuation(plan.run_id, plan.continue_from)
             except KeyError:
-                raise ServiceError(
-                    RUN_NOT_FOUND,
-                    f"no run {plan.continue_from!r} in the history",
-                    {"run_id": plan.continue_from},
-                ) from None
+                raise _not_in_history(plan.continue_from) from None
         if plan.batch is not None and self.stored is not None:
             self.stored.mark_batch(plan.run_id, plan.batch)
         context = ToolActorContext(
@@ -489,6 +506,7 @@ class RunManager:
                     cancel=active.cancel,
                     run_id=plan.run_id,
                     resources=resources,
+                    images=images,
                     before_mutation=checkpoints.before_mutation,
                 )
         except asyncio.CancelledError:
@@ -683,6 +701,14 @@ class RunManager:
                 RUN_NOT_FOUND, f"no run {run_id!r} in the history", {"run_id": run_id}
             )
         return stored
+
+
+def _not_in_history(run_id: str) -> ServiceError:
+    return ServiceError(RUN_NOT_FOUND, f"no run {run_id!r} in the history", {"run_id": run_id})
+
+
+def _has_images(message: Message) -> bool:
+    return isinstance(message, UserMessage) and bool(message.images)
 
 
 def _run_id_taken(run_id: str) -> ServiceError:

@@ -57,6 +57,8 @@ ENV_CONTEXT_CLEAR_AT_LEAST = "CLEVERAGENTS_CONTEXT_CLEAR_AT_LEAST"
 # Ask the model for a summary of what compaction drops (an extra model call each time).
 ENV_COMPACTION_SUMMARY = "CLEVERAGENTS_COMPACTION_SUMMARY"
 ENV_PROJECT_INSTRUCTIONS = "CLEVERAGENTS_PROJECT_INSTRUCTIONS"
+# The openai provider's model takes images (off: a compatible server's may not).
+ENV_OPENAI_VISION = "CLEVERAGENTS_OPENAI_VISION"
 
 MAX_RESULT_BUDGET_CHARS = 10_000_000
 MIN_CONTEXT_WINDOW = 1024
@@ -108,6 +110,8 @@ class RunDefaults:
     command_policy: CommandPolicy | None = None
     # Start every workspace's `.mcp.json` servers without asking (automation; see trust.py).
     trust_workspace: bool = False
+    # The openai provider's model takes images (images.md).
+    openai_vision: bool = False
 
     def provider_options(self) -> dict[str, Any]:
         """What the provider is created with, beside its name and model (unset ones left out)."""
@@ -116,6 +120,8 @@ class RunDefaults:
             "script": self.replay_script,
             "max_tokens": self.max_tokens,
             "cache": self.prompt_caching,
+            # Only when on: off is the provider's own default, read from the same variable.
+            "vision": True if self.openai_vision else None,
         }
         return {k: v for k, v in options.items() if v is not None}
 
@@ -291,6 +297,9 @@ def session_settings(
         trust_workspace, problem = env_flag(env, ENV_TRUST_WORKSPACE)
         if problem:
             problems.append(problem)
+    openai_vision, problem = env_flag(env, ENV_OPENAI_VISION)
+    if problem:
+        problems.append(problem)
     if problems:
         raise ParamsError(problems)
     defaults = RunDefaults(
@@ -312,6 +321,7 @@ def session_settings(
         prices=prices,
         command_policy=policy,
         trust_workspace=trust_workspace,
+        openai_vision=openai_vision,
     )
     tools = ToolSettings(
         modules=tuple(options.tool_modules or ()),

@@ -104,7 +104,9 @@ def message_chars(message: Message, content_chars: Sequence[int] | None = None) 
             # Sent instead of text and calls when present (signed thinking blocks).
             size = max(size, MESSAGE_OVERHEAD_CHARS + approx_chars(message.provider_data))
         return size
-    return MESSAGE_OVERHEAD_CHARS + len(message.text)
+    # An image costs tokens, not characters: counted as the characters those tokens are.
+    images = sum(image.tokens for image in message.images)
+    return MESSAGE_OVERHEAD_CHARS + len(message.text) + math.ceil(images * CHARS_PER_TOKEN)
 
 
 def request_chars(request: LLMRequest) -> int:

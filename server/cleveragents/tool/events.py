@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .images import ImageAttachment
 from .instructions import InstructionFile
 from .messages import AssistantMessage
 from .plan import PlanStep
@@ -28,6 +29,8 @@ class RunStarted:
     max_iterations: int
     resources: tuple[Resource, ...] = ()
     instructions: tuple[InstructionFile, ...] = ()
+    # Images attached to the prompt (`images.py`); the first message shows them.
+    images: tuple[ImageAttachment, ...] = ()
 
 
 @dataclass(slots=True, frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from .images import ImageAttachment
 from .records import Usage
 
 
@@ -49,6 +50,8 @@ class _Serialisable:
 @dataclass(slots=True, frozen=True)
 class UserMessage(_Serialisable):
     text: str
+    # Images attached to the prompt (`images.py`), shown to the model before the text.
+    images: tuple[ImageAttachment, ...] = ()
     role: Literal["user"] = "user"
 
 
@@ -105,7 +108,10 @@ class LLMResponse:
 
 def message_to_dict(message: Message) -> dict[str, Any]:
     if isinstance(message, UserMessage):
-        return {"role": "user", "text": message.text}
+        user: dict[str, Any] = {"role": "user", "text": message.text}
+        if message.images:  # by reference: the bytes stay in the image store
+            user["images"] = [image.reference() for image in message.images]
+        return user
     if isinstance(message, AssistantMessage):
         data: dict[str, Any] = {
             "role": "assistant",
@@ -141,7 +147,10 @@ def message_from_dict(data: dict[str, Any]) -> Message:
     """Inverse of `message_to_dict`; raises ValueError on a malformed message."""
     role = data.get("role")
     if role == "user":
-        return UserMessage(text=str(data["text"]))
+        images = tuple(
+            ImageAttachment.from_reference(reference, None) for reference in data.get("images", [])
+        )
+        return UserMessage(text=str(data["text"]), images=images)
     if role == "assistant":
         calls = tuple(
             ToolCallRequest(

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .context import ToolActorContext
+from .images import anthropic_block, openai_part
 from .messages import (
     AssistantMessage,
     Message,
@@ -127,6 +128,9 @@ class ToolCallRouter:
         """One message in the Messages API's format; None for a blank assistant turn, which
         the API would refuse (its neighbouring user turns then merge)."""
         if isinstance(message, UserMessage):
+            if message.images:  # images first, as Anthropic advises, then the text
+                shown = [anthropic_block(image) for image in message.images]
+                return {"role": "user", "content": [*shown, {"type": "text", "text": message.text}]}
             return {"role": "user", "content": message.text}
         if isinstance(message, AssistantMessage):
             received = (message.provider_data or {}).get(ANTHROPIC_CONTENT)
@@ -203,6 +207,10 @@ class ToolCallRouter:
     def to_openai_message(cls, message: Message) -> list[dict[str, Any]]:
         """One message as Chat Completions messages: a results message is one per result."""
         if isinstance(message, UserMessage):
+            if message.images:
+                parts = [{"type": "text", "text": message.text}]
+                parts.extend(openai_part(image) for image in message.images)
+                return [{"role": "user", "content": parts}]
             return [{"role": "user", "content": message.text}]
         if isinstance(message, AssistantMessage):
             # null content only beside tool calls: Ollama rejects it otherwise.

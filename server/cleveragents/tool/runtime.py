@@ -40,6 +40,7 @@ from .events import (
     ToolCallStarted,
     publish,
 )
+from .images import ImageAttachment
 from .instructions import FolderNote, InstructionsSource, RunInstructions, with_note
 from .llm import LLMCaller, as_llm_caller
 from .messages import (
@@ -374,10 +375,12 @@ class _Run:
         guard.set_summary(response.text)
         return response.usage
 
-    async def loop(self, prompt: str, resources: Sequence[Resource]) -> ToolCallRunResult:
+    async def loop(
+        self, prompt: str, resources: Sequence[Resource], images: Sequence[ImageAttachment]
+    ) -> ToolCallRunResult:
         runtime = self.runtime
         tools = [spec.to_schema() for spec in runtime.registry.specs()]
-        self.messages.append(UserMessage(prompt_with_resources(prompt, resources)))
+        self.messages.append(UserMessage(prompt_with_resources(prompt, resources), tuple(images)))
         system = runtime.system_prompt
         if self.instructions is not None:
             system = self.instructions.system_prompt(system)
@@ -590,6 +593,7 @@ class ToolCallingRuntime:
         context_window: int | None = None,
         result_budget_chars: int | _Unset | None = _UNSET,
         resources: Sequence[Resource] = (),
+        images: Sequence[ImageAttachment] = (),
     ) -> ToolCallRunResult:
         """Run the loop. `history` continues an earlier conversation; `cancel` stops it early.
 
@@ -598,7 +602,8 @@ class ToolCallingRuntime:
         `before_mutation(iteration)` is awaited before the first call of an iteration that may
         change the workspace (see `checkpoint.py`). `context_window` and `result_budget_chars`
         override the runtime's settings for this run. `resources` (attached files, see
-        `resources.py`) go in the first message, before the prompt.
+        `resources.py`) go in the first message, before the prompt; `images` (`images.py`)
+        with it, for a caller with vision (the caller of the run checks that).
         """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a string, not {type(prompt).__name__}")
@@ -656,12 +661,13 @@ class ToolCallingRuntime:
                 self.max_iterations,
                 tuple(resources),
                 instructions.files if instructions is not None else (),
+                tuple(images),
             )
         )
         if cancelled_early:
             run.emit(RunFinished(run_id, run.result("", "cancelled")))
             raise asyncio.CancelledError
-        body = asyncio.ensure_future(run.loop(prompt, resources))
+        body = asyncio.ensure_future(run.loop(prompt, resources, images))
         # The cancel stops the body where it is, inside `cancel()` when that runs on this
         # loop: an open approval is withdrawn, a model stream aborted, a running tool stopped.
         stop_body = token.on_cancel(body.cancel)

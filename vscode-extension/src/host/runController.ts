@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import { ErrorCodes, type ApproveToolCallParams, type ApproveToolCallResult, type RestoreResult, type RunParams } from '../protocol';
 import { DaemonUnavailableError, errorText, type DaemonClient } from '../daemon/daemonClient';
 import type { ApprovalDecision, RunNotification } from '../shared/runState';
-import type { ContextItem, Notice } from '../shared/messages';
+import type { ContextItem, ImageItem, Notice } from '../shared/messages';
 import type { RunResource } from '../shared/wireAdditions';
 import type { ChangeReview } from './changeReview';
 import type { RunStore } from './runStore';
@@ -44,19 +44,29 @@ export class RunController {
   constructor(private readonly deps: ControllerDependencies) {}
 
   /** Starts a run (or a follow-up of `continueFrom`). Resolves once it is sent, not when it ends. */
-  async startRun(prompt: string, continueFrom: string | null = null, context: readonly ContextItem[] = []): Promise<boolean> {
+  async startRun(
+    prompt: string,
+    continueFrom: string | null = null,
+    context: readonly ContextItem[] = [],
+    images: readonly ImageItem[] = [],
+  ): Promise<boolean> {
     if (this.launching) {
       return false; // a double click, or the palette while the panel's run is starting
     }
     this.launching = true;
     try {
-      return await this.launch(prompt, continueFrom, context);
+      return await this.launch(prompt, continueFrom, context, images);
     } finally {
       this.launching = false;
     }
   }
 
-  private async launch(prompt: string, continueFrom: string | null, context: readonly ContextItem[]): Promise<boolean> {
+  private async launch(
+    prompt: string,
+    continueFrom: string | null,
+    context: readonly ContextItem[],
+    images: readonly ImageItem[],
+  ): Promise<boolean> {
     const { store, daemon, log } = this.deps;
     const text = prompt.trim();
     if (!text) {
@@ -82,6 +92,7 @@ export class RunController {
       log.warn(`${context.length - resources.length} attached file(s) are outside ${sandboxRoot} and were left out`);
     }
     if (resources.length > 0) params.resources = resources;
+    if (images.length > 0) params.images = images.map((image) => ({ data: image.data, mediaType: image.mediaType, name: image.name }));
     this.deps.notice(null);
     store.beginRun(runId, {
       prompt: text,
@@ -91,6 +102,7 @@ export class RunController {
       model: settings.model || null,
       automationProfile: settings.automationProfile,
       maxIterations: settings.maxIterations,
+      images: images.map((image) => ({ name: image.name, mediaType: image.mediaType, data: image.data })),
     });
     void this.deps.revealPanel(true);
     log.info(`run ${runId} started in ${sandboxRoot}${continueFrom ? ` (continues ${continueFrom})` : ''}`);

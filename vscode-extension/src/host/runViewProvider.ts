@@ -152,10 +152,10 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
         void this.controller.refreshHistory();
         break;
       case 'run':
-        void this.optionsSaved.then(() => this.controller.startRun(message.prompt, null, message.context ?? []));
+        void this.optionsSaved.then(() => this.controller.startRun(message.prompt, null, message.context ?? [], message.images ?? []));
         break;
       case 'continue':
-        void this.optionsSaved.then(() => this.controller.startRun(message.prompt, message.runId, message.context ?? []));
+        void this.optionsSaved.then(() => this.controller.startRun(message.prompt, message.runId, message.context ?? [], message.images ?? []));
         break;
       case 'setOptions':
         this.optionsSaved = this.optionsSaved.then(() => this.setOptions(message.options)).catch((error: unknown) => {

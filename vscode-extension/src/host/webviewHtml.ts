@@ -38,13 +38,14 @@ export function renderWebviewHtml(options: WebviewPageOptions): string {
       <textarea id="prompt" data-testid="prompt" rows="3" placeholder="Ask for something in this workspace (Ctrl+Enter runs, @ adds a file)" aria-describedby="prompt-hint" aria-autocomplete="list" aria-controls="mentions"></textarea>
       <ul id="mentions" class="mentions" data-testid="mentions" role="listbox" aria-label="Workspace files" hidden></ul>
     </div>
-    <p id="prompt-hint" class="sr-only">Ctrl+Enter or Cmd+Enter starts a run. Type @ and a file name to attach a file. Continue sends the prompt as a follow-up to the run on display.</p>
+    <p id="prompt-hint" class="sr-only">Ctrl+Enter or Cmd+Enter starts a run. Type @ and a file name to attach a file; paste or drop an image to attach it. Continue sends the prompt as a follow-up to the run on display.</p>
     <div class="buttons" role="group" aria-label="Run controls">
       <button type="submit" data-testid="run" class="primary">Run</button>
       <button type="button" data-testid="continue" class="secondary" title="Send the prompt as a follow-up to the run on display">Continue</button>
       <button type="button" data-testid="stop" class="secondary">Stop</button>
     </div>
     <div class="context-chips" data-testid="context-chips" aria-label="Attached context"></div>
+    <div class="context-chips image-chips" data-testid="image-chips" aria-label="Attached images"></div>
     <div class="composer-tools">
       <button type="button" class="link" data-testid="add-selection">+ Selection</button>
       <button type="button" class="link" data-testid="add-file">+ Current file</button>
@@ -68,6 +69,7 @@ export function renderWebviewHtml(options: WebviewPageOptions): string {
   <section class="run" aria-labelledby="run-heading">
     <h2 id="run-heading" class="section-heading" data-testid="run-heading">No run yet</h2>
     <p class="run-meta" data-testid="run-meta"></p>
+    <div class="run-images" data-testid="run-images" aria-label="The prompt's images" hidden></div>
     <p class="run-usage" data-testid="run-usage" hidden>Tokens <span data-testid="run-tokens">—</span> · Cost <span data-testid="run-cost">—</span></p>
     <p class="run-instructions" data-testid="run-instructions" hidden></p>
     <p class="run-snapshot" data-testid="run-snapshot" role="status" hidden></p>

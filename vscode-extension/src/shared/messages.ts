@@ -65,6 +65,15 @@ export interface ContextItem {
   label: string;
 }
 
+/** An image attached to the prompt (sent as a `RunImage`; docs/images.md). */
+export interface ImageItem {
+  name: string;
+  /** What the browser says it is; the daemon decides from the bytes. */
+  mediaType: string;
+  /** The bytes, base64-encoded. */
+  data: string;
+}
+
 /** The run options the panel shows: what is picked (or the setting) and where it comes from. */
 export interface RunOptionsView {
   provider: string;
@@ -84,8 +93,8 @@ export interface Notice {
 
 export type WebviewMessage =
   | { type: 'ready' }
-  | { type: 'run'; prompt: string; context?: ContextItem[] }
-  | { type: 'continue'; prompt: string; runId: string; context?: ContextItem[] }
+  | { type: 'run'; prompt: string; context?: ContextItem[]; images?: ImageItem[] }
+  | { type: 'continue'; prompt: string; runId: string; context?: ContextItem[]; images?: ImageItem[] }
   | { type: 'setOptions'; options: { provider: string; model: string; automationProfile: string } }
   | { type: 'addContext'; what: 'selection' | 'file' }
   /** @ completion in the prompt box. */

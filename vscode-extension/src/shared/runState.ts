@@ -138,6 +138,15 @@ export interface RunHeader {
   /** The latest workspace checkpoint (a step of its own, timed apart from the tools); null:
    * none taken yet. `saving` while a slow one is still being written. */
   snapshot: SnapshotView | null;
+  /** The images attached to the prompt, shown as thumbnails. */
+  images: PromptImage[];
+}
+
+/** An image of a run's prompt; `data` (base64) null once the history's store evicted it. */
+export interface PromptImage {
+  name: string;
+  mediaType: string;
+  data: string | null;
 }
 
 /** A workspace checkpoint as the panel shows it (`cleveragents/snapshot` and its progress). */
@@ -213,6 +222,7 @@ export class RunState {
       instructions: init.instructions ?? [],
       plan: init.plan ?? null,
       snapshot: init.snapshot ?? null,
+      images: init.images ?? [],
     };
   }
 
@@ -501,6 +511,8 @@ export class RunState {
       startedAt: detail.startedAt,
       // A daemon older than plans sends none.
       plan: detail.plan ?? null,
+      // A daemon older than 1.3 sends no images.
+      images: (detail.images ?? []).map((image) => ({ name: image.name, mediaType: image.mediaType, data: image.data })),
     });
     const recordsByIteration = new Map<number, ToolCallRecord[]>();
     for (const record of detail.toolCallHistory) {

@@ -6,6 +6,7 @@ import type { DaemonStatus, HostMessage, Notice, RunTab, WebviewMessage } from '
 import { RunState, type InstructionFile, type PlanStep, type RunSnapshot } from '../shared/runState';
 import { el, required, setAttr, setText } from './dom';
 import { Composer } from './composer';
+import { ImageAttachments, renderRunImages } from './imageAttachments';
 import { clip, formatUsage, instructionsLine, PLAN_MARKS, PLAN_STATUS_WORDS, snapshotLine, stopReasonTitle } from './format';
 import { HistoryView } from './historyView';
 import { TranscriptView } from './transcriptView';
@@ -98,6 +99,10 @@ const transcript = new TranscriptView(
 );
 
 const composer = new Composer(root, prompt, post, () => renderControls());
+const attachedImages = new ImageAttachments(form, prompt, required<HTMLElement>(root, '[data-testid="image-chips"]'), () =>
+  renderControls(),
+);
+const runImages = required<HTMLElement>(root, '[data-testid="run-images"]');
 
 const history = new HistoryView(
   required<HTMLUListElement>(root, '[data-testid="history-list"]'),
@@ -154,6 +159,7 @@ function receive(message: HostMessage): void {
         page.prompt = '';
         savePage();
         composer.clearContext();
+        attachedImages.clear();
       }
       sentPrompt = null;
       break;
@@ -220,6 +226,7 @@ function renderHeader(): void {
     setText(runMeta, '');
     renderInstructions([]);
     renderPlan(null);
+    renderRunImages(runImages, []);
     return;
   }
   const usage = formatUsage(run.header.usage);
@@ -234,6 +241,7 @@ function renderHeader(): void {
   if (header.continuedFrom) meta.push('follow-up');
   if (header.source === 'history') meta.push('from the history');
   setText(runMeta, meta.join(' · '));
+  renderRunImages(runImages, header.images);
   renderInstructions(header.instructions);
   const checkpoint = snapshotLine(header.snapshot);
   runSnapshot.hidden = checkpoint === '';
@@ -337,7 +345,13 @@ function startRun(): void {
   if (!text) return;
   sentPrompt = prompt.value;
   const context = composer.context;
-  post(context.length > 0 ? { type: 'run', prompt: text, context } : { type: 'run', prompt: text });
+  const images = attachedImages.images;
+  post({
+    type: 'run',
+    prompt: text,
+    ...(context.length > 0 ? { context } : {}),
+    ...(images.length > 0 ? { images } : {}),
+  });
 }
 
 form.addEventListener('submit', (event) => {
@@ -363,11 +377,14 @@ continueButton.addEventListener('click', () => {
   if (!text || run === null || !run.finished) return;
   sentPrompt = prompt.value;
   const context = composer.context;
-  post(
-    context.length > 0
-      ? { type: 'continue', prompt: text, runId: run.runId, context }
-      : { type: 'continue', prompt: text, runId: run.runId },
-  );
+  const images = attachedImages.images;
+  post({
+    type: 'continue',
+    prompt: text,
+    runId: run.runId,
+    ...(context.length > 0 ? { context } : {}),
+    ...(images.length > 0 ? { images } : {}),
+  });
 });
 
 stopButton.addEventListener('click', () => post({ type: 'stop', runId: run?.runId ?? null }));

@@ -111,6 +111,7 @@ describe('the plan and the instructions', () => {
       restoredIteration: null,
       iterationUsage: [],
       resources: [],
+      images: [],
       checkpoints: [],
       changedFiles: [],
       checkpointWarning: null,

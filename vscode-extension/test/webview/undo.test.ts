@@ -105,6 +105,7 @@ describe('undo in the transcript', () => {
       checkpointWarning: null,
       iterationUsage: [],
       resources: [],
+      images: [],
     };
     store.showStoredRun(detail);
     await harness.delivered();
