@@ -3,7 +3,7 @@
 /* eslint-disable */
 
 /** The protocol version these types describe. */
-export const PROTOCOL_VERSION = "1.2";
+export const PROTOCOL_VERSION = "1.3";
 
 /** Sent by the daemon when the profile needs a human to approve a call. */
 export interface ApproveToolCallParams {
@@ -192,6 +192,17 @@ export interface IterationUsage {
   usage: Usage;
 }
 
+/** The custom commands a run in a folder can be sent as `/name arguments`. */
+export interface ListCommandsParams {
+  /** The folder whose `.cleveragents/commands/` is read (with the user's). */
+  sandboxRoot: string;
+}
+
+export interface ListCommandsResult {
+  /** By name; a workspace's command hides the user's of the same name. */
+  commands: PromptCommandInfo[];
+}
+
 /** A model's price in US dollars per million tokens. */
 export interface ModelPrice {
   /** Uncached input. */
@@ -226,6 +237,18 @@ export interface PlanStep {
   text: string;
   /** pending, in_progress (at most one) or done. */
   status: "pending" | "in_progress" | "done";
+}
+
+/** A custom command: a Markdown prompt file; `/name arguments` runs its prompt. */
+export interface PromptCommandInfo {
+  /** What follows the `/`. */
+  name: string;
+  /** Its front matter's `description`, or the file's first line. */
+  description: string;
+  /** What to type after the name (`argument-hint`); null: not said. */
+  argumentHint: string | null;
+  /** `workspace` (`.cleveragents/commands/`) or `user` (the config folder). */
+  source: "workspace" | "user";
 }
 
 /** A tool call as the model asked for it, inside an assistant message. */
@@ -518,7 +541,7 @@ export interface RunsResult {
 
 /** `capabilities.experimental.cleveragents` of the `initialize` result. */
 export interface ServerCapability {
-  /** This protocol's version (1.2). */
+  /** This protocol's version (1.3). */
   protocolVersion: string;
   /** The cleveragents package version. */
   serverVersion: string;
@@ -746,6 +769,7 @@ export interface ClientRequests {
   "cleveragents/runs": { params: RunsParams; result: RunsResult };
   "cleveragents/getRun": { params: GetRunParams; result: RunDetail };
   "cleveragents/restore": { params: RestoreParams; result: RestoreResult };
+  "cleveragents/listCommands": { params: ListCommandsParams; result: ListCommandsResult };
 }
 
 /** Requests the daemon sends to the client. */
