@@ -335,6 +335,7 @@ export class RunStore {
         this.runs.delete(evicted);
       }
     }
+    this.changed(); // a restore joins its conversation's entry in the list
     return state;
   }
 

@@ -68,6 +68,7 @@ describe('RunStore conversations', () => {
   it('lists one tab per conversation and sends the earlier turns with the one on display', () => {
     const { store: runs, messages } = store();
     runs.beginRun('first', { prompt: 'Write notes', startedAt: 10 });
+    assert.ok(FINAL.result !== null);
     runs.settleRun('first', FINAL.result);
     runs.beginRun('second', { prompt: 'Now shorten them', continuedFrom: 'first', startedAt: 20 });
     runs.beginRun('elsewhere', { prompt: 'Unrelated', startedAt: 30 });
