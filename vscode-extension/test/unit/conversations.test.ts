@@ -93,3 +93,25 @@ describe('RunStore conversations', () => {
     assert.deepEqual(runs.thread(), { before: [], after: [] });
   });
 });
+
+describe('RunStore: a restore read back from the history', () => {
+  it('joins the conversation of the run it went back on, in the list and the thread', () => {
+    const runs = new RunStore({ schedule: (flush) => flush() });
+    const FINAL = scenario('final_answer');
+    assert.ok(FINAL.result !== null);
+    runs.beginRun('edit', { prompt: 'Edit the notes', startedAt: 100 });
+    runs.settleRun('edit', FINAL.result);
+    const restore = { ...FINAL.detail, runId: 'restore_9', prompt: 'undo run edit', kind: 'restore' as const, restoredRunId: 'edit', continuedFrom: null, startedAt: 200 };
+    runs.keepStoredRun(restore);
+    assert.deepEqual(
+      runs.tabs().map((tab) => [tab.runId, tab.prompt, tab.turns]),
+      [['restore_9', 'Edit the notes', 2]],
+    );
+    runs.display('restore_9');
+    assert.deepEqual(runs.thread().before.map((turn) => turn.header.runId), ['edit']);
+    // The next prompt goes on from the run, not the restore: a new turn after both.
+    runs.beginRun('again', { prompt: 'Edit them again', continuedFrom: 'edit', startedAt: 300 });
+    assert.deepEqual(runs.thread().before.map((turn) => turn.header.runId), ['edit', 'restore_9']);
+    assert.equal(runs.tabs().length, 1);
+  });
+});
