@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+RUN = [sys.executable, "-m", "cleveragents", "run", "--profile", "read-only"]
+
 
 def test_run_expands_a_workspace_command_and_leaves_other_slashes(tmp_path: Path) -> None:
     workspace = tmp_path / "workspace"
@@ -25,8 +27,7 @@ def test_run_expands_a_workspace_command_and_leaves_other_slashes(tmp_path: Path
     def first_message(prompt: str) -> object:
         """The first message of the run's conversation: what the model was sent."""
         done = subprocess.run(
-            [sys.executable, "-m", "cleveragents", "run", prompt, "--sandbox", str(workspace)]
-            + ["--profile", "read-only", "--json", "--no-history"],
+            [*RUN, prompt, "--sandbox", str(workspace), "--json", "--no-history"],
             capture_output=True,
             text=True,
             timeout=60,
