@@ -394,6 +394,14 @@ prompt.addEventListener('keydown', (event) => {
     page.prompt = prompt.value;
     savePage();
     renderControls();
+  } else if (event.key === 'ArrowDown' && recalled !== null) {
+    // Back towards the newest; past it, the box is empty again.
+    event.preventDefault();
+    recalled = recalled + 1 < page.sent.length ? recalled + 1 : null;
+    prompt.value = recalled === null ? '' : (page.sent[recalled] ?? '');
+    page.prompt = prompt.value;
+    savePage();
+    renderControls();
   } else if (event.key === 'Escape' && displayedActive()) {
     event.preventDefault();
     post({ type: 'stop', runId: run?.runId ?? null });

@@ -150,6 +150,8 @@ describe('the panel as a conversation', () => {
     assert.equal(await page.inputValue(PROMPT), '');
     await page.press(PROMPT, 'ArrowUp');
     assert.equal(await page.inputValue(PROMPT), 'line one\nline two', 'Up in an empty box recalls the last prompt');
+    await page.press(PROMPT, 'ArrowDown');
+    assert.equal(await page.inputValue(PROMPT), '', 'Down past the newest empties the box again');
     await harness.close();
   });
 
