@@ -5,8 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import type { PromptCommandInfo, RunDetail } from '../../src/protocol';
+import type { PromptCommandInfo, RunDetail, RunSummary } from '../../src/protocol';
 import type { WebviewMessage } from '../../src/shared/messages';
+import { recordedRuns } from '../fixtures/streams';
 import { notifier, PanelHarness, runResult, useBrowser } from './harness';
 
 const session = useBrowser();
@@ -125,6 +126,48 @@ describe('the panel as a conversation', () => {
     await page.locator('[data-testid="run-tab"]').nth(1).waitFor();
     assert.deepEqual(harness.posted.at(-1), { type: 'run', prompt: 'Something else' });
     assert.deepEqual(harness.consoleErrors, []);
+    await harness.close();
+  });
+
+  it('lists History as conversations: follow-ups and restores inside, opened at the newest turn', async () => {
+    const harness = await PanelHarness.open(session.browser(), session.url());
+    const { page, store } = harness;
+    const [base] = recordedRuns();
+    assert.ok(base !== undefined);
+    const summary = (runId: string, prompt: string, startedAt: number, link: Partial<RunSummary> = {}): RunSummary => ({
+      ...base,
+      runId,
+      prompt,
+      startedAt,
+      toolCallCount: 1,
+      continuedFrom: null,
+      kind: 'run',
+      restoredRunId: null,
+      restoredIteration: null,
+      batch: null,
+      ...link,
+    });
+    // Newest first, as `cleveragents/runs` answers.
+    store.setHistory([
+      summary('other', 'Something else', 50),
+      summary('undo', 'undo run second', 40, { kind: 'restore', restoredRunId: 'second', toolCallCount: 0 }),
+      summary('second', 'Now shorten them', 30, { continuedFrom: 'first' }),
+      summary('first', 'Write notes', 20),
+    ]);
+    await harness.delivered();
+    const items = page.locator('[data-testid="history-item"]');
+    await items.nth(1).waitFor();
+    assert.equal(await items.count(), 2, 'two conversations, not four runs');
+    assert.equal(await page.textContent('[data-testid="history-count"]'), '(2)');
+    assert.deepEqual(await items.evaluateAll((els) => els.map((e) => [e.getAttribute('data-run-id'), e.getAttribute('data-turns')])), [
+      ['other', '1'],
+      ['undo', '3'],
+    ]);
+    const conversation = items.nth(1);
+    assert.equal(await conversation.locator('.history-prompt').textContent(), 'Write notes');
+    assert.match((await conversation.locator('.history-meta').textContent()) ?? '', /2 prompts · 2 tool calls · 1 restore/);
+    await conversation.click();
+    assert.deepEqual(await harness.waitForPosted((m) => m.type === 'openRun'), { type: 'openRun', runId: 'undo' });
     await harness.close();
   });
 
