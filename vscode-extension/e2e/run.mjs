@@ -814,6 +814,12 @@ async function main() {
       fail(`the thread shows ${JSON.stringify(headings)}`);
     }
     await screenshot(page, 'conversation');
+    // New empties the thread; the conversation is one History entry that opens it again.
+    await view.locator('button[data-testid="new-conversation"]').click();
+    await view.locator('[data-testid="run-heading"]', { hasText: 'New conversation' }).waitFor();
+    await view.locator('[data-testid="history-item"][data-turns="2"]', { hasText: 'Recap hello.txt in one line.' }).click();
+    await view.locator('[data-testid="thread-before"] [data-testid="turn-heading"]', { hasText: 'Recap hello.txt in one line.' }).waitFor();
+    await view.locator('[data-testid="turn-live"] [data-testid="turn-heading"]', { hasText: 'And the notes?' }).waitFor();
     const runs = storedRuns(python, sandbox.history);
     const second = runs.find((run) => run.prompt === 'And the notes?');
     const first = runs.find((run) => run.prompt === 'Recap hello.txt in one line.');
