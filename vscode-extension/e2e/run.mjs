@@ -391,6 +391,17 @@ async function screenshot(page, name) {
  * container id (`workbench.view.extension.cleveragents`), not its title, so a retitled
  * container still matches; it appears once the extension host has registered the extension.
  */
+/** Sends the prompt box's text as a conversation of its own: New first when a thread is on
+ * display (Send alone continues the conversation on display). */
+async function sendAsNew(view) {
+  const newButton = view.locator('button[data-testid="new-conversation"]');
+  if (await newButton.isEnabled()) {
+    await newButton.click();
+    await view.locator('[data-testid="run-heading"]', { hasText: 'New conversation' }).waitFor();
+  }
+  await view.locator('button[data-testid="run"]').click();
+}
+
 async function openRunView(/** @type {import('playwright-core').Page} */ page) {
   const entry = page.locator(
     '.part.activitybar a.action-label[class*="activity-workbench-view-extension-cleveragents-"]',
@@ -551,7 +562,7 @@ async function main() {
     // -- run 1: the interpreter lacks cleveragents; accept the offer, then approve a write in
     //    the diff editor, see a markdown answer and open the path it names -------------------
     await prompt.fill(RUN1_PROMPT);
-    await view.locator('button[data-testid="run"]').click();
+    await sendAsNew(view);
     const setUp = page.locator('.notifications-toasts .monaco-button', { hasText: 'Set Up cleveragents' });
     await setUp.waitFor();
     await screenshot(page, 'install-offer');
@@ -613,7 +624,7 @@ async function main() {
       { text: 'The edit was denied, so hello.txt is unchanged.' },
     ]);
     await prompt.fill('Change the second line of hello.txt.');
-    await view.locator('button[data-testid="run"]').click();
+    await sendAsNew(view);
     await page.locator('.editor-group-container.active .tab.active', { hasText: 'proposed change' }).waitFor();
     await diffEditor.waitFor();
     // The proposed side is drawn once its virtual document is read: wait for the edit in it.
@@ -641,7 +652,7 @@ async function main() {
       { text: 'Should not get here either.' },
     ]);
     await prompt.fill(STOP_PROMPT);
-    await view.locator('button[data-testid="run"]').click();
+    await sendAsNew(view);
     const stopCard = view.locator('[data-testid="tool-call"][data-call-id="call_write_stop"] [data-testid="approval"]');
     await stopCard.locator('button[data-testid="approve-allow"]').waitFor();
     // Its diff: the proposal's own tab (an earlier step's "before the run" diff stays open).
@@ -681,7 +692,7 @@ async function main() {
     // auto-edit from the panel's picker: the file tools run without asking.
     await view.locator('[data-testid="pick-profile"]').selectOption('auto-edit');
     await prompt.fill(UNDO_PROMPT);
-    await view.locator('button[data-testid="run"]').click();
+    await sendAsNew(view);
     const undoTab = view.locator('[data-testid="run-tab"]', { hasText: UNDO_PROMPT });
     await undoTab.waitFor();
     const undoRunId = await undoTab.getAttribute('data-run-id');
@@ -710,9 +721,12 @@ async function main() {
     if (fs.readFileSync(notes, 'utf8') !== NOTES_CONTENT) fail('restoring to before step 2 undid step 1 too');
     await screenshot(page, 'restored-step');
     step('restore-to-before-step');
-    await view.locator(`[data-testid="run-tab"][data-run-id="${undoRunId}"]`).click();
-    // Its own end (the restore's says "Undo this restore").
-    await view.locator('[data-testid="undo-run"]', { hasText: 'Undo this run' }).click();
+    // The restore is a turn of the run's conversation: the run's own end (the restore's says
+    // "Undo this restore") stands above it in the thread.
+    const undoTurn = view.locator(`[data-testid="turn"][data-run-id="${undoRunId}"]`);
+    await undoTurn.locator('[data-testid="turn-heading"]', { hasText: UNDO_PROMPT }).waitFor();
+    await screenshot(page, 'undo-in-conversation');
+    await undoTurn.locator('[data-testid="undo-run"]', { hasText: 'Undo this run' }).click();
     await dialog.waitFor();
     const askedUndo = await dialog.innerText();
     if (!askedUndo.includes('Deleted: notes.txt')) fail(`undoing the run asks ${JSON.stringify(askedUndo)}`);
@@ -729,7 +743,7 @@ async function main() {
     {
     writeReplayScript(sandbox, [{ text: 'A priced answer.', usage: { input_tokens: 100_000, output_tokens: 2_000 } }], 'claude-sonnet-4-5');
     await prompt.fill('What does this cost?');
-    await view.locator('button[data-testid="run"]').click();
+    await sendAsNew(view);
     await view.locator('[data-testid="assistant-text"]', { hasText: 'A priced answer.' }).waitFor();
     await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
     const expectedCost = (100_000 * 3 + 2_000 * 15) / 1_000_000;
@@ -756,7 +770,7 @@ async function main() {
       { text: 'Summarised, as planned.' },
     ]);
     await prompt.fill('Summarise the notes, then check them.');
-    await view.locator('button[data-testid="run"]').click();
+    await sendAsNew(view);
     await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
     await view.locator('[data-testid="plan-title"]', { hasText: 'Plan · 2 of 2 done' }).waitFor();
     const stepsShown = await view
@@ -771,6 +785,49 @@ async function main() {
     await screenshot(page, 'plan-checklist');
     fs.rmSync(agentsFile);
     step('plan-checklist');
+
+    // -- a conversation: a custom command chosen from / completion, then a second prompt in
+    //    the same thread (the daemon continues the first run) ---------------------------------
+    {
+    const commandsDir = path.join(sandbox.workspace, '.cleveragents', 'commands');
+    fs.mkdirSync(commandsDir, { recursive: true });
+    fs.writeFileSync(path.join(commandsDir, 'recap.md'), '---\ndescription: Recap a file in one line\n---\nRecap $ARGUMENTS in one line.\n');
+    writeReplayScript(sandbox, [{ text: 'Recapped.' }]);
+    const newButton = view.locator('button[data-testid="new-conversation"]');
+    if (await newButton.isEnabled()) await newButton.click();
+    await view.locator('[data-testid="run-heading"]', { hasText: 'New conversation' }).waitFor();
+    await prompt.fill('');
+    await prompt.pressSequentially('/re');
+    await view.locator('[data-testid="command-option"][data-name="recap"]', { hasText: 'Recap a file in one line' }).waitFor();
+    await screenshot(page, 'command-completion');
+    await prompt.press('Enter');
+    await prompt.pressSequentially('hello.txt');
+    if ((await prompt.inputValue()) !== '/recap hello.txt') fail(`completion left ${JSON.stringify(await prompt.inputValue())}`);
+    await prompt.press('Enter');
+    await view.locator('[data-testid="turn-live"] [data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    await prompt.fill('And the notes?');
+    await prompt.press('Enter');
+    await view.locator('[data-testid="turn-live"] [data-testid="turn-heading"]', { hasText: 'And the notes?' }).waitFor();
+    await view.locator('[data-testid="turn-live"] [data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    const headings = await view.locator('[data-testid="thread"] [data-testid="turn-heading"]:visible').allTextContents();
+    if (JSON.stringify(headings) !== JSON.stringify(['Recap hello.txt in one line.', 'And the notes?'])) {
+      fail(`the thread shows ${JSON.stringify(headings)}`);
+    }
+    await screenshot(page, 'conversation');
+    // New empties the thread; the conversation is one History entry that opens it again.
+    await view.locator('button[data-testid="new-conversation"]').click();
+    await view.locator('[data-testid="run-heading"]', { hasText: 'New conversation' }).waitFor();
+    await view.locator('[data-testid="history-item"][data-turns="2"]', { hasText: 'Recap hello.txt in one line.' }).click();
+    await view.locator('[data-testid="thread-before"] [data-testid="turn-heading"]', { hasText: 'Recap hello.txt in one line.' }).waitFor();
+    await view.locator('[data-testid="turn-live"] [data-testid="turn-heading"]', { hasText: 'And the notes?' }).waitFor();
+    const runs = storedRuns(python, sandbox.history);
+    const second = runs.find((run) => run.prompt === 'And the notes?');
+    const first = runs.find((run) => run.prompt === 'Recap hello.txt in one line.');
+    if (!first || !second || second.continued_from !== first.run_id) {
+      fail(`the second prompt did not continue the first: ${JSON.stringify([first, second])}`);
+    }
+    step('conversation');
+    }
     }
 
     // -- the editor's problems: the model writes a JSON file with a syntax error and calls
@@ -812,10 +869,10 @@ async function main() {
       { text: 'This answer takes a very long time.', delay_ms: SLOW_RESPONSE_DELAY_MS },
     ]);
     await prompt.fill(RUN2_PROMPT);
-    await view.locator('button[data-testid="run"]').click();
+    await sendAsNew(view);
     await view.locator('[data-testid="run-tab"][data-state="running"]').first().waitFor();
     await prompt.fill('A second slow run.');
-    await view.locator('button[data-testid="run"]').click();
+    await sendAsNew(view);
     const running = view.locator('[data-testid="run-tab"][data-state="running"]');
     {
       const deadline = Date.now() + STEP_TIMEOUT_MS;
@@ -827,8 +884,8 @@ async function main() {
     await view.locator('[data-testid="iteration"]').first().waitFor();
     await screenshot(page, 'two-runs');
     // While runs are going in the folder, the daemon refuses to restore it, and the panel says why.
-    await view.locator(`[data-testid="run-tab"][data-run-id="${undoRunId}"]`).click();
-    await view.locator('[data-testid="undo-run"]', { hasText: 'Undo this run' }).click();
+    await view.locator('[data-testid="run-tab"]', { hasText: UNDO_PROMPT }).click();
+    await view.locator(`[data-testid="turn"][data-run-id="${undoRunId}"] [data-testid="undo-run"]`, { hasText: 'Undo this run' }).click();
     await view.locator('[data-testid="notice"]', { hasText: 'Cannot restore while a run is going' }).waitFor();
     await screenshot(page, 'restore-refused');
     const firstSlow = await running.first().getAttribute('data-run-id');
@@ -859,7 +916,7 @@ async function main() {
     }
     await view.locator('[data-testid="status"][data-daemon="ready"]').waitFor();
     await prompt.fill('Are you back?');
-    await view.locator('button[data-testid="run"]').click();
+    await sendAsNew(view);
     await view.locator('[data-testid="assistant-text"]', { hasText: 'Back after the restart.' }).waitFor();
     await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
     const after = daemonPids(group);
@@ -880,7 +937,7 @@ async function main() {
     // The pick is saved before the next run starts (the panel queues the run behind it).
     await view.locator('[data-testid="pick-provider"]').selectOption('anthropic');
     await prompt.fill('Say hello.');
-    await view.locator('button[data-testid="run"]').click();
+    await sendAsNew(view);
     await view.locator('[data-testid="assistant-text"]', { hasText: 'Hello from the fake Anthropic server.' }).waitFor();
     await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
     // The fake reports its requests on stdout a moment after it answers them.
@@ -948,7 +1005,7 @@ async function main() {
     writeMcpConfig(untrustedMarker);
     writeReplayScript(sandbox, [{ text: 'Ran without the demo tools.' }]);
     await prompt.fill('Run without the untrusted tools.');
-    await view.locator('button[data-testid="run"]').click();
+    await sendAsNew(view);
     await dialog.waitFor();
     const trustAsked = await dialog.innerText();
     if (!trustAsked.includes('.mcp.json asks to start one program') || !trustAsked.includes(`demo: ${privatePython} ${demoServer} main --marker ${untrustedMarker}`)) {
@@ -965,7 +1022,7 @@ async function main() {
       { text: 'The demo server answered.' },
     ]);
     await prompt.fill('Use the trusted tools.');
-    await view.locator('button[data-testid="run"]').click();
+    await sendAsNew(view);
     await dialog.waitFor();
     await dialog.getByRole('button', { name: 'Trust', exact: true }).click();
     await view.locator('[data-testid="tool-call"][data-call-id="call_echo"][data-status="success"]').waitFor();

@@ -238,6 +238,17 @@ export interface IterationUsage {
   usage: Usage;
 }
 
+/** The custom commands a run in a folder can be sent as `/name arguments`. */
+export interface ListCommandsParams {
+  /** The folder whose `.cleveragents/commands/` is read (with the user's). */
+  sandboxRoot: string;
+}
+
+export interface ListCommandsResult {
+  /** By name; a workspace's command hides the user's of the same name. */
+  commands: PromptCommandInfo[];
+}
+
 /** A model's price in US dollars per million tokens. */
 export interface ModelPrice {
   /** Uncached input. */
@@ -272,6 +283,18 @@ export interface PlanStep {
   text: string;
   /** pending, in_progress (at most one) or done. */
   status: "pending" | "in_progress" | "done";
+}
+
+/** A custom command: a Markdown prompt file; `/name arguments` runs its prompt. */
+export interface PromptCommandInfo {
+  /** What follows the `/`. */
+  name: string;
+  /** Its front matter's `description`, or the file's first line. */
+  description: string;
+  /** What to type after the name (`argument-hint`); null: not said. */
+  argumentHint: string | null;
+  /** `workspace` (`.cleveragents/commands/`) or `user` (the config folder). */
+  source: "workspace" | "user";
 }
 
 /** A tool call as the model asked for it, inside an assistant message. */
@@ -824,6 +847,7 @@ export interface ClientRequests {
   "cleveragents/runs": { params: RunsParams; result: RunsResult };
   "cleveragents/getRun": { params: GetRunParams; result: RunDetail };
   "cleveragents/restore": { params: RestoreParams; result: RestoreResult };
+  "cleveragents/listCommands": { params: ListCommandsParams; result: ListCommandsResult };
 }
 
 /** Requests the daemon sends to the client. */

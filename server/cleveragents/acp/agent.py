@@ -25,7 +25,6 @@ running, not a restore); without a history, the session keeps its conversation i
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import re
@@ -72,7 +71,6 @@ from ..service.settings import RunDefaults, check_context_window, check_result_b
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.records import ToolCallRunResult
 from ..tool.runtime import new_run_id
-from ..workspace.prompt_commands import expand_prompt_command
 from .commands import advertise_commands, run_slash_command, slash_command
 from .files import EditorFiles
 from .prompts import ContentBlock, UnsupportedPrompt, prompt_images, prompt_text
@@ -293,16 +291,11 @@ class CleverAgentsAgent:
         run_id = session.session_id if session.last_run_id is None else new_run_id()
         turn = PromptTurn(self.client, session, run_id, self.manager.cancel)
         # The turn holds the session before the first await: a second prompt is refused and a
-        # session/cancel reaches this turn, also while a command file is read below.
+        # session/cancel reaches this turn, also while the run is being set up.
         session.turn = turn
         stored = self.manager.history is not None
         try:
-            # `/name arguments` of a custom command: its prompt runs (prompt_commands.py).
-            if text.lstrip().startswith("/"):
-                expanded = await asyncio.to_thread(
-                    expand_prompt_command, text, session.sandbox_root
-                )
-                text = expanded if expanded is not None else text
+            # A custom command's `/name arguments` is expanded by the core (RunManager.run).
             if turn.cancelled:  # cancelled before its run could start: nothing runs
                 await turn.finish()
                 return PromptResponse(stop_reason="cancelled")

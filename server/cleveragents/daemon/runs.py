@@ -125,6 +125,24 @@ async def tools(
     return wire.ToolsResult(tools=[tool_info(spec) for spec in specs])
 
 
+async def list_commands(
+    manager: RunManager, params: wire.ListCommandsParams
+) -> wire.ListCommandsResult:
+    with _wire_names():
+        commands = await manager.prompt_commands(params.sandbox_root)
+    return wire.ListCommandsResult(
+        commands=[
+            wire.PromptCommandInfo(
+                name=command.name,
+                description=command.description,
+                argument_hint=command.argument_hint,
+                source="user" if command.source == "user" else "workspace",
+            )
+            for command in commands
+        ]
+    )
+
+
 def check_list_runs(manager: RunManager, params: wire.RunsParams) -> None:
     """Check `cleveragents/runs` params without reading the history; ServiceError if bad."""
     with _wire_names():

@@ -379,6 +379,10 @@ class Daemon:
         async def tools(ls: LanguageServer, params: wire.ToolsParams) -> Any:
             return await self._call(lambda m: runs.tools(m, params, self.connection))
 
+        @server.feature("cleveragents/listCommands")
+        async def list_commands(ls: LanguageServer, params: wire.ListCommandsParams) -> Any:
+            return await self._call(lambda m: runs.list_commands(m, params))
+
         @server.feature("cleveragents/runs")
         async def list_runs(ls: LanguageServer, params: wire.RunsParams) -> Any:
             return await self._call(lambda m: runs.list_runs(m, params))

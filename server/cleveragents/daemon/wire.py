@@ -812,6 +812,38 @@ class ToolsResult:
 
 
 @attrs.frozen(kw_only=True)
+class ListCommandsParams:
+    """The custom commands a run in a folder can be sent as `/name arguments`."""
+
+    sandbox_root: str = attrs.field(
+        metadata=doc("The folder whose `.cleveragents/commands/` is read (with the user's).")
+    )
+
+
+@attrs.frozen(kw_only=True)
+class PromptCommandInfo:
+    """A custom command: a Markdown prompt file; `/name arguments` runs its prompt."""
+
+    name: str = attrs.field(metadata=doc("What follows the `/`."))
+    description: str = attrs.field(
+        metadata=doc("Its front matter's `description`, or the file's first line.")
+    )
+    argument_hint: str | None = attrs.field(
+        metadata=doc("What to type after the name (`argument-hint`); null: not said.")
+    )
+    source: Literal["workspace", "user"] = attrs.field(
+        metadata=doc("`workspace` (`.cleveragents/commands/`) or `user` (the config folder).")
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ListCommandsResult:
+    commands: list[PromptCommandInfo] = attrs.field(
+        metadata=doc("By name; a workspace's command hides the user's of the same name.")
+    )
+
+
+@attrs.frozen(kw_only=True)
 class RunsParams:
     """List past and running runs from the history, newest first."""
 
@@ -1240,6 +1272,15 @@ METHODS: tuple[Method, ...] = (
         RestoreResult,
         False,
         "Restore a run's folder to before an iteration, or undo the run.",
+    ),
+    Method(
+        "cleveragents/listCommands",
+        "request",
+        "client_to_server",
+        ListCommandsParams,
+        ListCommandsResult,
+        False,
+        "The custom commands (`/name arguments`) of a folder and of the user.",
     ),
     Method(
         "cleveragents/runStarted",

@@ -17,7 +17,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import unquote, urlparse
 
@@ -37,6 +37,7 @@ from ..tool.runner import ToolRunner
 from ..tool.runtime import new_run_id
 from ..toolsets import with_command_policy
 from ..workspace.command_policy import CommandPolicy
+from ..workspace.prompt_commands import PromptCommand, expand_prompt_command, load_prompt_commands
 from ..workspace.sandbox import refused_root
 from .changes import ChangedFile
 from .client_tools import ClientToolHost, client_tool_specs, registry_with_client_tools
@@ -419,6 +420,14 @@ class RunManager:
         self, plan: RunPlan, sink: RunSink, active: ActiveRun, given: Sequence[Message]
     ) -> RunOutcome:
         await self._check_stored(plan)
+        # `/name arguments` of a custom command: the model gets the command's prompt, whichever
+        # front sent it (the history keeps what the model got).
+        if plan.prompt.lstrip().startswith("/"):
+            expanded = await asyncio.to_thread(
+                expand_prompt_command, plan.prompt, plan.sandbox_root
+            )
+            if expanded is not None:
+                plan = replace(plan, prompt=expanded)
         resources, problems = await asyncio.to_thread(
             load_resources, plan.resources, plan.sandbox_root, resource_label
         )
@@ -649,6 +658,13 @@ class RunManager:
         )
 
     # -- reading -----------------------------------------------------------------------------
+    async def prompt_commands(self, sandbox_root: str) -> list[PromptCommand]:
+        """The custom commands a run in `sandbox_root` can be sent (`/name arguments`)."""
+        root, problem = check_sandbox_root(sandbox_root)
+        if problem:
+            raise invalid_params([f"sandbox_root: {problem}"])
+        return await asyncio.to_thread(load_prompt_commands, root)
+
     async def tools(
         self,
         sandbox_root: str | None = None,

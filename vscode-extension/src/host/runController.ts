@@ -3,8 +3,9 @@
 
 import * as vscode from 'vscode';
 
-import { ErrorCodes, type ApproveToolCallParams, type ApproveToolCallResult, type RestoreResult, type RunParams } from '../protocol';
+import { ErrorCodes, type PromptCommandInfo, type ApproveToolCallParams, type ApproveToolCallResult, type RestoreResult, type RunParams } from '../protocol';
 import { DaemonUnavailableError, errorText, type DaemonClient } from '../daemon/daemonClient';
+import { conversationOf } from '../shared/conversations';
 import type { ApprovalDecision, RunNotification } from '../shared/runState';
 import type { ContextItem, ImageItem, Notice } from '../shared/messages';
 import type { RunResource } from '../shared/wireAdditions';
@@ -312,18 +313,41 @@ export class RunController {
     }
   }
 
+  /** Shows a run with the other turns of its conversation (read from the history as needed). */
   async openRun(runId: string): Promise<void> {
     const { store, daemon } = this.deps;
-    const known = store.run(runId);
-    if (known !== undefined && (known.header.source === 'live' || known.finished)) {
-      store.display(runId);
-      return;
-    }
+    const turns = conversationOf(store.history.runs, runId)?.turns.map((turn) => turn.runId) ?? [runId];
     try {
-      const detail = await daemon.request('cleveragents/getRun', { runId });
-      store.showStoredRun(detail);
+      for (const turnId of turns) {
+        const known = store.run(turnId);
+        if (known !== undefined && (known.header.source === 'live' || known.finished)) continue;
+        store.keepStoredRun(await daemon.request('cleveragents/getRun', { runId: turnId }));
+      }
     } catch (error) {
       this.deps.notice({ level: 'error', message: `Could not open run ${runId}: ${errorText(error)}` });
+      return;
+    }
+    store.display(runId);
+  }
+
+  /** "New": nothing on display, so the next prompt starts a conversation of its own. */
+  newConversation(): void {
+    this.deps.store.display(null);
+  }
+
+  /** The custom commands (`/name`) of the workspace folder and the user, for completion. */
+  async listCommands(): Promise<PromptCommandInfo[]> {
+    const displayedRoot = this.deps.store.displayedRun?.header.sandboxRoot ?? null;
+    const choice = chooseSandbox(vscode.workspace.workspaceFolders, displayedRoot);
+    const sandboxRoot = choice.kind === 'folder' ? choice.folder.uri.fsPath : displayedRoot;
+    if (sandboxRoot === null) return [];
+    try {
+      await this.deps.daemon.ensureStarted();
+      return (await this.deps.daemon.request('cleveragents/listCommands', { sandboxRoot })).commands;
+    } catch (error) {
+      // An older daemon, or one that cannot start: no completion, the prompt still runs.
+      this.deps.log.warn(`listing the custom commands: ${errorText(error)}`);
+      return [];
     }
   }
 

@@ -6,9 +6,11 @@
 // thousands of notifications costs the webview a handful of messages, not thousands.
 
 import type { ApproveToolCallParams, RunDetail, RunResult, RunSummary } from '../protocol';
-import type { DaemonStatus, HistoryView, HostMessage, RunTab, ViewState } from '../shared/messages';
+import { conversationOf, groupConversations } from '../shared/conversations';
+import type { DaemonStatus, HistoryView, HostMessage, RunTab, ThreadTurns, ViewState } from '../shared/messages';
 import {
   type ApprovalDecision,
+  type RunSnapshot,
   type ApprovalState,
   type RunEvent,
   type RunHeader,
@@ -63,7 +65,7 @@ export class RunStore {
 
   constructor(options: RunStoreOptions = {}) {
     this.schedule = options.schedule ?? defaultScheduler;
-    this.maxCachedHistoryRuns = options.maxCachedHistoryRuns ?? 10;
+    this.maxCachedHistoryRuns = options.maxCachedHistoryRuns ?? 40;
   }
 
   /** Messages for the webview. */
@@ -102,22 +104,51 @@ export class RunStore {
     return count;
   }
 
-  /** The panel's run list: this session's runs, newest last (at most MAX_TABS, active ones kept). */
+  /** The panel's list: this session's conversations, newest last (at most MAX_TABS, those
+   * going kept). A restore opened here joins the conversation of the run it went back on. */
   tabs(): RunTab[] {
-    const finished = this.sessionIds.filter((id) => !this.activeIds.has(id));
-    const keep = new Set([...this.activeIds, ...finished.slice(-Math.max(0, MAX_TABS - this.activeIds.size))]);
-    return this.sessionIds
-      .filter((id) => keep.has(id))
-      .map((id) => {
-        const state = this.runs.get(id);
-        return {
-          runId: id,
-          prompt: state?.header.prompt ?? id,
-          active: this.activeIds.has(id),
-          pendingApprovals: this.pendingApprovalsOf(id),
-          stopReason: state?.end?.stopReason ?? null,
-        };
-      });
+    const session = new Set(this.sessionIds);
+    const newest = (turns: readonly RunHeader[]): number => Math.max(...turns.map((turn) => this.sessionIds.indexOf(turn.runId)));
+    const conversations = groupConversations(this.headers())
+      .filter((conversation) => conversation.turns.some((turn) => session.has(turn.runId)))
+      .sort((a, b) => newest(a.turns) - newest(b.turns));
+    const tabs = conversations.map((conversation) => {
+      const turns = conversation.turns;
+      const latest = turns[turns.length - 1] ?? turns[0];
+      const first = turns.find((turn) => turn.kind === 'run') ?? turns[0];
+      return {
+        runId: latest?.runId ?? conversation.rootId,
+        prompt: first?.prompt || conversation.rootId,
+        turns: turns.length,
+        active: turns.some((turn) => this.activeIds.has(turn.runId)),
+        pendingApprovals: turns.reduce((sum, turn) => sum + this.pendingApprovalsOf(turn.runId), 0),
+        stopReason: latest === undefined ? null : (this.runs.get(latest.runId)?.end?.stopReason ?? null),
+      };
+    });
+    const going = tabs.filter((tab) => tab.active).length;
+    const finished = tabs.filter((tab) => !tab.active);
+    const keep = new Set([...tabs.filter((tab) => tab.active), ...finished.slice(-Math.max(0, MAX_TABS - going))]);
+    return tabs.filter((tab) => keep.has(tab));
+  }
+
+  /** The other turns of the displayed run's conversation, around it in time. */
+  thread(): ThreadTurns {
+    const displayed = this.displayedId;
+    const conversation = displayed === null ? null : conversationOf(this.headers(), displayed);
+    if (conversation === null) return { before: [], after: [] };
+    const index = conversation.turns.findIndex((turn) => turn.runId === displayed);
+    const snapshot = (runId: string): RunSnapshot[] => {
+      const state = this.runs.get(runId);
+      return state === undefined ? [] : [state.toSnapshot()];
+    };
+    return {
+      before: conversation.turns.slice(0, index).flatMap((turn) => snapshot(turn.runId)),
+      after: conversation.turns.slice(index + 1).flatMap((turn) => snapshot(turn.runId)),
+    };
+  }
+
+  private headers(): RunHeader[] {
+    return [...this.runs.values()].map((state) => state.header);
   }
 
   get displayedRun(): RunState | null {
@@ -143,6 +174,7 @@ export class RunStore {
       daemon: this.daemonStatus,
       history: this.historyView,
       run: this.displayedRun?.toSnapshot() ?? null,
+      thread: this.thread(),
       activeRunId: this.activeRun?.runId ?? null,
       runs: this.tabs(),
     };
@@ -152,7 +184,8 @@ export class RunStore {
 
   /** A run this client is starting: it becomes the active run and goes on display. */
   beginRun(runId: string, header: Partial<Omit<RunHeader, 'runId'>>): RunState {
-    const state = new RunState(runId, { ...header, phase: 'pending', source: 'live' });
+    // Its place in its conversation's thread, next to restores the daemon dated.
+    const state = new RunState(runId, { startedAt: Date.now() / 1000, ...header, phase: 'pending', source: 'live' });
     this.runs.set(runId, state);
     this.activeIds.add(runId);
     this.sessionIds.push(runId);
@@ -278,9 +311,15 @@ export class RunStore {
 
   /** Show a run read back from the history (`getRun`), unless this session streams it. */
   showStoredRun(detail: RunDetail): RunState {
+    const state = this.keepStoredRun(detail);
+    this.display(detail.runId);
+    return state;
+  }
+
+  /** Keep a run read back from the history (an earlier turn of a conversation), not shown. */
+  keepStoredRun(detail: RunDetail): RunState {
     const live = this.runs.get(detail.runId);
     if (live !== undefined && live.header.source === 'live') {
-      this.display(detail.runId);
       return live;
     }
     const state = RunState.fromDetail(detail);
@@ -296,7 +335,7 @@ export class RunStore {
         this.runs.delete(evicted);
       }
     }
-    this.display(detail.runId);
+    this.changed(); // a restore joins its conversation's entry in the list
     return state;
   }
 
@@ -387,7 +426,7 @@ export class RunStore {
   }
 
   private sendDisplayed(): void {
-    this.emit({ type: 'showRun', run: this.displayedRun?.toSnapshot() ?? null });
+    this.emit({ type: 'showRun', run: this.displayedRun?.toSnapshot() ?? null, thread: this.thread() });
   }
 
   private changesDuring(state: RunState, work: () => void): boolean {

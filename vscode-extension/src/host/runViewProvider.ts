@@ -179,6 +179,12 @@ export class RunViewProvider implements vscode.WebviewViewProvider, vscode.Dispo
         if (file !== null) this.post({ type: 'context', item: { path: file, text: null, startLine: null, endLine: null, label: message.path } });
         break;
       }
+      case 'listCommands':
+        void this.controller.listCommands().then((commands) => this.post({ type: 'commands', commands }));
+        break;
+      case 'newConversation':
+        this.controller.newConversation();
+        break;
       case 'stop':
         void this.controller.stop(message.runId);
         break;

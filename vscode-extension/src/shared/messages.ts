@@ -1,6 +1,6 @@
 // The messages between the extension host and the webview (`postMessage` both ways).
 
-import type { RunSummary } from '../protocol';
+import type { PromptCommandInfo, RunSummary } from '../protocol';
 import type { ApprovalDecision, RunEvent, RunSnapshot } from './runState';
 
 /** How the daemon is doing, as the webview's status line shows it. */
@@ -21,18 +21,30 @@ export interface HistoryView {
 export interface ViewState {
   daemon: DaemonStatus;
   history: HistoryView;
-  /** The run on display, if any. */
+  /** The run on display, if any: the newest turn of the conversation on display. */
   run: RunSnapshot | null;
+  /** The other turns of its conversation, oldest first. */
+  thread: ThreadTurns;
   /** The newest run this client has going, if any (it may not be the one on display). */
   activeRunId: string | null;
   /** This session's runs, for the run list. */
   runs: RunTab[];
 }
 
-/** One run in the panel's run list. */
+/** The turns of the conversation on display besides the run on display, oldest first. */
+export interface ThreadTurns {
+  before: RunSnapshot[];
+  after: RunSnapshot[];
+}
+
+/** One conversation in the panel's list (this session's). */
 export interface RunTab {
+  /** Its newest turn (what opening it shows). */
   runId: string;
+  /** Its first prompt. */
   prompt: string;
+  /** How many turns (prompts and restores) it has. */
+  turns: number;
   active: boolean;
   pendingApprovals: number;
   stopReason: string | null;
@@ -40,7 +52,7 @@ export interface RunTab {
 
 export type HostMessage =
   | { type: 'state'; state: ViewState }
-  | { type: 'showRun'; run: RunSnapshot | null }
+  | { type: 'showRun'; run: RunSnapshot | null; thread: ThreadTurns }
   | { type: 'runEvents'; runId: string; events: RunEvent[] }
   | { type: 'daemon'; daemon: DaemonStatus }
   | { type: 'history'; history: HistoryView }
@@ -51,7 +63,9 @@ export type HostMessage =
   | { type: 'focusPrompt' }
   | { type: 'options'; options: RunOptionsView }
   | { type: 'context'; item: ContextItem }
-  | { type: 'files'; query: string; paths: string[] };
+  | { type: 'files'; query: string; paths: string[] }
+  /** The custom commands for `/` completion (`cleveragents/listCommands`). */
+  | { type: 'commands'; commands: PromptCommandInfo[] };
 
 /** Context attached to the prompt (sent as a `RunResource`). */
 export interface ContextItem {
@@ -100,6 +114,10 @@ export type WebviewMessage =
   /** @ completion in the prompt box. */
   | { type: 'findFiles'; query: string }
   | { type: 'mention'; path: string }
+  /** `/` typed at the start of the prompt box: the custom commands, please. */
+  | { type: 'listCommands' }
+  /** "New": the next prompt starts a conversation of its own. */
+  | { type: 'newConversation' }
   /** Stop this run (null: the one on display). */
   | { type: 'stop'; runId: string | null }
   | { type: 'approve'; requestId: string; decision: ApprovalDecision }

@@ -131,6 +131,8 @@ export interface RunHeader {
   usage: UsageView | null;
   /** A run, or a restore of a folder (a history entry; restoring it undoes it). */
   kind: 'run' | 'restore';
+  /** For a restore: the run (or restore) it went back on. */
+  restoredRunId: string | null;
   /** The project instructions files (AGENTS.md) in the run's system prompt. */
   instructions: InstructionFile[];
   /** The model's plan as its latest `update_plan` call left it; null: it set none. */
@@ -219,6 +221,7 @@ export class RunState {
       startedAt: init.startedAt ?? null,
       usage: init.usage ?? null,
       kind: init.kind ?? 'run',
+      restoredRunId: init.restoredRunId ?? null,
       instructions: init.instructions ?? [],
       plan: init.plan ?? null,
       snapshot: init.snapshot ?? null,
@@ -500,6 +503,7 @@ export class RunState {
   static fromDetail(detail: RunDetail): RunState {
     const state = new RunState(detail.runId, {
       kind: detail.kind ?? 'run',
+      restoredRunId: detail.restoredRunId ?? null,
       prompt: detail.prompt,
       sandboxRoot: detail.sandboxRoot,
       automationProfile: detail.automationProfile,

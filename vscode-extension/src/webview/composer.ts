@@ -1,17 +1,28 @@
 // The composer's extras: run options (provider, model, profile), attached context chips,
-// and @ completion of workspace file names in the prompt box.
+// @ completion of workspace file names and / completion of the custom commands in the prompt
+// box. The chips sit in the attachment row above the box (`composer-attachments`), where other
+// kinds of attachment can add a row of their own.
 
+import type { PromptCommandInfo } from '../protocol';
 import type { ContextItem, RunOptionsView, WebviewMessage } from '../shared/messages';
-import { el, required, setText } from './dom';
+import { el, required, setAttr, setText } from './dom';
 
 const MENTION = /(^|\s)@([\w./-]*)$/;
+/** A command name being typed: `/` first in the box, then the name so far (no space yet). */
+const COMMAND = /^\/([\w.-]*)$/;
+
+/** One line of the completion list: a file path, or a custom command. */
+type Choice = { kind: 'file'; path: string } | { kind: 'command'; command: PromptCommandInfo };
 
 export class Composer {
   private items: ContextItem[] = [];
   private options: RunOptionsView | null = null;
   private mentionQuery: string | null = null;
   private mentionTimer: ReturnType<typeof setTimeout> | null = null;
-  private choices: string[] = [];
+  private choices: Choice[] = [];
+  /** The custom commands as last listed; null: not asked yet. */
+  private commands: PromptCommandInfo[] | null = null;
+  private commandQuery: string | null = null;
   private selected = 0;
   private readonly chips: HTMLElement;
   private readonly mentions: HTMLUListElement;
@@ -49,10 +60,11 @@ export class Composer {
     this.prompt.addEventListener('keydown', (event) => this.onKey(event), { capture: true });
     this.prompt.addEventListener('blur', () => setTimeout(() => this.closeMentions(), 150));
     this.mentions.addEventListener('mousedown', (event) => {
-      const path = (event.target as Element | null)?.closest('li')?.getAttribute('data-path');
-      if (path) {
+      const index = (event.target as Element | null)?.closest('li')?.getAttribute('data-index');
+      const choice = index === null || index === undefined ? undefined : this.choices[Number(index)];
+      if (choice !== undefined) {
         event.preventDefault();
-        this.choose(path);
+        this.choose(choice);
       }
     });
   }
@@ -88,7 +100,22 @@ export class Composer {
 
   showFiles(query: string, paths: string[]): void {
     if (query !== this.mentionQuery) return; // an answer to an older keystroke
-    this.choices = paths;
+    this.choices = paths.map((path) => ({ kind: 'file', path }));
+    this.selected = 0;
+    this.renderMentions();
+  }
+
+  /** The host's answer to `listCommands`. */
+  showCommands(commands: PromptCommandInfo[]): void {
+    this.commands = commands;
+    if (this.commandQuery !== null) this.offerCommands(this.commandQuery);
+  }
+
+  private offerCommands(query: string): void {
+    const typed = query.toLowerCase();
+    this.choices = (this.commands ?? [])
+      .filter((command) => command.name.toLowerCase().startsWith(typed))
+      .map((command) => ({ kind: 'command', command }));
     this.selected = 0;
     this.renderMentions();
   }
@@ -123,6 +150,17 @@ export class Composer {
 
   private onInput(): void {
     const before = this.prompt.value.slice(0, this.prompt.selectionStart);
+    const command = COMMAND.exec(before);
+    if (command !== null) {
+      const query = command[1] ?? '';
+      // Asked once per `/` typed: a command file added meanwhile shows the next time.
+      if (this.commandQuery === null || query === '') this.post({ type: 'listCommands' });
+      this.commandQuery = query;
+      this.mentionQuery = null;
+      if (this.commands !== null) this.offerCommands(query);
+      return;
+    }
+    this.commandQuery = null;
     const match = MENTION.exec(before);
     if (match === null) {
       this.closeMentions();
@@ -142,11 +180,11 @@ export class Composer {
       this.selected = (this.selected + step + this.choices.length) % this.choices.length;
       this.renderMentions();
     } else if (event.key === 'Enter' || event.key === 'Tab') {
-      const path = this.choices[this.selected];
-      if (path !== undefined && !(event.ctrlKey || event.metaKey)) {
+      const choice = this.choices[this.selected];
+      if (choice !== undefined && !(event.ctrlKey || event.metaKey || event.shiftKey)) {
         event.preventDefault();
         event.stopImmediatePropagation();
-        this.choose(path);
+        this.choose(choice);
       }
     } else if (event.key === 'Escape') {
       event.preventDefault();
@@ -154,7 +192,17 @@ export class Composer {
     }
   }
 
-  private choose(path: string): void {
+  private choose(choice: Choice): void {
+    if (choice.kind === 'command') {
+      const after = this.prompt.value.slice(this.prompt.selectionStart);
+      const inserted = `/${choice.command.name} `;
+      this.prompt.value = inserted + after.replace(/^\S*\s?/, '');
+      this.prompt.setSelectionRange(inserted.length, inserted.length);
+      this.prompt.dispatchEvent(new Event('input'));
+      this.closeMentions();
+      return;
+    }
+    const path = choice.path;
     const caret = this.prompt.selectionStart;
     const before = this.prompt.value.slice(0, caret);
     const after = this.prompt.value.slice(caret);
@@ -170,6 +218,7 @@ export class Composer {
 
   private closeMentions(): void {
     this.mentionQuery = null;
+    this.commandQuery = null;
     this.choices = [];
     this.mentions.hidden = true;
     this.prompt.removeAttribute('aria-activedescendant');
@@ -177,21 +226,30 @@ export class Composer {
 
   private renderMentions(): void {
     this.mentions.hidden = this.choices.length === 0;
+    const commands = this.choices.some((choice) => choice.kind === 'command');
+    setAttr(this.mentions, 'aria-label', commands ? 'Custom commands' : 'Workspace files');
     this.mentions.replaceChildren(
-      ...this.choices.map((path, index) =>
-        el('li', {
-          text: path,
-          attrs: {
-            id: `mention-${index}`,
-            role: 'option',
-            'data-testid': 'mention',
-            'data-path': path,
-            'aria-selected': String(index === this.selected),
-          },
-        }),
-      ),
+      ...this.choices.map((choice, index) => {
+        const attrs = {
+          id: `mention-${index}`,
+          role: 'option',
+          'data-index': String(index),
+          'aria-selected': String(index === this.selected),
+        };
+        if (choice.kind === 'file') {
+          return el('li', { text: choice.path, attrs: { ...attrs, 'data-testid': 'mention', 'data-path': choice.path } });
+        }
+        const { name, description, argumentHint, source } = choice.command;
+        return el(
+          'li',
+          { className: 'command-option', attrs: { ...attrs, 'data-testid': 'command-option', 'data-name': name, title: `${source} command` } },
+          el('span', { className: 'command-name', text: `/${name}${argumentHint ? ` ${argumentHint}` : ''}` }),
+          el('span', { className: 'command-description', text: description }),
+        );
+      }),
     );
     if (this.choices.length > 0) this.prompt.setAttribute('aria-activedescendant', `mention-${this.selected}`);
+    else this.prompt.removeAttribute('aria-activedescendant');
   }
 }
 

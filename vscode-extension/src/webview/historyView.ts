@@ -1,6 +1,8 @@
-// The list of past runs (`cleveragents/runs`); choosing one reopens it.
+// The list of past conversations (`cleveragents/runs`, grouped by their continuation chains;
+// undos and restores inside the conversation they went back on); choosing one reopens it.
 
 import type { RunSummary } from '../protocol';
+import { groupConversations } from '../shared/conversations';
 import type { HistoryView as HistoryData } from '../shared/messages';
 import { el, setAttr, setText } from './dom';
 import { clip, plural, relativeTime } from './format';
@@ -46,15 +48,18 @@ export class HistoryView {
 
   private render(): void {
     const { runs, error, loading } = this.data;
-    setText(this.count, runs.length > 0 ? `(${runs.length})` : '');
+    const conversations = groupConversations(runs);
+    setText(this.count, conversations.length > 0 ? `(${conversations.length})` : '');
     setText(this.note, error ?? (loading && runs.length === 0 ? 'Loading…' : runs.length === 0 ? 'No runs yet.' : ''));
     this.note.classList.toggle('error', error !== null);
     const now = Date.now();
     // A batch's runs (`cleveragents batch`) make one group, where its newest run stands.
     const entries: HTMLLIElement[] = [];
     const groups = new Map<string, HTMLUListElement>();
-    for (const run of runs) {
-      const item = el('li', {}, this.item(run, now));
+    for (const { turns } of conversations) {
+      const run = turns[turns.length - 1];
+      if (run === undefined) continue;
+      const item = el('li', {}, this.item(turns, now));
       const batchId = run.batch?.batchId;
       if (!batchId) {
         entries.push(item);
@@ -84,11 +89,17 @@ export class HistoryView {
     this.list.querySelector('[aria-current="true"]')?.closest('details')?.setAttribute('open', '');
   }
 
-  private item(run: RunSummary, now: number): HTMLButtonElement {
+  /** A conversation's entry: named by its first prompt, opened at its newest turn. */
+  private item(turns: readonly RunSummary[], now: number): HTMLButtonElement {
+    const run = turns[turns.length - 1] as RunSummary;
+    const first = turns.find((turn) => turn.kind === 'run') ?? run;
     const status = STATUS_WORDS[run.status];
-    // A restore of a folder is an entry of its own: it made no tool calls.
-    const meta = [relativeTime(run.startedAt, now), run.kind === 'restore' ? 'restore' : plural(run.toolCallCount, 'tool call')];
-    if (run.continuedFrom) meta.push('follow-up');
+    const prompts = turns.filter((turn) => turn.kind === 'run').length;
+    const restores = turns.length - prompts;
+    const meta = [relativeTime(run.startedAt, now)];
+    if (prompts > 1) meta.push(plural(prompts, 'prompt'));
+    meta.push(plural(turns.reduce((sum, turn) => sum + turn.toolCallCount, 0), 'tool call'));
+    if (restores > 0) meta.push(plural(restores, 'restore'));
     if (run.batch) meta.push(`${run.batch.taskId}@${run.batch.config}`);
     const button = el(
       'button',
@@ -99,11 +110,12 @@ export class HistoryView {
           'data-testid': 'history-item',
           'data-run-id': run.runId,
           'data-status': run.status,
-          title: run.prompt,
+          'data-turns': String(turns.length),
+          title: turns.map((turn) => turn.prompt).join('\n'),
         },
       },
       el('span', { className: 'history-icon', attrs: { 'aria-hidden': 'true' } }),
-      el('span', { className: 'history-prompt', text: clip(run.prompt.replace(/\s+/g, ' '), 120) }),
+      el('span', { className: 'history-prompt', text: clip(first.prompt.replace(/\s+/g, ' '), 120) }),
       el('span', { className: 'history-meta', text: meta.join(' · ') }),
       el('span', { className: 'sr-only', text: `, ${status}` }),
     );

@@ -2,13 +2,14 @@
 // host sends its whole state when the page says `ready` (the page may be recreated at any
 // time), then run events as they happen; the page sends the user's actions.
 
-import type { DaemonStatus, HostMessage, Notice, RunTab, WebviewMessage } from '../shared/messages';
-import { RunState, type InstructionFile, type PlanStep, type RunSnapshot } from '../shared/runState';
+import type { DaemonStatus, HostMessage, Notice, RunTab, ThreadTurns, WebviewMessage } from '../shared/messages';
+import { RunState, type InstructionFile, type PlanStep, type RunHeader, type RunSnapshot } from '../shared/runState';
 import { el, required, setAttr, setText } from './dom';
 import { Composer } from './composer';
 import { ImageAttachments, renderRunImages } from './imageAttachments';
 import { clip, formatUsage, instructionsLine, PLAN_MARKS, PLAN_STATUS_WORDS, snapshotLine, stopReasonTitle } from './format';
 import { HistoryView } from './historyView';
+import { drawTurnHeading, ThreadView } from './threadView';
 import { TranscriptView } from './transcriptView';
 
 interface VsCodeApi {
@@ -24,16 +25,19 @@ interface PageState {
   prompt: string;
   expanded: { runId: string; ids: string[] } | null;
   historyOpen: boolean;
+  /** The prompts sent from this page, newest last (Up in an empty box recalls them). */
+  sent: string[];
 }
 
 const vscode = acquireVsCodeApi();
-const page: PageState = { prompt: '', expanded: null, historyOpen: true, ...(vscode.getState() as Partial<PageState> | undefined) };
+const page: PageState = { prompt: '', expanded: null, historyOpen: true, sent: [], ...(vscode.getState() as Partial<PageState> | undefined) };
 
 const root = document;
 const form = required<HTMLFormElement>(root, '[data-testid="composer"]');
 const prompt = required<HTMLTextAreaElement>(root, '[data-testid="prompt"]');
 const runButton = required<HTMLButtonElement>(root, 'button[data-testid="run"]');
-const continueButton = required<HTMLButtonElement>(root, 'button[data-testid="continue"]');
+const newButton = required<HTMLButtonElement>(root, 'button[data-testid="new-conversation"]');
+const liveHeading = required<HTMLElement>(root, '[data-testid="turn-live"] [data-testid="turn-heading"]');
 const stopButton = required<HTMLButtonElement>(root, 'button[data-testid="stop"]');
 const status = required<HTMLElement>(root, '[data-testid="status"]');
 const statusActions = required<HTMLElement>(root, '[data-testid="status-actions"]');
@@ -58,6 +62,10 @@ const alertAnnouncer = required<HTMLElement>(root, '[data-testid="alert-announce
 let daemon: DaemonStatus = { state: 'starting', message: 'Connecting…' };
 let tabs: RunTab[] = [];
 let run: RunState | null = null;
+/** The other turns of the conversation on display. */
+let thread: ThreadTurns = { before: [], after: [] };
+/** Where Up is in `page.sent` while the user walks back through it (null: not walking). */
+let recalled: number | null = null;
 let stopHeaderListener: (() => void) | null = null;
 let sentPrompt: string | null = null;
 let statusFrame: number | null = null;
@@ -104,6 +112,12 @@ const attachedImages = new ImageAttachments(form, prompt, required<HTMLElement>(
 );
 const runImages = required<HTMLElement>(root, '[data-testid="run-images"]');
 
+const threadView = new ThreadView(
+  required<HTMLElement>(root, '[data-testid="thread-before"]'),
+  required<HTMLElement>(root, '[data-testid="thread-after"]'),
+  post,
+);
+
 const history = new HistoryView(
   required<HTMLUListElement>(root, '[data-testid="history-list"]'),
   required<HTMLElement>(root, '[data-testid="history-note"]'),
@@ -135,10 +149,10 @@ function receive(message: HostMessage): void {
       daemon = message.state.daemon;
       tabs = message.state.runs;
       history.show(message.state.history);
-      showRun(message.state.run);
+      showRun(message.state.run, message.state.thread);
       break;
     case 'showRun':
-      showRun(message.run);
+      showRun(message.run, message.thread);
       break;
     case 'runEvents':
       if (run !== null && run.runId === message.runId) {
@@ -181,14 +195,19 @@ function receive(message: HostMessage): void {
     case 'files':
       composer.showFiles(message.query, message.paths);
       break;
+    case 'commands':
+      composer.showCommands(message.commands);
+      break;
   }
   scheduleStatus();
 }
 
-function showRun(snapshot: RunSnapshot | null): void {
+function showRun(snapshot: RunSnapshot | null, turns: ThreadTurns): void {
   stopHeaderListener?.();
   stopHeaderListener = null;
   run = snapshot === null ? null : RunState.fromSnapshot(snapshot);
+  thread = turns;
+  threadView.show(turns.before, turns.after);
   const expanded = run !== null && page.expanded?.runId === run.runId ? page.expanded.ids : [];
   transcript.show(run, expanded);
   history.setDisplayed(run?.runId ?? null);
@@ -221,8 +240,9 @@ function scheduleStatus(): void {
 function renderHeader(): void {
   transcriptEmpty.hidden = run !== null;
   runUsage.hidden = run === null;
+  drawTurnHeading(liveHeading, run?.header ?? null);
   if (run === null) {
-    setText(runHeading, 'No run yet');
+    setText(runHeading, 'New conversation');
     setText(runMeta, '');
     renderInstructions([]);
     renderPlan(null);
@@ -233,12 +253,15 @@ function renderHeader(): void {
   setText(runTokens, usage.tokens);
   setText(runCost, usage.cost);
   const header = run.header;
-  setText(runHeading, header.prompt || header.runId);
+  // The conversation is named by its first prompt; each turn's own prompt heads the turn.
+  const first = [...thread.before.map((turn) => turn.header), header].find((turn) => turn.kind === 'run') ?? header;
+  setText(runHeading, first.prompt || header.runId);
   const meta: string[] = [];
   if (header.provider) meta.push(header.model ? `${header.provider} (${header.model})` : header.provider);
   if (header.automationProfile) meta.push(header.automationProfile);
   if (header.sandboxRoot) meta.push(header.sandboxRoot);
-  if (header.continuedFrom) meta.push('follow-up');
+  const turns = thread.before.length + thread.after.length + 1;
+  if (turns > 1) meta.push(`${turns} turns`);
   if (header.source === 'history') meta.push('from the history');
   setText(runMeta, meta.join(' · '));
   renderRunImages(runImages, header.images);
@@ -284,18 +307,26 @@ function displayedActive(): boolean {
   return run !== null && tabs.some((tab) => tab.runId === run?.runId && tab.active);
 }
 
+/** The run the next prompt continues: the conversation's newest finished run (a restore has
+ * no conversation of its own); null: the prompt starts a new conversation. */
+function continuedRun(): RunHeader | null {
+  if (run === null) return null;
+  const turns = [...thread.before.map((turn) => turn.header), run.header, ...thread.after.map((turn) => turn.header)];
+  for (let index = turns.length - 1; index >= 0; index -= 1) {
+    const turn = turns[index];
+    if (turn !== undefined && turn.kind === 'run') return turn.phase === 'finished' ? turn : null;
+  }
+  return null;
+}
+
 function renderControls(): void {
   const hasPrompt = prompt.value.trim() !== '';
-  runButton.disabled = !hasPrompt;
-  stopButton.disabled = !displayedActive();
-  // A restore has no conversation to follow up.
-  const continuable = run !== null && run.finished && run.header.kind === 'run';
-  continueButton.disabled = !(continuable && hasPrompt);
-  setAttr(
-    continueButton,
-    'title',
-    continuable && run !== null ? `Send the prompt as a follow-up to "${run.header.prompt}"` : 'Open a finished run to continue it',
-  );
+  const going = displayedActive();
+  // A turn still running is stopped (Escape) or waited for before the next prompt.
+  runButton.disabled = !hasPrompt || going;
+  setAttr(runButton, 'title', going ? 'The turn is still running: wait for it, or stop it (Escape)' : run === null ? 'Start a conversation' : 'Send as the next turn of this conversation');
+  stopButton.disabled = !going;
+  newButton.disabled = run === null;
 }
 
 function renderStatus(): void {
@@ -342,16 +373,16 @@ function renderStatus(): void {
 
 function startRun(): void {
   const text = prompt.value.trim();
-  if (!text) return;
+  if (!text || displayedActive()) return;
   sentPrompt = prompt.value;
+  page.sent = [...page.sent.filter((earlier) => earlier !== text), text].slice(-50);
+  recalled = null;
+  savePage();
   const context = composer.context;
   const images = attachedImages.images;
-  post({
-    type: 'run',
-    prompt: text,
-    ...(context.length > 0 ? { context } : {}),
-    ...(images.length > 0 ? { images } : {}),
-  });
+  const extra = { ...(context.length > 0 ? { context } : {}), ...(images.length > 0 ? { images } : {}) };
+  const previous = continuedRun();
+  post(previous === null ? { type: 'run', prompt: text, ...extra } : { type: 'continue', prompt: text, runId: previous.runId, ...extra });
 }
 
 form.addEventListener('submit', (event) => {
@@ -360,31 +391,42 @@ form.addEventListener('submit', (event) => {
 });
 
 prompt.addEventListener('keydown', (event) => {
-  if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
+  // The completion list took the key (Enter/Tab chose, Escape closed it).
+  if (event.defaultPrevented || event.isComposing) return;
+  if (event.key === 'Enter' && !event.shiftKey && !event.altKey) {
     event.preventDefault();
     startRun();
+  } else if (event.key === 'ArrowUp' && (prompt.value === '' || recalled !== null) && page.sent.length > 0) {
+    event.preventDefault();
+    recalled = recalled === null ? page.sent.length - 1 : Math.max(0, recalled - 1);
+    prompt.value = page.sent[recalled] ?? '';
+    page.prompt = prompt.value;
+    savePage();
+    renderControls();
+  } else if (event.key === 'ArrowDown' && recalled !== null) {
+    // Back towards the newest; past it, the box is empty again.
+    event.preventDefault();
+    recalled = recalled + 1 < page.sent.length ? recalled + 1 : null;
+    prompt.value = recalled === null ? '' : (page.sent[recalled] ?? '');
+    page.prompt = prompt.value;
+    savePage();
+    renderControls();
+  } else if (event.key === 'Escape' && displayedActive()) {
+    event.preventDefault();
+    post({ type: 'stop', runId: run?.runId ?? null });
   }
 });
 
 prompt.addEventListener('input', () => {
+  recalled = null;
   page.prompt = prompt.value;
   savePage();
   renderControls();
 });
 
-continueButton.addEventListener('click', () => {
-  const text = prompt.value.trim();
-  if (!text || run === null || !run.finished) return;
-  sentPrompt = prompt.value;
-  const context = composer.context;
-  const images = attachedImages.images;
-  post({
-    type: 'continue',
-    prompt: text,
-    runId: run.runId,
-    ...(context.length > 0 ? { context } : {}),
-    ...(images.length > 0 ? { images } : {}),
-  });
+newButton.addEventListener('click', () => {
+  post({ type: 'newConversation' });
+  prompt.focus();
 });
 
 stopButton.addEventListener('click', () => post({ type: 'stop', runId: run?.runId ?? null }));
@@ -412,7 +454,8 @@ function renderTabs(): void {
             'data-run-id': tab.runId,
             'data-state': state,
             'aria-current': String(tab.runId === run?.runId),
-            title: `${tab.prompt}${tab.pendingApprovals > 0 ? ' (waiting for your approval)' : tab.active ? ' (running)' : ''}`,
+            'data-turns': String(tab.turns),
+            title: `${tab.prompt}${tab.turns > 1 ? ` (${tab.turns} turns)` : ''}${tab.pendingApprovals > 0 ? ' (waiting for your approval)' : tab.active ? ' (running)' : ''}`,
           },
         },
         el('span', { className: 'run-tab-icon', attrs: { 'aria-hidden': 'true' } }),

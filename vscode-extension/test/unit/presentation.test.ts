@@ -85,7 +85,7 @@ describe('the webview page', () => {
   });
 
   it('carries every test hook of the contract', () => {
-    for (const id of ['prompt', 'run', 'stop', 'continue', 'status', 'transcript', 'history']) {
+    for (const id of ['prompt', 'run', 'stop', 'new-conversation', 'status', 'thread', 'transcript', 'history']) {
       assert.match(page, new RegExp(`data-testid="${id}"`), id);
     }
   });

@@ -212,7 +212,7 @@ describe('the runs panel', () => {
     await harness.close();
   });
 
-  it('lists the history, reopens a run and continues it', async () => {
+  it('lists the history, reopens a conversation and continues it with Enter', async () => {
     const harness = await openPanel();
     const { page, store } = harness;
     store.setHistory(recordedRuns());
@@ -227,10 +227,10 @@ describe('the runs panel', () => {
     await page.locator('[data-testid="run-end"][data-stop-reason="max_iterations"]').waitFor();
     assert.equal(await page.getAttribute(`[data-testid="history-item"][data-run-id="${target}"]`, 'aria-current'), 'true');
     assert.equal(await page.locator('[data-testid="tool-call"]').count(), 2);
-    assert.equal(await page.isEnabled('button[data-testid="continue"]'), false, 'no prompt yet');
+    assert.equal(await page.isEnabled('button[data-testid="run"]'), false, 'no prompt yet');
     await page.fill('textarea[data-testid="prompt"]', 'And now the tests');
-    assert.equal(await page.isEnabled('button[data-testid="continue"]'), true);
-    await page.click('button[data-testid="continue"]');
+    assert.equal(await page.isEnabled('button[data-testid="run"]'), true);
+    await page.press('textarea[data-testid="prompt"]', 'Enter');
     const posted = await harness.waitForPosted((message) => message.type === 'continue');
     assert.deepEqual(posted, { type: 'continue', prompt: 'And now the tests', runId: target });
     await harness.close();

@@ -16,6 +16,7 @@ describe('several runs at once', () => {
     const { store, page } = harness;
     harness.onMessage = (message) => {
       if (message.type === 'openRun') store.display(message.runId);
+      if (message.type === 'newConversation') store.display(null);
     };
     store.beginRun('run-a', { prompt: 'First task', sandboxRoot: '/w' });
     store.beginRun('run-b', { prompt: 'Second task', sandboxRoot: '/w' });
@@ -35,7 +36,10 @@ describe('several runs at once', () => {
     assert.equal(await page.textContent('[data-testid="assistant-text"]'), 'Working on B.');
     assert.equal(await page.isEnabled('button[data-testid="run"]'), false, 'no prompt typed yet');
     await page.fill('textarea[data-testid="prompt"]', 'A third one');
-    assert.equal(await page.isEnabled('button[data-testid="run"]'), true, 'a run may start while others go');
+    assert.equal(await page.isEnabled('button[data-testid="run"]'), false, 'the turn on display is still running');
+    await page.click('button[data-testid="new-conversation"]');
+    await page.locator('[data-testid="run-heading"]', { hasText: 'New conversation' }).waitFor();
+    assert.equal(await page.isEnabled('button[data-testid="run"]'), true, 'a conversation may start while others go');
 
     await tabs.first().click();
     await page.locator('[data-testid="run-tab"][data-run-id="run-a"][aria-current="true"]').waitFor();

@@ -112,10 +112,12 @@ describe('undo in the transcript', () => {
     const end = page.locator('[data-testid="run-end"]');
     await end.locator('.end-title', { hasText: 'Restored' }).waitFor();
     await end.locator('[data-testid="changed-file"][data-path="build/out.bin"][data-change="deleted"]').waitFor();
-    await page.fill('textarea[data-testid="prompt"]', 'A follow-up');
-    assert.equal(await page.isEnabled('button[data-testid="continue"]'), false, 'a restore has no conversation to continue');
     await end.locator('[data-testid="undo-run"]', { hasText: 'Undo this restore' }).click();
     assert.deepEqual(await harness.waitForPosted((m) => m.type === 'restore'), { type: 'restore', runId: 'restore_1', iteration: null });
+    // The run it undid is not in this page: a restore alone has no conversation to continue.
+    await page.fill('textarea[data-testid="prompt"]', 'A follow-up');
+    await page.press('textarea[data-testid="prompt"]', 'Enter');
+    assert.deepEqual(await harness.waitForPosted((m) => m.type === 'run' || m.type === 'continue'), { type: 'run', prompt: 'A follow-up' });
     await harness.close();
   });
 });
