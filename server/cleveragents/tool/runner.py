@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .context import ToolActorContext
 from .errors import ToolError
 from .messages import ToolCallRequest
+from .policy import asking_about_protected_writes
 from .records import ErrorKind, ToolCallRecord
 from .registry import ToolRegistry, ToolSpec
 from .schema import RESERVED_PARAMS
@@ -310,7 +311,15 @@ class ToolRunner:
                 # The record's duration is the tool's own: not the wait for a human's answer,
                 # nor the checkpoint saved before the call (an event of its own).
                 started = time.perf_counter()
-            output = await self.execute(spec, call, budget)
+            asker = (
+                None
+                if authorizer is None
+                else functools.partial(
+                    authorizer.ask_after, spec, inputs, request.call_id, iteration
+                )
+            )
+            with asking_about_protected_writes(asker):
+                output = await self.execute(spec, call, budget)
         except ToolFailure as failure:
             return self.record(request, inputs, started, iteration, failure=failure)
         return self.record(request, inputs, started, iteration, output=output)

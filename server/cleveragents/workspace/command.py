@@ -68,7 +68,8 @@ from .command_policy import (
 from .limits import MAX_OUTPUT_BYTES
 from .names import shown_path
 from .private import private_folder
-from .protected import git_redirects_missing, placeholders_kept, remove_git_redirects
+from .protected import placeholders_kept
+from .repository_guard import guard_command
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 from .seccomp import filter_fd
 
@@ -402,7 +403,6 @@ class _Prepared:
     pass_fds: tuple[int, ...] = ()
     identity: CommandIdentity | None = None
     placeholders: tuple[str, ...] = ()  # removed after the command (protected paths)
-    redirects: tuple[str, ...] = ()  # git redirect files missing before: removed if made
 
     def close_fds(self) -> None:
         for fd in self.pass_fds:
@@ -466,7 +466,6 @@ def _prepare(
     procs_files = cgroup.procs_files if cgroup is not None else []
     script = launcher_script(policy.limits, process_rlimit(policy.limits), procs_files)
     argv = [shell_executable(), "-c", script, "cleveragents-limits", *argv]
-    guarded = confined and not policy.allow_protected_writes
     return _Prepared(
         argv,
         environment,
@@ -476,7 +475,6 @@ def _prepare(
         pass_fds,
         identity,
         placeholders=view.placeholders if confined else (),
-        redirects=tuple(git_redirects_missing(sandbox.root)) if guarded else (),
     )
 
 
@@ -514,18 +512,9 @@ async def run_in_sandbox(
         )
         try:
             with placeholders_kept(list(prepared.placeholders)):
-                try:
-                    result = await _run_prepared(
-                        prepared, cwd, cwd_path, timeout_s, tag, cgroup, limits, sandbox.root, echo
-                    )
-                finally:
-                    removed = remove_git_redirects(list(prepared.redirects), sandbox.root)
-            for name in removed:
-                result["stderr"] += (
-                    f"\ncleveragents: removed {name}, which the command created: it would send "
-                    "git to another folder's config and hooks (a protected path)\n"
+                return await _run_prepared(
+                    prepared, cwd, cwd_path, timeout_s, tag, cgroup, limits, sandbox.root, echo
                 )
-            return result
         finally:
             prepared.close_fds()
             if prepared.private_home is not None:
@@ -674,8 +663,11 @@ class CommandTool:
         """
         sandbox = require_sandbox(sandbox_root)
         check_command(command, timeout_s)
-        return await run_in_sandbox(
-            command, sandbox, sandbox.resolve(cwd), timeout_s, policy=self.policy
+        where = sandbox.resolve(cwd)
+        return await guard_command(
+            sandbox.root,
+            self.policy.allow_protected_writes,
+            lambda: run_in_sandbox(command, sandbox, where, timeout_s, policy=self.policy),
         )
 
 
