@@ -345,9 +345,15 @@ def test_a_command_cannot_send_git_to_a_config_of_its_own(repo: Path) -> None:
     assert (repo / "fsmonitor-ran").exists()
     assert ".git/modules/sub" in record.output["stderr"]
     assert "Read-only file system" in record.output["stderr"]
-    # ... but the redirect is gone when it ends, and the output says so.
+    # ... but the redirect is gone when it ends, and so is the copy's fsmonitor (a new git
+    # folder to the repository guard); the output and the result say so.
     assert not (repo / ".git" / "commondir").exists()
-    assert "removed .git/commondir" in record.output["stderr"]
+    assert "fsmonitor" not in (repo / "evil" / "config").read_text()
+    assert ".git/commondir: commondir made" in record.output["stderr"]
+    assert {write["path"]: write["outcome"] for write in record.output["protected_writes"]} == {
+        ".git/commondir": "undone",
+        "evil/config": "undone",
+    }
     (repo / "fsmonitor-ran").unlink()
     git(repo, "status")
     assert not (repo / "fsmonitor-ran").exists()
