@@ -1,7 +1,7 @@
 """The repository guard's cost per command on a large tree (100,000 files by default).
 
-Builds a folder of N small files (10 per leaf folder by default, folders 3 deep), a git repository at
-its root with one commit, a `node_modules` of a tenth of the files, and times
+Builds a folder of N small files (10 per leaf folder by default, folders 3 deep), a git
+repository at its root with one commit, a `node_modules` of a tenth of the files, and times
 (`workspace/repository_guard.py`):
 
 - **first scan**: every folder listed (a daemon's first command in that sandbox);
@@ -34,8 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
-from cleveragents.workspace import repository_guard  # noqa: E402
-from cleveragents.workspace.repository_guard import RepositoryGuard  # noqa: E402
+from cleveragents.workspace import repository_guard
+from cleveragents.workspace.repository_guard import RepositoryGuard
 
 GIT = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
 

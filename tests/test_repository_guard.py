@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_protected_paths import calls_then_done, needs_bwrap
 
 from cleveragents.tool import (
     ApprovalRequest,
@@ -29,13 +28,13 @@ from cleveragents.tool import (
     ToolRunner,
 )
 from cleveragents.tool.records import ToolCallRecord
-from cleveragents.workspace import CommandPolicy, register_builtin_tools
-from cleveragents.workspace import repository_guard
+from cleveragents.workspace import CommandPolicy, register_builtin_tools, repository_guard
 from cleveragents.workspace.repository_guard import (
     RepositoryGuard,
     config_entries,
     config_text,
 )
+from test_protected_paths import calls_then_done, needs_bwrap
 
 pytestmark = needs_bwrap
 GIT_USER = "-c user.name=t -c user.email=t@example.invalid"
