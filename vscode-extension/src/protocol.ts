@@ -3,7 +3,7 @@
 /* eslint-disable */
 
 /** The protocol version these types describe. */
-export const PROTOCOL_VERSION = "1.2";
+export const PROTOCOL_VERSION = "1.3";
 
 /** Sent by the daemon when the profile needs a human to approve a call. */
 export interface ApproveToolCallParams {
@@ -25,6 +25,8 @@ export interface ApproveToolCallParams {
   iteration: number;
   /** Why this call is asked about beyond the profile's rule, to show the user: e.g. the command would run unconfined (no bubblewrap here), and how to change that. */
   note?: string | null;
+  /** About a protected write (code that could run later, outside the sandbox: a git hook, `core.fsmonitor`, editor tasks), before a file tool writes it or after a command wrote it (`note` says what; a no undoes it). Asked every time under every profile: `allow_for_run` allows it this once only, so offer allow and deny. */
+  protected?: boolean;
 }
 
 export interface ApproveToolCallResult {
@@ -518,7 +520,7 @@ export interface RunsResult {
 
 /** `capabilities.experimental.cleveragents` of the `initialize` result. */
 export interface ServerCapability {
-  /** This protocol's version (1.2). */
+  /** This protocol's version (1.3). */
   protocolVersion: string;
   /** The cleveragents package version. */
   serverVersion: string;

@@ -20,7 +20,7 @@ from ..service.history import RunKind, RunStatus
 from ..tool.policy import ApprovalDecision
 from ..tool.records import ErrorKind, StopReason
 
-PROTOCOL_VERSION = "1.2"
+PROTOCOL_VERSION = "1.3"
 """Major.minor: a new major breaks existing clients; a new minor only adds optional things."""
 
 AutomationProfile = Literal["read-only", "ask", "auto-edit", "full-auto"]
@@ -947,6 +947,15 @@ class ApproveToolCallParams:
         metadata=doc(
             "Why this call is asked about beyond the profile's rule, to show the user: e.g. "
             "the command would run unconfined (no bubblewrap here), and how to change that."
+        ),
+    )
+    protected: bool = attrs.field(
+        default=False,
+        metadata=doc(
+            "About a protected write (code that could run later, outside the sandbox: a git "
+            "hook, `core.fsmonitor`, editor tasks), before a file tool writes it or after a "
+            "command wrote it (`note` says what; a no undoes it). Asked every time under every "
+            "profile: `allow_for_run` allows it this once only, so offer allow and deny."
         ),
     )
 

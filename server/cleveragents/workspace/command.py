@@ -7,13 +7,14 @@ paths. It has no network, no capabilities, a seccomp filter (`seccomp.py`), read
 kernel knobs in /proc, and a new PID namespace, so when its shell exits every process it
 started dies with the namespace; a root daemon runs a user's sandbox as that user
 (`bubblewrap.command_identity`). The protected paths (`protected.py`: git hooks and config,
-editor tasks) are read-only to it. It gets only allow-listed environment
-variables, and runs under resource limits (rlimits, plus a cgroup where the daemon can make
-one). Without bubblewrap the command runs unconfined (the output says `"confined": false`, and
-the Authorizer asks before it runs): nothing stops it from touching files or the network
-outside. Its process group is still killed when it ends, on timeout and on cancellation, and so
-is every process in its cgroup and any process that left the group (`setsid`) but still
-carries the command's tag in its environment.
+editor tasks) are read-only to it, and what it writes anywhere that would run code later (a new
+repository's hooks or `core.fsmonitor`) is asked about or undone (`repository_guard.py`). It
+gets only allow-listed environment variables, and runs under resource limits (rlimits, plus a
+cgroup where the daemon can make one). Without bubblewrap the command runs unconfined (the
+output says `"confined": false`, and the Authorizer asks before it runs): nothing stops it from
+touching files or the network outside. Its process group is still killed when it ends, on
+timeout and on cancellation, and so is every process in its cgroup and any process that left
+the group (`setsid`) but still carries the command's tag in its environment.
 """
 
 from __future__ import annotations

@@ -22,7 +22,9 @@ profile, `full-auto` included, and are denied where nobody can be asked. Command
 read-only at the sandbox root (`command_mounts`); in `.git` only the parts that run code are
 read-only, so `git commit`, `git checkout`, `git stash` and `git fetch` from a local remote keep
 working (see `git_protected_parts`). A path that does not exist yet is covered by an empty
-read-only placeholder for the command's lifetime, removed afterwards if still empty.
+read-only placeholder for the command's lifetime, removed afterwards if still empty. What no
+mount can cover (a new or nested repository, a `.git` file, a `commondir`) the repository
+guard (`repository_guard.py`) finds after the command and undoes unless approved.
 
 `CLEVERAGENTS_ALLOW_PROTECTED_WRITES=1` lets both write them without asking (the user's
 explicit opt-in); `CLEVERAGENTS_PROTECTED_PATHS` adds patterns (separated by `:` or commas).
