@@ -147,6 +147,8 @@ def test_an_approver_is_asked_about_each_protected_write_under_every_profile(
         # "Allow for this run" does not cover the next protected write: asked twice.
         assert len(asked) == 2 and all(r.success for r in records)
         assert ".git/hooks/pre-commit" in (asked[0].note or "")
+        # Marked as such, so no front's "always allow" answers it (ACP, the daemon's clients).
+        assert all(request.protected for request in asked)
     denied, asked = run_loop(repo, PLANTS[1:2], answer="deny")
     assert denied[0].error_kind == "denied" and len(asked) == 1
     assert "fsmonitor" not in (repo / ".git" / "config").read_text()
