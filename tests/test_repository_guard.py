@@ -385,3 +385,18 @@ def test_through_the_cli_under_full_auto(folder: Path, tmp_path: Path) -> None:
     ]
     host_git(folder, "status")
     assert not marker.exists()
+
+
+def test_never_visible_folders_are_not_looked_into(folder: Path) -> None:
+    """Credentials and our own checkpoint store (a git repository the daemon itself changes)
+    are neither read nor ever undone by the guard."""
+    store = folder / "data" / "checkpoints"
+    store.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "--bare", str(store)], check=True)
+    (folder / "lib").mkdir()
+    subprocess.run(["git", "init", "-q", str(folder / "lib")], check=True)
+
+    scan = RepositoryGuard(str(folder), hidden=[str(folder / "data")]).scan()
+
+    assert scan.git_folders == {"lib/.git"}
+    assert all(not path.startswith("data/") for path in scan.files)

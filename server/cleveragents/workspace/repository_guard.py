@@ -37,13 +37,14 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cleveragents.tool.errors import ToolError
 from cleveragents.tool.policy import protected_writes_asker
 
+from .command_policy import never_visible_to_tools
 from .protected import ENV_ALLOW_PROTECTED_WRITES
 
 # Folders a scan looks at, at most; past this the scan stops and the result says so.
@@ -211,8 +212,11 @@ def _list(full: str, ctime: int, started: int) -> _Listing | None:
     return _Listing(None if racy else ctime, tuple(sorted(folders)), dot_git, git_folder)
 
 
-def _walk(root: str, tree: _Tree, limit: int) -> tuple[dict[str, _Listing], str | None]:
-    """Every folder under `root` (not through links), listed again only where it changed."""
+def _walk(
+    root: str, tree: _Tree, limit: int, hidden: frozenset[str]
+) -> tuple[dict[str, _Listing], str | None]:
+    """Every folder under `root` (not through links, not into `hidden`), listed again only
+    where it changed."""
     started = time.time_ns()
     seen: dict[str, _Listing] = {}
     stack = [""]
@@ -235,7 +239,8 @@ def _walk(root: str, tree: _Tree, limit: int) -> tuple[dict[str, _Listing], str 
         else:
             listing = known
         seen[relative] = listing
-        stack.extend(_join(relative, name) for name in reversed(listing.folders))
+        inner = (_join(relative, name) for name in reversed(listing.folders))
+        stack.extend(path for path in inner if path not in hidden)
     return seen, None
 
 
@@ -353,14 +358,20 @@ def _git_folder_files(root: str, folder: str) -> Iterator[tuple[CodeFile, str | 
 class RepositoryGuard:
     """Scans one sandbox for the code-running parts of its git repositories."""
 
-    def __init__(self, sandbox_root: str, max_folders: int = MAX_FOLDERS) -> None:
+    def __init__(
+        self, sandbox_root: str, max_folders: int = MAX_FOLDERS, hidden: Iterable[str] = ()
+    ) -> None:
+        """`hidden`: real paths never looked into (the never-visible ones: credentials, our
+        own history and checkpoint store, which the daemon itself changes)."""
         self.root = os.path.realpath(sandbox_root)
         self.max_folders = max_folders
+        inside = (_inside(self.root, os.path.realpath(path)) for path in hidden)
+        self.hidden = frozenset(path for path in inside if path)
 
     def scan(self) -> RepositoryScan:
         tree = _tree_for(self.root)
         with tree.lock:
-            listings, incomplete = _walk(self.root, tree, self.max_folders)
+            listings, incomplete = _walk(self.root, tree, self.max_folders, self.hidden)
             tree.listings = listings
         files: dict[str, CodeFile] = {}
         folders: list[str] = []
@@ -615,7 +626,8 @@ async def guard_command(
     fails or is cancelled has its protected writes undone (or listed, with the opt-in) all the
     same.
     """
-    guard = RepositoryGuard(sandbox_root)
+    hidden = await asyncio.to_thread(never_visible_to_tools)
+    guard = RepositoryGuard(sandbox_root, hidden=hidden)
     before = await asyncio.to_thread(guard.scan)
     try:
         result = await run()
