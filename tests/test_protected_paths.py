@@ -283,9 +283,13 @@ def test_the_settings_reach_the_policy() -> None:
 
 
 # -- through the CLI ----------------------------------------------------------------------------
-def cli_run(repo: Path, tmp_path: Path, env: dict[str, str]) -> Any:
+def cli_run(
+    repo: Path, tmp_path: Path, env: dict[str, str], responses: list[dict[str, Any]] | None = None
+) -> Any:
+    """The real CLI under full-auto with the replay provider, no terminal to ask; the run as
+    `--json` prints it. `responses` default: the plants by the file tools and a command."""
     script = tmp_path / "script.json"
-    responses = [
+    responses = responses or [
         {"tool_calls": [{"name": "write_file", "arguments": PLANTS[0][1]}]},
         {"tool_calls": [{"name": "edit_file", "arguments": PLANTS[1][1]}]},
         {"tool_calls": [{"name": "run_command", "arguments": {"command": PLANT_BY_COMMAND}}]},

@@ -10,10 +10,7 @@ opt-in; then the host's own `git status` / `git commit` runs there and must run 
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -34,7 +31,7 @@ from cleveragents.workspace.repository_guard import (
     config_entries,
     config_text,
 )
-from test_protected_paths import calls_then_done, needs_bwrap
+from test_protected_paths import calls_then_done, cli_run, needs_bwrap
 
 pytestmark = needs_bwrap
 GIT_USER = "-c user.name=t -c user.email=t@example.invalid"
@@ -353,29 +350,12 @@ def test_the_config_reader_and_the_safe_keys() -> None:
 
 def test_through_the_cli_under_full_auto(folder: Path, tmp_path: Path) -> None:
     marker = tmp_path / "cli-pwned"
-    script = tmp_path / "script.json"
     responses = [
         {"tool_calls": [{"name": "run_command", "arguments": {"command": attack(marker)}}]},
         {"text": "done"},
     ]
-    script.write_text(json.dumps({"responses": responses}))
-    done = subprocess.run(
-        [
-            sys.executable, "-m", "cleveragents", "run", "plant", "--sandbox", str(folder),
-            "--provider", "replay", "--script", str(script), "--profile", "full-auto",
-            "--json", "--history", str(tmp_path / "history.db"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={
-            **{k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")},
-            "XDG_DATA_HOME": str(tmp_path),
-        },
-        check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    [record] = json.loads(done.stdout)["tool_call_history"]
+    [record] = cli_run(folder, tmp_path, {}, responses)["tool_call_history"]
+
     assert record["output"]["protected_writes"] == [
         {
             "path": ".git/config",

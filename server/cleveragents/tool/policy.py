@@ -185,18 +185,7 @@ class Authorizer:
             raise asyncio.CancelledError  # never ask once the run is stopping
         try:
             decision = await self.approver(
-                ApprovalRequest(
-                    run_id=self.run_id,
-                    call_id=call_id,
-                    tool_name=spec.name,
-                    inputs=inputs,
-                    mutating=spec.mutating,
-                    executes_code=spec.executes_code,
-                    automation_profile=self.profile,
-                    iteration=iteration,
-                    note=note,
-                    protected=must_ask,
-                )
+                self._request(spec, inputs, call_id, iteration, note, protected=must_ask)
             )
             if decision == "cancel" or (token is not None and token.cancelled):
                 # Any answer that comes with (or after) a cancel loses to it.
@@ -214,6 +203,29 @@ class Authorizer:
             return None
         return f"the user denied {spec.name}"
 
+    def _request(
+        self,
+        spec: ToolSpec,
+        inputs: dict[str, Any],
+        call_id: str,
+        iteration: int,
+        note: str | None,
+        *,
+        protected: bool,
+    ) -> ApprovalRequest:
+        return ApprovalRequest(
+            run_id=self.run_id,
+            call_id=call_id,
+            tool_name=spec.name,
+            inputs=inputs,
+            mutating=spec.mutating,
+            executes_code=spec.executes_code,
+            automation_profile=self.profile,
+            iteration=iteration,
+            note=note,
+            protected=protected,
+        )
+
     async def ask_after(
         self, spec: ToolSpec, inputs: dict[str, Any], call_id: str, iteration: int, what: str
     ) -> bool:
@@ -227,18 +239,7 @@ class Authorizer:
             raise asyncio.CancelledError
         try:
             decision = await self.approver(
-                ApprovalRequest(
-                    run_id=self.run_id,
-                    call_id=call_id,
-                    tool_name=spec.name,
-                    inputs=inputs,
-                    mutating=spec.mutating,
-                    executes_code=spec.executes_code,
-                    automation_profile=self.profile,
-                    iteration=iteration,
-                    note=what,
-                    protected=True,
-                )
+                self._request(spec, inputs, call_id, iteration, what, protected=True)
             )
         except asyncio.CancelledError:
             self.cancelled_questions.add(call_id)
