@@ -31,6 +31,7 @@ from cleveragents.workspace.repository_guard import (
     config_entries,
     config_text,
 )
+from test_cli import replay_script, run_under_pty
 from test_protected_paths import calls_then_done, cli_run, needs_bwrap
 
 pytestmark = needs_bwrap
@@ -380,3 +381,24 @@ def test_never_visible_folders_are_not_looked_into(folder: Path) -> None:
 
     assert scan.git_folders == {"lib/.git"}
     assert all(not path.startswith("data/") for path in scan.files)
+
+
+def test_the_terminal_asks_after_the_command_with_no_always(folder: Path, tmp_path: Path) -> None:
+    """The CLI on a terminal: "always this run" for run_command, then the protected write is
+    asked about anyway, with no "always" on offer; the no undoes it."""
+    plant = "git init -q n && git -C n config core.fsmonitor 'touch ran'"
+    script = replay_script(
+        tmp_path,
+        [
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": plant}}]},
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": "echo again"}}]},
+            {"text": "done"},
+        ],
+    )
+    process, screen, prompts = run_under_pty(folder, script, [b"a\n", b"n\n"], b"allow? ")
+    text = screen.decode(errors="replace")
+
+    assert process.returncode == 0, text
+    assert prompts == 2, text  # the second command was covered by "always"
+    assert "asked each time: a protected write" in text and "core.fsmonitor" in text
+    assert "fsmonitor" not in (folder / "n" / ".git" / "config").read_text()
