@@ -434,7 +434,9 @@ class RepositoryGuard:
             raise OSError(0, "what was there before was not kept (not a readable file)")
         if change.role == "config":
             now = _read_code_file(self.root, change.path, "config", change.path)
-            kept = config_entries(now.data) if now is not None and now.data else None
+            kept = None
+            if now is not None and now.data is not None and not now.link:
+                kept = config_entries(now.data)
             if kept is not None:
                 safe = [(key, value) for key, value in kept if _safe_key(key)]
                 _replace(self.root, change.path, config_text(safe), 0o644, False)
