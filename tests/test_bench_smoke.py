@@ -155,3 +155,11 @@ def test_checkpoint_bench_json_holds_every_step_and_the_disk_figures() -> None:
     for row in compared["rows"]:
         assert row["ours_ms"] > 0 and row["git_ms"] > 0
         assert row["met"] == (row["ratio"] <= row["limit"])
+
+
+def test_repository_guard_bench_times_each_scan_and_finds_the_planted_repository() -> None:
+    result: dict[str, Any] = json.loads(run_bench("repository_guard_bench.py", "--quick", "--json"))
+    assert {"first_scan_s", "later_scan_s", "scan_after_a_command_s"} <= set(result)
+    # Each round's command makes one nested repository with a hook: the hook is the one
+    # protected write (git init's config holds only harmless keys).
+    assert result["protected_writes_found_per_round"] == 1

@@ -147,6 +147,8 @@ def test_an_approver_is_asked_about_each_protected_write_under_every_profile(
         # "Allow for this run" does not cover the next protected write: asked twice.
         assert len(asked) == 2 and all(r.success for r in records)
         assert ".git/hooks/pre-commit" in (asked[0].note or "")
+        # Marked as such, so no front's "always allow" answers it (ACP, the daemon's clients).
+        assert all(request.protected for request in asked)
     denied, asked = run_loop(repo, PLANTS[1:2], answer="deny")
     assert denied[0].error_kind == "denied" and len(asked) == 1
     assert "fsmonitor" not in (repo / ".git" / "config").read_text()
@@ -281,9 +283,13 @@ def test_the_settings_reach_the_policy() -> None:
 
 
 # -- through the CLI ----------------------------------------------------------------------------
-def cli_run(repo: Path, tmp_path: Path, env: dict[str, str]) -> Any:
+def cli_run(
+    repo: Path, tmp_path: Path, env: dict[str, str], responses: list[dict[str, Any]] | None = None
+) -> Any:
+    """The real CLI under full-auto with the replay provider, no terminal to ask; the run as
+    `--json` prints it. `responses` default: the plants by the file tools and a command."""
     script = tmp_path / "script.json"
-    responses = [
+    responses = responses or [
         {"tool_calls": [{"name": "write_file", "arguments": PLANTS[0][1]}]},
         {"tool_calls": [{"name": "edit_file", "arguments": PLANTS[1][1]}]},
         {"tool_calls": [{"name": "run_command", "arguments": {"command": PLANT_BY_COMMAND}}]},
@@ -345,9 +351,15 @@ def test_a_command_cannot_send_git_to_a_config_of_its_own(repo: Path) -> None:
     assert (repo / "fsmonitor-ran").exists()
     assert ".git/modules/sub" in record.output["stderr"]
     assert "Read-only file system" in record.output["stderr"]
-    # ... but the redirect is gone when it ends, and the output says so.
+    # ... but the redirect is gone when it ends, and so is the copy's fsmonitor (a new git
+    # folder to the repository guard); the output and the result say so.
     assert not (repo / ".git" / "commondir").exists()
-    assert "removed .git/commondir" in record.output["stderr"]
+    assert "fsmonitor" not in (repo / "evil" / "config").read_text()
+    assert ".git/commondir: commondir made" in record.output["stderr"]
+    assert {write["path"]: write["outcome"] for write in record.output["protected_writes"]} == {
+        ".git/commondir": "undone",
+        "evil/config": "undone",
+    }
     (repo / "fsmonitor-ran").unlink()
     git(repo, "status")
     assert not (repo / "fsmonitor-ran").exists()

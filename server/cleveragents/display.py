@@ -331,17 +331,22 @@ class TerminalApprover:
         )
         if request.note:
             console.print(f"  [bold red]![/] {escape(request.note)}")
+        # A protected write is asked about every time: no "always" to offer.
+        prompt = (
+            "  allow? [bold]y[/]es / [bold]n[/]o (asked each time: a protected write): "
+            if request.protected
+            else "  allow? [bold]y[/]es / [bold]n[/]o / [bold]a[/]lways this run: "
+        )
+        choices = ("y", "n") if request.protected else ("y", "n", "a")
         while True:
             try:
-                answer = await self._read_line(
-                    console, "  allow? [bold]y[/]es / [bold]n[/]o / [bold]a[/]lways this run: "
-                )
+                answer = await self._read_line(console, prompt)
             except EOFError:  # Ctrl-D, or the terminal went away: nobody said yes
                 return "deny"
             except KeyboardInterrupt:  # Ctrl-C: stop, not "no"
                 return "cancel"
             choice = answer.strip().lower()[:1]
-            if choice in ("y", "n", "a"):
+            if choice in choices:
                 break
         return {"y": "allow", "n": "deny", "a": "allow_for_run"}[choice]  # type: ignore[return-value]
 

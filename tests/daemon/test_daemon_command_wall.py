@@ -198,3 +198,29 @@ async def test_the_daemons_own_history_and_checkpoints_are_out_of_every_tools_re
         # command could plant its -journal before SQLite makes one): no command runs there.
         assert records["c"]["success"] is False
         assert "lies directly in the sandbox folder" in records["c"]["error"]
+
+
+async def test_a_protected_write_by_a_command_is_asked_about_over_the_wire(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    """The repository guard through the daemon: under full-auto the command runs unasked, then
+    `approveToolCall` comes with `protected: true` and what it wrote; the client's no undoes it."""
+    plant = "git init -q . && git config core.fsmonitor 'touch fsmonitor-ran'"
+    script = write_script(
+        tmp_path / "s.json",
+        {"text": "", "tool_calls": [call("run_command", "c", command=plant)]},
+        {"text": "Done."},
+    )
+    options = replay_options(
+        script, builtinTools=True, automationProfile="full-auto", approvals=True
+    )
+    async with lsp_session(tmp_path, options) as session:
+        session.decide = lambda params: {"decision": "deny"}
+        result = await session.request(
+            "cleveragents/run", {"prompt": "plant", "sandboxRoot": str(sandbox)}
+        )
+        [asked] = session.approval_requests
+    assert asked["protected"] is True and "core.fsmonitor" in asked["note"]
+    output = result["toolCallHistory"][0]["output"]
+    assert output["protected_writes"][0]["outcome"] == "undone"
+    assert "fsmonitor" not in (sandbox / ".git" / "config").read_text()

@@ -25,6 +25,8 @@ export interface ApproveToolCallParams {
   iteration: number;
   /** Why this call is asked about beyond the profile's rule, to show the user: e.g. the command would run unconfined (no bubblewrap here), and how to change that. */
   note?: string | null;
+  /** About a protected write (code that could run later, outside the sandbox: a git hook, `core.fsmonitor`, editor tasks), before a file tool writes it or after a command wrote it (`note` says what; a no undoes it). Asked every time under every profile: `allow_for_run` allows it this once only, so offer allow and deny. */
+  protected?: boolean;
 }
 
 export interface ApproveToolCallResult {

@@ -44,14 +44,17 @@ DECISIONS: dict[str, ApprovalDecision] = {
 }
 
 
-def permission_options(tool_name: str) -> list[PermissionOption]:
+def permission_options(tool_name: str, protected: bool = False) -> list[PermissionOption]:
+    """A protected write (`ApprovalRequest.protected`) is allowed once at a time: no
+    "always" is offered for it, and an earlier one does not answer it."""
+    always = PermissionOption(
+        option_id="allow_for_run",
+        name=f"Always allow {tool_name} in this session",
+        kind="allow_always",
+    )
     return [
         PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
-        PermissionOption(
-            option_id="allow_for_run",
-            name=f"Always allow {tool_name} in this session",
-            kind="allow_always",
-        ),
+        *([] if protected else [always]),
         PermissionOption(option_id="deny", name="Reject", kind="reject_once"),
     ]
 
@@ -90,6 +93,7 @@ def permission_tool_call(
                 "executesCode": request.executes_code,
                 "automationProfile": request.automation_profile,
                 "note": request.note,
+                "protected": request.protected,
             }
         },
     )

@@ -232,7 +232,9 @@ class PromptTurn:
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
         """Ask the client with `session/request_permission` (the core times the question out:
         the manager's approver cancels this, which withdraws it)."""
-        if request.tool_name in self.session.always_allowed:
+        # A protected write (code that could run later, outside every wall) is asked about
+        # every time: an earlier "always allow" of the tool does not answer it.
+        if request.tool_name in self.session.always_allowed and not request.protected:
             return "allow_for_run"
         # The client must know the call (its `tool_call`) before it is asked about it.
         await self.updates.flush()
@@ -241,7 +243,9 @@ class PromptTurn:
         )
         try:
             response = await self.client.request_permission(
-                self.session.session_id, tool_call, permission_options(request.tool_name)
+                self.session.session_id,
+                tool_call,
+                permission_options(request.tool_name, protected=request.protected),
             )
         except Exception as exc:  # an error answer, a malformed one, or a closed connection
             log.warning("permission request for %s failed (%s): denied", request.tool_name, exc)
@@ -252,7 +256,7 @@ class PromptTurn:
             self.stop()
             return "cancel"
         decision = decision_from(response)
-        if decision == "allow_for_run":
+        if decision == "allow_for_run" and not request.protected:
             self.session.always_allowed.add(request.tool_name)
         if decision != "deny":
             self.updates.put(call_running(request.call_id))

@@ -219,6 +219,7 @@ class ClientSink:
             automation_profile=profile(request.automation_profile),
             iteration=request.iteration,
             note=request.note,
+            protected=request.protected,
         )
         answer = await self.client.request(APPROVE_METHOD, unstructure(params))
         try:

@@ -1068,6 +1068,15 @@ class ApproveToolCallParams:
             "the command would run unconfined (no bubblewrap here), and how to change that."
         ),
     )
+    protected: bool = attrs.field(
+        default=False,
+        metadata=doc(
+            "About a protected write (code that could run later, outside the sandbox: a git "
+            "hook, `core.fsmonitor`, editor tasks), before a file tool writes it or after a "
+            "command wrote it (`note` says what; a no undoes it). Asked every time under every "
+            "profile: `allow_for_run` allows it this once only, so offer allow and deny."
+        ),
+    )
 
 
 @attrs.frozen(kw_only=True)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -32,6 +34,10 @@ class ApprovalRequest:
     iteration: int
     # Why this call is asked about beyond the profile's rule (e.g. it would run unconfined).
     note: str | None = None
+    # About a protected write (code that could run later, outside every wall): asked every
+    # time, under every profile; an earlier "always allow" of the tool does not answer it, and
+    # "allow for run" allows only this once.
+    protected: bool = False
 
 
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
@@ -72,6 +78,31 @@ class ProtectedWrite:
     why: str
     setting: str  # the explicit opt-in that lets such writes run without asking
     allowed: bool  # the user gave that opt-in
+
+
+ProtectedWritesAsker = Callable[[str], Awaitable[bool]]
+"""Asks, after a call ran, whether to keep the protected writes it made (the text says
+which); True keeps them. Raises CancelledError when the run was stopped while asking."""
+
+_protected_writes_asker: ContextVar[ProtectedWritesAsker | None] = ContextVar(
+    "cleveragents_protected_writes_asker", default=None
+)
+
+
+def protected_writes_asker() -> ProtectedWritesAsker | None:
+    """Who to ask about the protected writes of the call running now; None: nobody."""
+    return _protected_writes_asker.get()
+
+
+@contextlib.contextmanager
+def asking_about_protected_writes(asker: ProtectedWritesAsker | None) -> Iterator[None]:
+    """While a call runs: its tool asks `asker` about the protected writes it finds it made
+    (a command's new repository with a hook, say), which no check before the call can see."""
+    token = _protected_writes_asker.set(asker)
+    try:
+        yield
+    finally:
+        _protected_writes_asker.reset(token)
 
 
 @runtime_checkable
@@ -154,17 +185,7 @@ class Authorizer:
             raise asyncio.CancelledError  # never ask once the run is stopping
         try:
             decision = await self.approver(
-                ApprovalRequest(
-                    run_id=self.run_id,
-                    call_id=call_id,
-                    tool_name=spec.name,
-                    inputs=inputs,
-                    mutating=spec.mutating,
-                    executes_code=spec.executes_code,
-                    automation_profile=self.profile,
-                    iteration=iteration,
-                    note=note,
-                )
+                self._request(spec, inputs, call_id, iteration, note, protected=must_ask)
             )
             if decision == "cancel" or (token is not None and token.cancelled):
                 # Any answer that comes with (or after) a cancel loses to it.
@@ -175,8 +196,59 @@ class Authorizer:
             self.cancelled_questions.add(call_id)
             raise
         if decision == "allow_for_run":
-            self._allowed_for_run.add(spec.name)
+            if not must_ask:  # a protected write is allowed this once only
+                self._allowed_for_run.add(spec.name)
             return None
         if decision == "allow":
             return None
         return f"the user denied {spec.name}"
+
+    def _request(
+        self,
+        spec: ToolSpec,
+        inputs: dict[str, Any],
+        call_id: str,
+        iteration: int,
+        note: str | None,
+        *,
+        protected: bool,
+    ) -> ApprovalRequest:
+        return ApprovalRequest(
+            run_id=self.run_id,
+            call_id=call_id,
+            tool_name=spec.name,
+            inputs=inputs,
+            mutating=spec.mutating,
+            executes_code=spec.executes_code,
+            automation_profile=self.profile,
+            iteration=iteration,
+            note=note,
+            protected=protected,
+        )
+
+    async def ask_after(
+        self, spec: ToolSpec, inputs: dict[str, Any], call_id: str, iteration: int, what: str
+    ) -> bool:
+        """Whether to keep the protected writes a call made (`what` says which), asked under
+        every profile; no approver, a failing one, or a no: False. "Allow for run" keeps them
+        this once and is not remembered. A cancel raises CancelledError (the caller undoes)."""
+        if self.approver is None:
+            return False
+        token = self.cancel
+        if token is not None and token.cancelled:
+            raise asyncio.CancelledError
+        try:
+            decision = await self.approver(
+                self._request(spec, inputs, call_id, iteration, what, protected=True)
+            )
+        except asyncio.CancelledError:
+            self.cancelled_questions.add(call_id)
+            raise
+        except Exception:  # an approver that fails must not keep them
+            return False
+        if decision == "cancel" or (token is not None and token.cancelled):
+            if token is not None:
+                token.cancel()
+            self.cancelled_questions.add(call_id)
+            raise asyncio.CancelledError
+        return decision in ("allow", "allow_for_run")

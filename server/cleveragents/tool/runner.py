@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .context import ToolActorContext
 from .errors import ToolError
 from .messages import ToolCallRequest
+from .policy import asking_about_protected_writes
 from .records import ErrorKind, ToolCallRecord
 from .registry import ToolRegistry, ToolSpec
 from .schema import RESERVED_PARAMS
@@ -327,9 +328,17 @@ class ToolRunner:
                 # The record's duration is the tool's own: not the wait for a human's answer,
                 # nor the checkpoint saved before the call (an event of its own).
                 started = time.perf_counter()
+            asker = (
+                None
+                if authorizer is None
+                else functools.partial(
+                    authorizer.ask_after, spec, inputs, request.call_id, iteration
+                )
+            )
             running = _RUNNING_CALL.set(RunningCall(request.call_id, iteration))
             try:
-                output = await self.execute(spec, call, budget)
+                with asking_about_protected_writes(asker):
+                    output = await self.execute(spec, call, budget)
             finally:
                 _RUNNING_CALL.reset(running)
         except ToolFailure as failure:

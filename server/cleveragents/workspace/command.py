@@ -7,13 +7,14 @@ paths. It has no network, no capabilities, a seccomp filter (`seccomp.py`), read
 kernel knobs in /proc, and a new PID namespace, so when its shell exits every process it
 started dies with the namespace; a root daemon runs a user's sandbox as that user
 (`bubblewrap.command_identity`). The protected paths (`protected.py`: git hooks and config,
-editor tasks) are read-only to it. It gets only allow-listed environment
-variables, and runs under resource limits (rlimits, plus a cgroup where the daemon can make
-one). Without bubblewrap the command runs unconfined (the output says `"confined": false`, and
-the Authorizer asks before it runs): nothing stops it from touching files or the network
-outside. Its process group is still killed when it ends, on timeout and on cancellation, and so
-is every process in its cgroup and any process that left the group (`setsid`) but still
-carries the command's tag in its environment.
+editor tasks) are read-only to it, and what it writes anywhere that would run code later (a new
+repository's hooks or `core.fsmonitor`) is asked about or undone (`repository_guard.py`). It
+gets only allow-listed environment variables, and runs under resource limits (rlimits, plus a
+cgroup where the daemon can make one). Without bubblewrap the command runs unconfined (the
+output says `"confined": false`, and the Authorizer asks before it runs): nothing stops it from
+touching files or the network outside. Its process group is still killed when it ends, on
+timeout and on cancellation, and so is every process in its cgroup and any process that left
+the group (`setsid`) but still carries the command's tag in its environment.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ from .command_policy import (
 from .limits import MAX_OUTPUT_BYTES
 from .names import shown_path
 from .private import private_folder
-from .protected import git_redirects_missing, placeholders_kept, remove_git_redirects
+from .protected import placeholders_kept
+from .repository_guard import guard_command
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 from .seccomp import filter_fd
 
@@ -402,7 +404,6 @@ class _Prepared:
     pass_fds: tuple[int, ...] = ()
     identity: CommandIdentity | None = None
     placeholders: tuple[str, ...] = ()  # removed after the command (protected paths)
-    redirects: tuple[str, ...] = ()  # git redirect files missing before: removed if made
 
     def close_fds(self) -> None:
         for fd in self.pass_fds:
@@ -466,7 +467,6 @@ def _prepare(
     procs_files = cgroup.procs_files if cgroup is not None else []
     script = launcher_script(policy.limits, process_rlimit(policy.limits), procs_files)
     argv = [shell_executable(), "-c", script, "cleveragents-limits", *argv]
-    guarded = confined and not policy.allow_protected_writes
     return _Prepared(
         argv,
         environment,
@@ -476,7 +476,6 @@ def _prepare(
         pass_fds,
         identity,
         placeholders=view.placeholders if confined else (),
-        redirects=tuple(git_redirects_missing(sandbox.root)) if guarded else (),
     )
 
 
@@ -514,18 +513,9 @@ async def run_in_sandbox(
         )
         try:
             with placeholders_kept(list(prepared.placeholders)):
-                try:
-                    result = await _run_prepared(
-                        prepared, cwd, cwd_path, timeout_s, tag, cgroup, limits, sandbox.root, echo
-                    )
-                finally:
-                    removed = remove_git_redirects(list(prepared.redirects), sandbox.root)
-            for name in removed:
-                result["stderr"] += (
-                    f"\ncleveragents: removed {name}, which the command created: it would send "
-                    "git to another folder's config and hooks (a protected path)\n"
+                return await _run_prepared(
+                    prepared, cwd, cwd_path, timeout_s, tag, cgroup, limits, sandbox.root, echo
                 )
-            return result
         finally:
             prepared.close_fds()
             if prepared.private_home is not None:
@@ -674,8 +664,11 @@ class CommandTool:
         """
         sandbox = require_sandbox(sandbox_root)
         check_command(command, timeout_s)
-        return await run_in_sandbox(
-            command, sandbox, sandbox.resolve(cwd), timeout_s, policy=self.policy
+        where = sandbox.resolve(cwd)
+        return await guard_command(
+            sandbox.root,
+            self.policy.allow_protected_writes,
+            lambda: run_in_sandbox(command, sandbox, where, timeout_s, policy=self.policy),
         )
 
 

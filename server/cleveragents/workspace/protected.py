@@ -22,7 +22,9 @@ profile, `full-auto` included, and are denied where nobody can be asked. Command
 read-only at the sandbox root (`command_mounts`); in `.git` only the parts that run code are
 read-only, so `git commit`, `git checkout`, `git stash` and `git fetch` from a local remote keep
 working (see `git_protected_parts`). A path that does not exist yet is covered by an empty
-read-only placeholder for the command's lifetime, removed afterwards if still empty.
+read-only placeholder for the command's lifetime, removed afterwards if still empty. What no
+mount can cover (a new or nested repository, a `.git` file, a `commondir`) the repository
+guard (`repository_guard.py`) finds after the command and undoes unless approved.
 
 `CLEVERAGENTS_ALLOW_PROTECTED_WRITES=1` lets both write them without asking (the user's
 explicit opt-in); `CLEVERAGENTS_PROTECTED_PATHS` adds patterns (separated by `:` or commas).
@@ -72,11 +74,9 @@ GIT_PROTECTED_PARTS = (
 # missing protected paths are): a command cannot then add a hook, an attributes file or a
 # submodule's git folder. An empty one of these is what git itself may have.
 _GIT_FOLDERS = ("hooks", "info", "modules")
-# Files in a git folder that send git to another folder's config and hooks: `commondir`
-# ("../elsewhere"). No placeholder can stand in for a missing one (git refuses to run
-# beside an empty or unreadable `commondir`), so one a command creates is removed when it
-# ends (`remove_git_redirects`), and the command's output says so.
-GIT_REDIRECTS = ("commondir",)
+# A `commondir` a command creates (it sends git to another folder's config and hooks) is no
+# placeholder's to stop (git refuses to run beside an empty one): the repository guard
+# (`repository_guard.py`) finds it after the command and undoes it unless approved.
 
 
 def _patterns(extra: tuple[str, ...]) -> tuple[tuple[bool, tuple[str, ...]], ...]:
@@ -223,27 +223,3 @@ def placeholders_kept(paths: list[str]) -> Iterator[None]:
                     del _placeholder_users[path]
                     with contextlib.suppress(OSError):
                         os.rmdir(path)  # Only an empty folder goes; anything else stays.
-
-
-def git_redirects_missing(sandbox_root: str) -> list[str]:
-    """The redirect files (GIT_REDIRECTS) the sandbox's git folder does not have now."""
-    git = os.path.join(os.path.realpath(sandbox_root), ".git")
-    if not os.path.isdir(git) or os.path.islink(git):
-        return []
-    return [
-        os.path.join(git, name)
-        for name in GIT_REDIRECTS
-        if not os.path.lexists(os.path.join(git, name))
-    ]
-
-
-def remove_git_redirects(missing_before: list[str], sandbox_root: str) -> list[str]:
-    """Remove the redirect files a command created (they were missing before it); returns
-    their paths relative to the sandbox, for the command's output."""
-    removed = []
-    for path in missing_before:
-        if os.path.lexists(path) and not os.path.isdir(path):
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-                removed.append(os.path.relpath(path, os.path.realpath(sandbox_root)))
-    return removed

@@ -50,6 +50,7 @@ from .command import (
 )
 from .command_policy import passes_variable
 from .limits import MAX_OUTPUT_BYTES
+from .repository_guard import guard_command
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 from .terminal_runner import write_spec
 
@@ -115,6 +116,17 @@ class _InTerminal:
         check_command(command, timeout_s)
         where = sandbox.resolve(cwd)
         await asyncio.to_thread(_check_directory, sandbox, where)
+        # The runner process runs the command unguarded; the guard is here, where the
+        # approver can be asked about what it wrote (`repository_guard.py`).
+        return await guard_command(
+            sandbox.root,
+            self.commands.policy.allow_protected_writes,
+            lambda: self._run(command, sandbox, where, timeout_s),
+        )
+
+    async def _run(
+        self, command: str, sandbox: Sandbox, where: SandboxPath, timeout_s: float
+    ) -> dict[str, Any]:
         tag = secrets.token_hex(16)
         policy = self.commands.policy
         with tempfile.TemporaryDirectory(prefix="cleveragents-terminal-") as private:
