@@ -840,8 +840,8 @@ async function main() {
       { text: 'The editor reports problems in broken.json.' },
     ]);
     await prompt.fill(brokenPrompt);
-    await view.locator('button[data-testid="run"]').click();
-    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    await sendAsNew(view);
+    await view.locator('[data-testid="turn-live"] [data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
     await view.locator('[data-testid="tool-call"][data-call-id="call_diag"][data-status="success"]').waitFor();
     const diagRun = storedRuns(python, sandbox.history).find((run) => run.prompt === brokenPrompt);
     if (!diagRun) fail('the get_diagnostics run is not in the history');
@@ -974,7 +974,7 @@ async function main() {
     const before = requests().length;
     await view.locator('button[data-testid="run"]').click();
     await view.locator('[data-testid="run-image"][alt="diagram.png"]').waitFor();
-    await view.locator('[data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
+    await view.locator('[data-testid="turn-live"] [data-testid="run-end"][data-stop-reason="final_answer"]').waitFor();
     {
       const deadline = Date.now() + STEP_TIMEOUT_MS;
       while (requests().length === before && Date.now() < deadline) await page.waitForTimeout(100);
