@@ -12,8 +12,9 @@ variables, and runs under resource limits (rlimits, plus a cgroup where the daem
 one). Without bubblewrap the command runs unconfined (the output says `"confined": false`, and
 the Authorizer asks before it runs): nothing stops it from touching files or the network
 outside. Its process group is still killed when it ends, on timeout and on cancellation, and so
-is every process in its cgroup and any process that left the group (`setsid`) but still
-carries the command's tag in its environment.
+is every process in its cgroup, or without a cgroup every process below its shell, found from
+the daemon as child subreaper (`process_sweep.py`), so a daemonised grandchild (`setsid`) dies
+too.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ from .command_policy import (
 from .limits import MAX_OUTPUT_BYTES
 from .names import shown_path
 from .private import private_folder
+from .process_sweep import become_subreaper, sweep_command
+from .process_sweep import sweep_by_environment as kill_tagged_processes
 from .protected import git_redirects_missing, placeholders_kept, remove_git_redirects
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 from .seccomp import filter_fd
@@ -103,6 +106,7 @@ __all__ = [
     "CommandTool",
     "Confinement",
     "bubblewrap_status",
+    "kill_tagged_processes",
     "probe_bubblewrap",
     "run_in_sandbox",
 ]
@@ -200,41 +204,16 @@ def kill_process_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def kill_tagged_processes(tag: str) -> None:
-    """Kill processes that left the group (`setsid`) but still carry the command's tag.
-
-    Best effort for unconfined commands: a process that also clears its environment escapes.
-    """
-    needle = f"{COMMAND_TAG_VARIABLE}={tag}".encode()
-    for _ in range(3):  # Again, in case one forked while we looked.
-        killed = False
-        try:
-            pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-        except OSError:
-            return
-        for pid in pids:
-            if pid == os.getpid():
-                continue
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as environ:
-                    variables = environ.read().split(b"\0")
-            except OSError:
-                continue
-            if needle in variables:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-                    killed = True
-        if not killed:
-            return
-
-
-def _kill_everything(pgid: int, tag: str, confined: bool, cgroup: CommandCgroup | None) -> None:
+def _kill_everything(
+    pgid: int, tag: str, confined: bool, cgroup: CommandCgroup | None, subreaper: bool
+) -> None:
+    if cgroup is None and not confined:
+        # First, while a live shell still holds its tree together. Under bubblewrap the PID
+        # namespace dies with its first process: nothing can stray.
+        sweep_command(pgid, tag, subreaper=subreaper)
     kill_process_group(pgid)
     if cgroup is not None:
-        cgroup.kill_all()
-    if not confined:
-        # Under bubblewrap the PID namespace dies with its first process: nothing can stray.
-        kill_tagged_processes(tag)
+        cgroup.kill_all()  # Every process the command started is in it, and none can leave.
 
 
 async def _settle(process: asyncio.subprocess.Process, pipes: list[_OutputPipe]) -> None:
@@ -549,6 +528,9 @@ async def _run_prepared(
     confined = prepared.confined
     out_pipe, err_pipe = _OutputPipe(echo), _OutputPipe(echo)
     pipes = [out_pipe, err_pipe]
+    # Before it starts: an orphan of the command is then reparented to us, where the sweep
+    # finds it without reading every process on the machine (process_sweep.py).
+    subreaper = not confined and cgroup is None and become_subreaper()
     try:
         process = await asyncio.create_subprocess_exec(
             *prepared.argv,
@@ -583,7 +565,7 @@ async def _run_prepared(
             timed_out = True
     except BaseException:
         # Cancelled (the run was stopped, or the runner's own timeout): nothing may survive.
-        _kill_everything(process.pid, tag, confined, cgroup)
+        _kill_everything(process.pid, tag, confined, cgroup, subreaper)
         await _settle(process, pipes)
         waiter.cancel()
         raise
@@ -593,7 +575,7 @@ async def _run_prepared(
             await watcher
     # Background jobs do not outlive the command; under bubblewrap the PID namespace is gone
     # already, unconfined this is what stops them.
-    _kill_everything(process.pid, tag, confined, cgroup)
+    _kill_everything(process.pid, tag, confined, cgroup, subreaper)
     await _settle(process, pipes)
     waiter.cancel()
     stdout, stderr = out_pipe.sink, err_pipe.sink
