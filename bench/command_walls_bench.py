@@ -27,7 +27,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from cleveragents.workspace.cgroups import CommandCgroup
 from cleveragents.workspace.command_policy import COMMAND_TAG_VARIABLE
