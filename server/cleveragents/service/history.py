@@ -65,8 +65,6 @@ from ..tool.messages import (
 )
 from ..tool.records import ERROR_KINDS, ErrorKind, ToolCallRecord, ToolCallRunResult, Usage
 from ..tool.resources import Resource, prompt_with_resources
-from ..tool.router import result_from_record
-from ..tool.runtime import close_dangling_calls
 from ..workspace.private import keep_private, private_file, private_folder
 from .changes import CHANGE_KINDS, ChangedFile
 
@@ -1011,6 +1009,8 @@ class RunHistory:
                 own = _load_own_run(conn, chained_id, prompt, _resources(resources))
                 parts.append(own.messages)
         earlier = [message for part in parts[:-1] for message in part]
+        from ..tool.runtime import close_dangling_calls  # the loop's code: not at start-up
+
         return [*close_dangling_calls(earlier), *parts[-1]] if earlier else parts[-1]
 
     def chain(self, run_id: str) -> list[str]:
@@ -1252,6 +1252,8 @@ def _load_own_run(
             (run_id,),
         )
     ]
+    from ..tool.router import result_from_record  # the loop's code: not at start-up
+
     records = _request_order(arrived, responses)
     messages: list[Message] = [UserMessage(prompt_with_resources(prompt, resources))]
     by_iteration: dict[int, list[ToolCallRecord]] = {}

@@ -32,25 +32,13 @@ import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cleveragents.tool.errors import ToolError
 from cleveragents.tool.policy import UnconfinedCode
 
+from ..lazy import lazy_exports
 from ..paths import default_history_path
-from .bubblewrap import (
-    CommandIdentity,
-    Confinement,
-    bubblewrap_arguments,
-    bubblewrap_status,
-    command_identity,
-    command_seccomp,
-    probe_bubblewrap,
-    shell_executable,
-    switch_user_argv,
-    view_for,
-)
-from .cgroups import CommandCgroup
 from .command_policy import (
     COMMAND_TAG_VARIABLE,
     ENV_ALLOW_UNCONFINED,
@@ -73,7 +61,21 @@ from .process_sweep import become_subreaper, sweep_command
 from .process_sweep import sweep_by_environment as kill_tagged_processes
 from .protected import git_redirects_missing, placeholders_kept, remove_git_redirects
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
-from .seccomp import filter_fd
+
+if TYPE_CHECKING:
+    from .bubblewrap import CommandIdentity, Confinement, bubblewrap_status, probe_bubblewrap
+    from .cgroups import CommandCgroup
+
+# The wall's parts (bubblewrap, seccomp, cgroups) are imported when a command first runs:
+# registering run_command at start-up does not need them.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Confinement": ".bubblewrap",
+        "bubblewrap_status": ".bubblewrap",
+        "probe_bubblewrap": ".bubblewrap",
+    },
+)
 
 _resource: Any
 try:
@@ -400,6 +402,17 @@ def _prepare(
     cgroup: CommandCgroup | None,
 ) -> _Prepared:
     """Runs in a worker thread: probing bubblewrap and listing the mounts touch the disk."""
+    from .bubblewrap import (
+        bubblewrap_arguments,
+        bubblewrap_status,
+        command_identity,
+        command_seccomp,
+        shell_executable,
+        switch_user_argv,
+        view_for,
+    )
+    from .seccomp import filter_fd
+
     status = bubblewrap_status(policy.bubblewrap)
     confined = status.available if confine is None else confine
     if confined and (not status.available or status.executable is None):
@@ -484,6 +497,8 @@ async def run_in_sandbox(
     policy = policy if policy is not None else CommandPolicy.from_environment()
     limits = policy.limits
     tag = tag or secrets.token_hex(16)
+    from .cgroups import CommandCgroup
+
     cgroup = await asyncio.to_thread(
         CommandCgroup.create, tag, limits.max_processes, limits.max_memory
     )
@@ -620,6 +635,8 @@ class CommandTool:
 
     async def unconfined_code(self) -> UnconfinedCode | None:
         """For the Authorizer: None when commands run under bubblewrap, else why they cannot."""
+        from .bubblewrap import bubblewrap_status
+
         status = await asyncio.to_thread(bubblewrap_status, self.policy.bubblewrap)
         if status.available:
             return None

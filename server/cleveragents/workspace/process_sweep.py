@@ -19,7 +19,6 @@ Where the kernel offers neither (no prctl, no `children` files), the sweep falls
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import sys
@@ -52,6 +51,8 @@ def become_subreaper() -> bool:
 def _set_subreaper() -> bool:
     if not sys.platform.startswith("linux"):
         return False
+    import ctypes  # Only here: start-up does not load it.
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
