@@ -32,6 +32,7 @@ def _re2_module() -> Any:
         return None
     return re2
 
+
 DEFAULT_GREP_TIMEOUT_S = 30.0
 MAX_GREP_TIMEOUT_S = 100.0
 """Below the tool's own 120 s deadline, so grep's timeout (and its message) always fires first."""
