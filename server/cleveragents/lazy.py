@@ -13,15 +13,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module `__getattr__` for `package`: `exports` maps a name to its submodule (".x")."""
+def lazy_exports(module: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module `__getattr__` for `module` (a package or a plain module): `exports` maps a
+    name to the module it comes from, relative to the package (".x")."""
 
     def __getattr__(name: str) -> Any:
-        submodule = exports.get(name)
-        if submodule is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(submodule, package), name)
-        setattr(sys.modules[package], name, value)  # Found directly next time.
+        source = exports.get(name)
+        if source is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(source, sys.modules[module].__package__), name)
+        setattr(sys.modules[module], name, value)  # Found directly next time.
         return value
 
     return __getattr__
