@@ -5,7 +5,7 @@ from cleveragents.tool import ToolCallingRuntime, ToolRegistry, ToolRunner, Tool
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_exports
+from .lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .context import ToolActorContext

@@ -6,7 +6,7 @@ register_builtin_tools(registry)
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_exports
+from ..tool.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .bubblewrap import Confinement, bubblewrap_status

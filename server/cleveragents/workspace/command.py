@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 from cleveragents.tool.errors import ToolError
 from cleveragents.tool.policy import UnconfinedCode
 
-from ..lazy import lazy_exports
 from ..paths import default_history_path
+from ..tool.lazy import lazy_exports
 from .command_policy import (
     COMMAND_TAG_VARIABLE,
     ENV_ALLOW_UNCONFINED,
