@@ -54,11 +54,12 @@ def test_table_has_every_section_and_one_line_per_target() -> None:
         line for line in output.splitlines() if line.startswith(("PASS ", "MISS ", "INFO "))
     ]
     targets = [line for line in verdicts if not line.startswith("INFO ")]
-    assert len(targets) == 3, verdicts
+    assert len(targets) == 4, verdicts
     assert any("cold start to the initialize reply" in line for line in targets)
     assert any("3 concurrent runs / one run alone" in line for line in targets)
+    assert any("idle RSS of a fresh process, daemon / bare pygls" in line for line in targets)
     assert any("textDelta stream rate, daemon / bare pygls" in line for line in targets)
-    assert len(verdicts) == 7, verdicts
+    assert len(verdicts) == 8, verdicts
 
 
 def test_json_figures_are_consistent() -> None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .tool.llm import LLMCaller
-from .tool.registry import ToolRegistry
-from .tool.runner import ToolRunner
-from .tool.runtime import DEFAULT_MAX_ITERATIONS, ToolCallingRuntime
+from .tool.defaults import DEFAULT_MAX_ITERATIONS
+
+if TYPE_CHECKING:  # The loop is imported when a runtime is built: settings need only the prompt.
+    from .tool.llm import LLMCaller
+    from .tool.registry import ToolRegistry
+    from .tool.runner import ToolRunner
+    from .tool.runtime import ToolCallingRuntime
 
 # The built-in system prompt, written for a model that has never seen this project. It is the
 # one place the model is told how the sandbox, the tools' limits, the result budget, elision
@@ -84,6 +87,9 @@ def build_runtime(
 ) -> ToolCallingRuntime:
     """The runtime every front runs: the built-in prompt, and unless `project_instructions`
     is False, each run's AGENTS.md files (see `workspace/instructions.py`)."""
+    from .tool.runner import ToolRunner
+    from .tool.runtime import ToolCallingRuntime
+
     if project_instructions and "instructions" not in kwargs:
         from .workspace.instructions import ProjectInstructions
 

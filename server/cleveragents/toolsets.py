@@ -73,6 +73,8 @@ def tools_from_entry_points() -> list[ToolSpec]:
 
     An entry point names a module (all its @tool functions), a @tool function, or a ToolSpec.
     """
+    if not may_declare_tools():
+        return []
     # importlib.metadata is imported here: scanning installed packages is start-up cost.
     from importlib.metadata import entry_points
 
@@ -95,6 +97,37 @@ def tools_from_entry_points() -> list[ToolSpec]:
             )
         specs.append(_with_source(spec, f"entry-point:{point.name}"))
     return specs
+
+
+def may_declare_tools() -> bool:
+    """Whether an installed package may declare `cleveragents.tools` entry points.
+
+    A quick look before importlib.metadata (which imports email, zipfile and csv and parses
+    every package's metadata): in each folder on sys.path, the entry_points.txt of every
+    `.dist-info` and `.egg-info`, read only for the group's header. True (look properly)
+    whenever something on sys.path is not a plain folder, or a file cannot be read.
+    """
+    header = f"[{ENTRY_POINT_GROUP}]"
+    for entry in sys.path:
+        folder = entry or "."
+        try:
+            names = os.listdir(folder)
+        except NotADirectoryError:
+            return True  # a zip file on sys.path: only importlib.metadata reads that
+        except OSError:
+            continue  # a folder that does not exist holds no packages
+        for name in names:
+            if not name.endswith((".dist-info", ".egg-info")):
+                continue
+            try:
+                with open(os.path.join(folder, name, "entry_points.txt"), encoding="utf-8") as f:
+                    if header in f.read():
+                        return True
+            except FileNotFoundError:
+                continue
+            except (OSError, UnicodeDecodeError):
+                return True
+    return False
 
 
 def with_command_policy(registry: ToolRegistry, policy: CommandPolicy) -> ToolRegistry:

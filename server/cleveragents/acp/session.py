@@ -37,6 +37,8 @@ from ..tool.events import (
     RunEvent,
     RunObserver,
     RunStarted,
+    SnapshotProgress,
+    SnapshotTaken,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -65,6 +67,8 @@ from .updates import (
     instructions_note,
     message_chunk,
     plan_update,
+    snapshot_saving,
+    snapshot_taken,
 )
 
 log = logging.getLogger(__name__)
@@ -167,6 +171,8 @@ class PromptTurn:
         # so a response's calls run in order), and the terminals that show them.
         self._commands: list[str] = []
         self._terminals: dict[str, str] = {}
+        # Checkpoints shown in progress: (run id, iteration) of each, until it is saved.
+        self._snapshots_shown: set[tuple[str, int]] = set()
 
     def stop(self) -> None:
         """The client cancelled the turn: stop its run."""
@@ -219,6 +225,15 @@ class PromptTurn:
                 self._commands.remove(call_id)
             shown = self._terminals.pop(call_id, None) is not None
             self.updates.put(call_finished(event.record, in_terminal=shown))
+        elif isinstance(event, SnapshotProgress):
+            key = (event.run_id, event.iteration)
+            self.updates.put(snapshot_saving(event, first=key not in self._snapshots_shown))
+            self._snapshots_shown.add(key)
+        elif isinstance(event, SnapshotTaken):
+            key = (event.run_id, event.iteration)
+            shown = key in self._snapshots_shown
+            self._snapshots_shown.discard(key)
+            self.updates.put(snapshot_taken(event, shown=shown))
 
     def show_terminal(self, terminal_id: str) -> None:
         """Embed a terminal in the run_command call now running (see `terminals.py`)."""

@@ -3,7 +3,9 @@
 A call the model asks for becomes a `tool_call` (status `in_progress` when it runs without
 asking, else `pending`); its record becomes a `tool_call_update` (`completed` or `failed`)
 with the raw output, a readable text content and, under `_meta.cleveragents`, what ACP has no
-field for: `durationMs`, `iteration`, `errorKind` and the `toolName`.
+field for: `durationMs`, `iteration`, `errorKind` and the `toolName`. A workspace checkpoint
+is a step of its own: a `tool_call` of kind `other` titled "Snapshot: F files, T ms" (shown
+`in_progress` from its first second while it is still being saved).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from acp.schema import (
     AgentPlanUpdate,
     AgentThoughtChunk,
     ContentToolCallContent,
+    FileEditToolCallContent,
     PlanEntry,
     PlanEntryStatus,
     StopReason,
@@ -31,7 +34,7 @@ from acp.schema import (
     ToolKind,
 )
 
-from ..tool.events import TextDelta, ToolCallStarted
+from ..tool.events import SnapshotProgress, SnapshotTaken, TextDelta, ToolCallStarted
 from ..tool.instructions import InstructionFile, describe_files
 from ..tool.plan import PLAN_TOOL, PlanStep
 from ..tool.records import ToolCallRecord, ToolCallRunResult, Usage
@@ -161,6 +164,82 @@ def call_finished(record: ToolCallRecord, *, in_terminal: bool = False) -> ToolC
                 "errorKind": record.error_kind,
             }
         },
+    )
+
+
+def snapshot_call_id(run_id: str, iteration: int) -> str:
+    return f"snapshot-{run_id}-{iteration}"
+
+
+def _snapshot_meta(run_id: str, iteration: int, **more: Any) -> dict[str, Any]:
+    return {META_KEY: {"snapshot": True, "runId": run_id, "iteration": iteration, **more}}
+
+
+def snapshot_saving(event: SnapshotProgress, *, first: bool) -> ToolCallStart | ToolCallProgress:
+    """A checkpoint still being saved after a second or more: its step, in progress."""
+    title = f"Snapshot: saving… {event.elapsed_ms / 1000:.0f} s"
+    call_id = snapshot_call_id(event.run_id, event.iteration)
+    meta = _snapshot_meta(event.run_id, event.iteration, elapsedMs=event.elapsed_ms)
+    if first:
+        return ToolCallStart(
+            session_update="tool_call",
+            tool_call_id=call_id,
+            title=title,
+            kind="other",
+            status="in_progress",
+            field_meta=meta,
+        )
+    return ToolCallProgress(
+        session_update="tool_call_update", tool_call_id=call_id, title=title, field_meta=meta
+    )
+
+
+def snapshot_taken(event: SnapshotTaken, *, shown: bool) -> ToolCallStart | ToolCallProgress:
+    """The checkpoint is saved (or failed): its own step with its file count and time, as a
+    new `tool_call`, or as the update of the one `snapshot_saving` already `shown`."""
+    files = "" if event.files is None else f"{event.files:,} files, "
+    title = f"Snapshot: {files}{event.duration_ms:.0f} ms"
+    status: ToolCallStatus = "completed" if event.error is None else "failed"
+    content: (
+        list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] | None
+    ) = (
+        None
+        if event.error is None
+        else [
+            ContentToolCallContent(
+                type="content",
+                content=TextContentBlock(
+                    type="text",
+                    text=f"no checkpoint before iteration {event.iteration}: {event.error}",
+                ),
+            )
+        ]
+    )
+    call_id = snapshot_call_id(event.run_id, event.iteration)
+    meta = _snapshot_meta(
+        event.run_id,
+        event.iteration,
+        durationMs=event.duration_ms,
+        files=event.files,
+        error=event.error,
+    )
+    if shown:
+        return ToolCallProgress(
+            session_update="tool_call_update",
+            tool_call_id=call_id,
+            title=title,
+            status=status,
+            content=content,
+            field_meta=meta,
+        )
+    return ToolCallStart(
+        session_update="tool_call",
+        tool_call_id=call_id,
+        title=title,
+        kind="other",
+        status=status,
+        content=content,
+        field_meta=meta,
     )
 
 

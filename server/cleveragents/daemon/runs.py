@@ -10,13 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..jsonrpc_errors import wire_named
 from ..service.client_tools import ClientTool, ClientToolAnswer, ClientToolCall, MalformedAnswer
 from ..service.errors import ParamsError, ServiceError
 from ..service.runs import RunManager, RunPlan
-from ..service.trust import TrustRequest
 from ..tool.events import (
     IterationStarted,
     PlanUpdated,
@@ -51,6 +50,9 @@ from .translate import (
     wire_trusted_server,
     wire_usage,
 )
+
+if TYPE_CHECKING:  # Only named here: the trust code loads when a run first needs it.
+    from ..service.trust import TrustRequest
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..service.changes import ChangedFile
 from ..service.history import IterationUsage, RunSummary, StoredCheckpoint, StoredRun
@@ -11,8 +11,6 @@ from ..service.image_inputs import ImageInput
 from ..service.resources import ResourceRequest
 from ..service.runs import RunOutcome, RunRequest
 from ..service.settings import COMMAND_LIMITS, CommandSettings
-from ..service.trust import TrustedServer
-from ..service.undo import RestoreOutcome
 from ..tool.images import ImageAttachment
 from ..tool.instructions import InstructionFile
 from ..tool.messages import AssistantMessage, Message, UserMessage
@@ -22,6 +20,10 @@ from ..tool.registry import ToolSpec
 from ..tool.resources import Resource
 from ..workspace.names import shown_path
 from . import wire
+
+if TYPE_CHECKING:  # Only named here: the checkpoint and trust code load when first used.
+    from ..service.trust import TrustedServer
+    from ..service.undo import RestoreOutcome
 
 
 def run_request(params: wire.RunParams) -> RunRequest:

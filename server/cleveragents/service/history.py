@@ -66,8 +66,6 @@ from ..tool.messages import (
 )
 from ..tool.records import ERROR_KINDS, ErrorKind, ToolCallRecord, ToolCallRunResult, Usage
 from ..tool.resources import Resource, prompt_with_resources
-from ..tool.router import result_from_record
-from ..tool.runtime import close_dangling_calls
 from ..workspace.private import keep_private, private_file, private_folder
 from .changes import CHANGE_KINDS, ChangedFile
 from .image_store import DEFAULT_MAX_BYTES as DEFAULT_IMAGE_STORE_BYTES
@@ -1034,6 +1032,8 @@ class RunHistory:
                 )
                 parts.append(own.messages)
         earlier = [message for part in parts[:-1] for message in part]
+        from ..tool.runtime import close_dangling_calls  # the loop's code: not at start-up
+
         return [*close_dangling_calls(earlier), *parts[-1]] if earlier else parts[-1]
 
     def _images(self, stored: str | None) -> list[ImageAttachment]:
@@ -1283,6 +1283,8 @@ def _load_own_run(
             (run_id,),
         )
     ]
+    from ..tool.router import result_from_record  # the loop's code: not at start-up
+
     records = _request_order(arrived, responses)
     messages: list[Message] = [UserMessage(prompt_with_resources(prompt, resources), tuple(images))]
     by_iteration: dict[int, list[ToolCallRecord]] = {}

@@ -18,11 +18,9 @@ import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import unquote, urlparse
 
-from ..assembly import build_runtime
-from ..mcp import McpError, McpToolset, McpToolsetPool, registry_with_mcp_tools
 from ..providers import PROVIDERS, ProviderConfigError, create_llm_caller, no_vision
 from ..tool.cancel import CancelToken, unless_cancelled
 from ..tool.context import ToolActorContext
@@ -33,8 +31,6 @@ from ..tool.messages import Message, UserMessage
 from ..tool.policy import ApprovalDecision, ApprovalRequest, Approver
 from ..tool.records import ToolCallRunResult
 from ..tool.registry import ToolRegistry, ToolSpec
-from ..tool.runner import ToolRunner
-from ..tool.runtime import new_run_id
 from ..toolsets import with_command_policy
 from ..workspace.command_policy import CommandPolicy
 from ..workspace.prompt_commands import PromptCommand, expand_prompt_command, load_prompt_commands
@@ -53,9 +49,7 @@ from .errors import (
     invalid_params,
 )
 from .history import BatchLabel, RunHistory, RunSummary, StoredRun
-from .history_queue import QueuedHistory
 from .image_inputs import ImageInput, check_image_count, load_images
-from .resources import ResourceRequest, check_resources, load_resources
 from .settings import (
     CommandSettings,
     RunDefaults,
@@ -65,16 +59,14 @@ from .settings import (
     command_policy,
 )
 from .threads import DaemonThreadPool
-from .tracing import tracing_observer
-from .trust import (
-    CANNOT_ASK,
-    TrustAsker,
-    TrustRequest,
-    TrustStore,
-    WorkspaceTrust,
-    with_untrusted_note,
-)
-from .undo import RestoreOutcome, Undo
+
+if TYPE_CHECKING:
+    from ..mcp import McpToolset, McpToolsetPool
+    from ..tool.runner import ToolRunner
+    from .history_queue import QueuedHistory
+    from .resources import ResourceRequest
+    from .trust import TrustAsker, TrustRequest, TrustStore
+    from .undo import RestoreOutcome, Undo
 
 log = logging.getLogger(__name__)
 
@@ -244,23 +236,69 @@ class RunManager:
         self.registry = registry
         self.defaults = defaults
         self.history = history
-        # What the event loop uses: writes on a writer thread, reads on reader threads.
-        self.stored = QueuedHistory(history) if history is not None else None
-        # Checkpoints of every run, kept next to the history; restores. Once a day, checkpoints
-        # of runs the history dropped are pruned and the rest packed, on a checkpoint thread.
-        self.undo = undo if undo is not None else Undo(history, queue=self.stored)
-        self.undo.schedule_housekeeping()
+        # What follows is built on first use, not here: `initialize` answers without loading
+        # the checkpoints, MCP or trust code and without starting their threads (the daemon's
+        # cold start is measured, bench/daemon_bench.py).
+        self._stored: QueuedHistory | None = None
+        self._undo = undo
+        if undo is not None:
+            undo.schedule_housekeeping()
         self.llm_factory = llm_factory
         # One pool for every run's sync tools: never the event loop's default executor.
         self.executor = DaemonThreadPool(max_tool_workers, "cleveragents-tool")
-        self._runner = ToolRunner(registry, executor=self.executor)
-        # MCP servers per sandbox root, shared by that root's runs, stopped by `aclose`.
-        self.mcp = McpToolsetPool()
-        # Remembered workspace-trust answers (the user data folder's, unless given).
-        self.trust_store = trust_store if trust_store is not None else TrustStore()
+        self._runner_of_registry: ToolRunner | None = None
+        self._mcp: McpToolsetPool | None = None
+        self._trust_store = trust_store
         self._active: dict[str, ActiveRun] = {}
         self._idle = asyncio.Event()
         self._idle.set()
+
+    @property
+    def stored(self) -> QueuedHistory | None:
+        """What the event loop uses: writes on a writer thread, reads on reader threads."""
+        if self._stored is None and self.history is not None:
+            from .history_queue import QueuedHistory
+
+            self._stored = QueuedHistory(self.history)
+        return self._stored
+
+    @property
+    def undo(self) -> Undo:
+        """Checkpoints of every run, kept next to the history; restores. Once a day,
+        checkpoints of runs the history dropped are pruned and the rest packed, on a
+        checkpoint thread (scheduled when first needed)."""
+        if self._undo is None:
+            from .undo import Undo
+
+            self._undo = Undo(self.history, queue=self.stored)
+            self._undo.schedule_housekeeping()
+        return self._undo
+
+    @property
+    def _runner(self) -> ToolRunner:
+        if self._runner_of_registry is None:
+            from ..tool.runner import ToolRunner
+
+            self._runner_of_registry = ToolRunner(self.registry, executor=self.executor)
+        return self._runner_of_registry
+
+    @property
+    def mcp(self) -> McpToolsetPool:
+        """MCP servers per sandbox root, shared by that root's runs, stopped by `aclose`."""
+        if self._mcp is None:
+            from ..mcp import McpToolsetPool
+
+            self._mcp = McpToolsetPool()
+        return self._mcp
+
+    @property
+    def trust_store(self) -> TrustStore:
+        """Remembered workspace-trust answers (the user data folder's, unless given)."""
+        if self._trust_store is None:
+            from .trust import TrustStore
+
+            self._trust_store = TrustStore()
+        return self._trust_store
 
     # -- starting a run ----------------------------------------------------------------------
     def plan(self, params: RunRequest) -> RunPlan:
@@ -296,6 +334,8 @@ class RunManager:
                 problems.append(f"{name}: {problem}")
         problems.extend(check_image_count(params.images))
         if params.resources and _root_ok(sandbox_root, problems):
+            from .resources import check_resources
+
             problems.extend(check_resources(params.resources, sandbox_root, resource_label))
         policy = None
         if params.command:
@@ -312,6 +352,8 @@ class RunManager:
                     )
         if problems:
             raise invalid_params(problems)
+        from ..tool.runtime import new_run_id
+
         run_id = params.run_id or new_run_id()
         if run_id in self._active:
             raise _run_id_taken(run_id)
@@ -419,6 +461,12 @@ class RunManager:
     async def _run(
         self, plan: RunPlan, sink: RunSink, active: ActiveRun, given: Sequence[Message]
     ) -> RunOutcome:
+        from ..assembly import build_runtime
+        from ..mcp import McpError
+        from .resources import load_resources
+        from .tracing import tracing_observer
+        from .trust import CANNOT_ASK, with_untrusted_note
+
         await self._check_stored(plan)
         # `/name arguments` of a custom command: the model gets the command's prompt, whichever
         # front sent it (the history keeps what the model got).
@@ -555,6 +603,8 @@ class RunManager:
 
     def runner_for(self, registry: ToolRegistry) -> ToolRunner:
         """A runner for `registry` whose sync tools use the shared tool threads."""
+        from ..tool.runner import ToolRunner
+
         if registry is self.registry:
             return self._runner
         return ToolRunner(registry, executor=self.executor)
@@ -564,11 +614,15 @@ class RunManager:
         sandbox_root: str,
         automation_profile: str,
         ask: TrustAsker | None,
-        cannot_ask: str = CANNOT_ASK,
+        cannot_ask: str | None = None,
     ) -> AbstractAsyncContextManager[McpToolset]:
         """The sandbox's `.mcp.json` servers for a run: started only once trusted (`ask` asks
         the user, see `service/trust.py`), and never under read-only, which promises nothing
-        runs that could change anything."""
+        runs that could change anything. `cannot_ask` says why nobody could be asked (the
+        trust module's words by default)."""
+        from ..mcp import McpToolset
+        from .trust import CANNOT_ASK, WorkspaceTrust
+
         if automation_profile == "read-only":
             return nullcontext(McpToolset(sandbox_root))
         trust = WorkspaceTrust(
@@ -576,7 +630,7 @@ class RunManager:
             pre_trusted=self.defaults.trust_workspace,
             timeout_s=self.defaults.approval_timeout_s,
             ask=ask,
-            cannot_ask=cannot_ask,
+            cannot_ask=CANNOT_ASK if cannot_ask is None else cannot_ask,
         )
         return self.mcp.lease(sandbox_root, admit=lambda c: trust.admit(sandbox_root, c))
 
@@ -584,6 +638,8 @@ class RunManager:
         self, names: Sequence[str] | None, mcp_tools: McpToolset
     ) -> tuple[ToolRegistry, ToolRunner]:
         """The run's registry: the daemon's tools plus its sandbox's MCP tools, or a subset."""
+        from ..mcp import registry_with_mcp_tools
+
         if names is None and not mcp_tools.specs:
             return self.registry, self._runner
         available = registry_with_mcp_tools(self.registry, mcp_tools)
@@ -635,11 +691,13 @@ class RunManager:
 
     async def aclose(self) -> None:
         """Stop the MCP servers, then the tool threads; write what the history has queued."""
-        await self.mcp.close()
+        if self._mcp is not None:
+            await self._mcp.close()
         self.executor.shutdown(wait=False, cancel_futures=True)
-        self.undo.close()
-        if self.stored is not None:
-            await self.stored.aclose()
+        if self._undo is not None:
+            self._undo.close()
+        if self._stored is not None:
+            await self._stored.aclose()
 
     # -- undo --------------------------------------------------------------------------------
     async def restore(
@@ -679,6 +737,8 @@ class RunManager:
         return specs
 
     async def _own_tools(self, sandbox_root: str | None, ask: TrustAsker | None) -> list[ToolSpec]:
+        from ..mcp import McpError, registry_with_mcp_tools
+
         registry = self.registry
         if sandbox_root is not None:
             root, problem = check_sandbox_root(sandbox_root)

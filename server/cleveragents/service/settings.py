@@ -21,10 +21,10 @@ from ..assembly import SYSTEM_PROMPT
 from ..paths import default_history_path
 from ..providers import PROVIDERS
 from ..tool.context_guard import ContextPolicy
+from ..tool.defaults import DEFAULT_MAX_ITERATIONS
 from ..tool.models import ModelPrice, normalise_prices
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.result_budget import DEFAULT_RESULT_BUDGET_CHARS, MIN_RESULT_BUDGET_CHARS
-from ..tool.runtime import DEFAULT_MAX_ITERATIONS
 from ..workspace.command_policy import (
     CommandPolicy,
     parse_limit,

@@ -26,6 +26,7 @@ from .context_guard import (
     ContextPolicy,
     tools_chars,
 )
+from .defaults import DEFAULT_MAX_ITERATIONS as DEFAULT_MAX_ITERATIONS
 from .errors import ContextLengthExceeded
 from .events import (
     IterationStarted,
@@ -71,7 +72,6 @@ from .runner import ThreadBudget, ToolRunner
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_ITERATIONS = 25
 DEFAULT_MAX_REPEATED_CALLS = 3
 # Worker threads one run's sync tools may hold at once (abandoned ones included), so a run
 # whose tools hang cannot take every thread of a shared runner.

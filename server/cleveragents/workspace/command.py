@@ -13,8 +13,9 @@ gets only allow-listed environment variables, and runs under resource limits (rl
 cgroup where the daemon can make one). Without bubblewrap the command runs unconfined (the
 output says `"confined": false`, and the Authorizer asks before it runs): nothing stops it from
 touching files or the network outside. Its process group is still killed when it ends, on
-timeout and on cancellation, and so is every process in its cgroup and any process that left
-the group (`setsid`) but still carries the command's tag in its environment.
+timeout and on cancellation, and so is every process in its cgroup, or without a cgroup every
+process below its shell, found from the daemon as child subreaper (`process_sweep.py`), so a
+daemonised grandchild (`setsid`) dies too.
 """
 
 from __future__ import annotations
@@ -32,25 +33,13 @@ import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cleveragents.tool.errors import ToolError
 from cleveragents.tool.policy import UnconfinedCode
 
 from ..paths import default_history_path
-from .bubblewrap import (
-    CommandIdentity,
-    Confinement,
-    bubblewrap_arguments,
-    bubblewrap_status,
-    command_identity,
-    command_seccomp,
-    probe_bubblewrap,
-    shell_executable,
-    switch_user_argv,
-    view_for,
-)
-from .cgroups import CommandCgroup
+from ..tool.lazy import lazy_exports
 from .command_policy import (
     COMMAND_TAG_VARIABLE,
     ENV_ALLOW_UNCONFINED,
@@ -69,10 +58,26 @@ from .command_policy import (
 from .limits import MAX_OUTPUT_BYTES
 from .names import shown_path
 from .private import private_folder
+from .process_sweep import become_subreaper, sweep_command
+from .process_sweep import sweep_by_environment as kill_tagged_processes
 from .protected import placeholders_kept
 from .repository_guard import guard_command
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
-from .seccomp import filter_fd
+
+if TYPE_CHECKING:
+    from .bubblewrap import CommandIdentity, Confinement, bubblewrap_status, probe_bubblewrap
+    from .cgroups import CommandCgroup
+
+# The wall's parts (bubblewrap, seccomp, cgroups) are imported when a command first runs:
+# registering run_command at start-up does not need them.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Confinement": ".bubblewrap",
+        "bubblewrap_status": ".bubblewrap",
+        "probe_bubblewrap": ".bubblewrap",
+    },
+)
 
 _resource: Any
 try:
@@ -105,6 +110,7 @@ __all__ = [
     "CommandTool",
     "Confinement",
     "bubblewrap_status",
+    "kill_tagged_processes",
     "probe_bubblewrap",
     "run_in_sandbox",
 ]
@@ -202,41 +208,16 @@ def kill_process_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def kill_tagged_processes(tag: str) -> None:
-    """Kill processes that left the group (`setsid`) but still carry the command's tag.
-
-    Best effort for unconfined commands: a process that also clears its environment escapes.
-    """
-    needle = f"{COMMAND_TAG_VARIABLE}={tag}".encode()
-    for _ in range(3):  # Again, in case one forked while we looked.
-        killed = False
-        try:
-            pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-        except OSError:
-            return
-        for pid in pids:
-            if pid == os.getpid():
-                continue
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as environ:
-                    variables = environ.read().split(b"\0")
-            except OSError:
-                continue
-            if needle in variables:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-                    killed = True
-        if not killed:
-            return
-
-
-def _kill_everything(pgid: int, tag: str, confined: bool, cgroup: CommandCgroup | None) -> None:
+def _kill_everything(
+    pgid: int, tag: str, confined: bool, cgroup: CommandCgroup | None, subreaper: bool
+) -> None:
+    if cgroup is None and not confined:
+        # First, while a live shell still holds its tree together. Under bubblewrap the PID
+        # namespace dies with its first process: nothing can stray.
+        sweep_command(pgid, tag, subreaper=subreaper)
     kill_process_group(pgid)
     if cgroup is not None:
-        cgroup.kill_all()
-    if not confined:
-        # Under bubblewrap the PID namespace dies with its first process: nothing can stray.
-        kill_tagged_processes(tag)
+        cgroup.kill_all()  # Every process the command started is in it, and none can leave.
 
 
 async def _settle(process: asyncio.subprocess.Process, pipes: list[_OutputPipe]) -> None:
@@ -422,6 +403,17 @@ def _prepare(
     cgroup: CommandCgroup | None,
 ) -> _Prepared:
     """Runs in a worker thread: probing bubblewrap and listing the mounts touch the disk."""
+    from .bubblewrap import (
+        bubblewrap_arguments,
+        bubblewrap_status,
+        command_identity,
+        command_seccomp,
+        shell_executable,
+        switch_user_argv,
+        view_for,
+    )
+    from .seccomp import filter_fd
+
     status = bubblewrap_status(policy.bubblewrap)
     confined = status.available if confine is None else confine
     if confined and (not status.available or status.executable is None):
@@ -504,6 +496,8 @@ async def run_in_sandbox(
     policy = policy if policy is not None else CommandPolicy.from_environment()
     limits = policy.limits
     tag = tag or secrets.token_hex(16)
+    from .cgroups import CommandCgroup
+
     cgroup = await asyncio.to_thread(
         CommandCgroup.create, tag, limits.max_processes, limits.max_memory
     )
@@ -539,6 +533,9 @@ async def _run_prepared(
     confined = prepared.confined
     out_pipe, err_pipe = _OutputPipe(echo), _OutputPipe(echo)
     pipes = [out_pipe, err_pipe]
+    # Before it starts: an orphan of the command is then reparented to us, where the sweep
+    # finds it without reading every process on the machine (process_sweep.py).
+    subreaper = not confined and cgroup is None and become_subreaper()
     try:
         process = await asyncio.create_subprocess_exec(
             *prepared.argv,
@@ -573,7 +570,7 @@ async def _run_prepared(
             timed_out = True
     except BaseException:
         # Cancelled (the run was stopped, or the runner's own timeout): nothing may survive.
-        _kill_everything(process.pid, tag, confined, cgroup)
+        _kill_everything(process.pid, tag, confined, cgroup, subreaper)
         await _settle(process, pipes)
         waiter.cancel()
         raise
@@ -583,7 +580,7 @@ async def _run_prepared(
             await watcher
     # Background jobs do not outlive the command; under bubblewrap the PID namespace is gone
     # already, unconfined this is what stops them.
-    _kill_everything(process.pid, tag, confined, cgroup)
+    _kill_everything(process.pid, tag, confined, cgroup, subreaper)
     await _settle(process, pipes)
     waiter.cancel()
     stdout, stderr = out_pipe.sink, err_pipe.sink
@@ -628,6 +625,8 @@ class CommandTool:
 
     async def unconfined_code(self) -> UnconfinedCode | None:
         """For the Authorizer: None when commands run under bubblewrap, else why they cannot."""
+        from .bubblewrap import bubblewrap_status
+
         status = await asyncio.to_thread(bubblewrap_status, self.policy.bubblewrap)
         if status.available:
             return None

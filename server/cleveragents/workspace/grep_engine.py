@@ -10,6 +10,7 @@ this module is that child: a request as JSON on stdin, the result as JSON on std
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -21,11 +22,16 @@ from typing import Any, Literal
 
 from cleveragents.tool.errors import ToolError
 
-_re2: Any
-try:
-    import re2 as _re2
-except ImportError:  # google-re2 is a dependency; without it every pattern runs in a process
-    _re2 = None
+
+@functools.cache
+def _re2_module() -> Any:
+    """google-re2, imported at the first grep (it loads a C++ runtime), or None without it."""
+    try:
+        import re2
+    except ImportError:  # a dependency; without it every pattern runs in a process
+        return None
+    return re2
+
 
 DEFAULT_GREP_TIMEOUT_S = 30.0
 MAX_GREP_TIMEOUT_S = 100.0
@@ -59,7 +65,7 @@ class LineMatcher:
 
 
 def re2_available() -> bool:
-    return _re2 is not None
+    return _re2_module() is not None
 
 
 def compile_line_pattern(
@@ -70,6 +76,7 @@ def compile_line_pattern(
         compiled = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     except re.error as exc:
         raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
+    _re2 = _re2_module()
     if _re2 is not None and engine != "re":
         options = _re2.Options()
         options.log_errors = False  # RE2 would print every refused pattern on stderr
@@ -98,6 +105,7 @@ def _whole_file_finder(pattern: str, options: Any) -> Callable[[bytes, int], int
     """
     if "\\A" in pattern or "\\z" in pattern:
         return None
+    _re2 = _re2_module()
     try:
         whole = _re2.compile(("(?m)" + pattern).encode("utf-8"), options)
     except _re2.error:
