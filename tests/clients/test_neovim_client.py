@@ -396,8 +396,9 @@ def test_a_protected_write_is_offered_only_allow_once_and_deny(
     for asked in (first, second):
         assert asked["items"] == ["allow", "deny"]
         assert asked["labels"] == ["Allow this once", "Deny"]
-        assert "writes a protected path: it can run programs later, outside the sandbox" in (
-            asked["prompt"]
+        assert (
+            "writes a protected path: it can run programs later, outside the sandbox"
+            in (asked["prompt"])
         )
         assert "(.git)" in asked["prompt"]  # the daemon's note names the pattern
     assert 'path=".git/hooks/pre-commit"' in first["prompt"]
