@@ -35,7 +35,7 @@ from cleveragents.tool.records import ToolCallRecord
 from cleveragents.toolsets import with_command_policy
 from cleveragents.workspace import CommandPolicy, bubblewrap_status, register_builtin_tools
 from cleveragents.workspace.command_policy import command_mounts
-from cleveragents.workspace.protected import command_targets, matching_pattern
+from cleveragents.workspace.protected import command_targets, git_folder_write, matching_pattern
 from cleveragents.workspace.terminal_runner import read_spec, write_spec
 
 BWRAP = bubblewrap_status()
@@ -261,6 +261,16 @@ def test_with_the_opt_in_the_crafted_folder_is_a_repository_git_uses(repo: Path)
         check=True,
     )
     assert fsmonitor.stdout.strip() == "touch /tmp/cleveragents-planted-fsmonitor"
+
+
+def test_a_commondir_makes_a_git_folder_of_a_head_alone(tmp_path: Path) -> None:
+    """`HEAD` and a `commondir` (which lends another folder's objects, refs, config and hooks)
+    are a git folder too: the commondir that completes one is protected, plain files are not."""
+    (tmp_path / "wt").mkdir()
+    (tmp_path / "wt" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert git_folder_write(str(tmp_path), ("wt", "commondir")) == "commondir of the git folder wt"
+    assert git_folder_write(str(tmp_path), ("wt", "notes.txt")) is None
+    assert git_folder_write(str(tmp_path), ("other", "commondir")) is None  # no HEAD there
 
 
 def test_files_named_like_git_parts_elsewhere_are_not_asked_about(repo: Path) -> None:

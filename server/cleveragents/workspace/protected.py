@@ -133,14 +133,9 @@ _GIT_CODE_PARTS = (*GIT_PROTECTED_PARTS, "commondir")
 _GIT_CONFIGS_AND_POINTERS = ("config", "config.worktree", "commondir")
 
 
-def _git_marks(folder: str, adding: str | None) -> set[str]:
-    """Which of HEAD, objects, refs, commondir `folder` has, counting `adding` (what the write
-    creates there) as present."""
-    found = {adding} if adding in _GIT_FOLDER_MARKS else set()
-    for mark in _GIT_FOLDER_MARKS:
-        if os.path.lexists(os.path.join(folder, mark)):
-            found.add(mark)
-    return found
+def _git_marks(folder: str) -> set[str]:
+    """Which of HEAD, objects, refs, commondir `folder` has."""
+    return {mark for mark in _GIT_FOLDER_MARKS if os.path.lexists(os.path.join(folder, mark))}
 
 
 def _is_git_folder(marks: set[str]) -> bool:
@@ -180,8 +175,8 @@ def git_folder_write(root: str, parts: tuple[str, ...]) -> str | None:
     for depth in range(len(parts)):
         folder = os.path.join(root, *parts[:depth])
         inner = parts[depth:]
-        before = _git_marks(folder, None)
-        after = _git_marks(folder, inner[0])
+        before = _git_marks(folder)
+        after = before | ({inner[0]} & set(_GIT_FOLDER_MARKS))  # what this write creates
         if not _is_git_folder(after):
             continue
         name = "/".join(parts[:depth]) or "."
