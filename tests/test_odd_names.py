@@ -242,6 +242,8 @@ def test_run_json_and_the_history_stay_valid_utf8(tmp_path: Path) -> None:
         {"name": "read_file", "arguments": {"path": first}},
         {"name": "edit_file", "arguments": {"path": first, "old_text": "needle", "new_text": "x"}},
         {"name": "write_file", "arguments": {"path": shown_path("made\udcfe"), "content": "y"}},
+        # A command prints the names raw (ls to a pipe), and bytes that are not UTF-8 of its own.
+        {"name": "run_command", "arguments": {"command": "ls; printf 'raw \\377\\376\\n'"}},
     ]
     script = tmp_path / "script.json"
     script.write_text(
@@ -269,11 +271,18 @@ def test_run_json_and_the_history_stay_valid_utf8(tmp_path: Path) -> None:
     assert {os.fsencode(n) for n in listed} == set(CLI_NAMES)
     assert records[0]["output"]["note"] == QUOTED_NAMES_NOTE
     assert len(records[2]["output"]["matches"]) == len(CLI_NAMES)
-    assert not RAW_HIDDEN.search(json.dumps([r["output"] for r in records], ensure_ascii=False))
+    # Names in the tools' answers are escaped; a command's stdout is content, kept as printed
+    # but for the bytes that are not UTF-8.
+    assert not RAW_HIDDEN.search(
+        json.dumps([r["output"] for r in records[:-1]], ensure_ascii=False)
+    )
     with open(os.path.join(base, CLI_NAMES[0]), "rb") as handle:
         assert handle.read() == b"x\n"
     with open(os.path.join(base, b"made\xfe"), "rb") as handle:
         assert handle.read() == b"y"
+    ran = records[-1]["output"]
+    assert ran["exit_code"] == 0 and "raw \ufffd\ufffd" in ran["stdout"]
+    assert "bad\ufffd.txt" in ran["stdout"]  # the command's bytes, replaced, never raw
     shown = subprocess.run(
         [*CLI, "runs", "show", result["run_id"], "--json", "--history", history],
         capture_output=True,

@@ -35,7 +35,7 @@ from cleveragents.tool.records import ToolCallRecord
 from cleveragents.toolsets import with_command_policy
 from cleveragents.workspace import CommandPolicy, bubblewrap_status, register_builtin_tools
 from cleveragents.workspace.command_policy import command_mounts
-from cleveragents.workspace.protected import command_targets, matching_pattern
+from cleveragents.workspace.protected import command_targets, git_folder_write, matching_pattern
 from cleveragents.workspace.terminal_runner import read_spec, write_spec
 
 BWRAP = bubblewrap_status()
@@ -178,6 +178,115 @@ def test_ordinary_files_are_not_asked_about(repo: Path) -> None:
         answer="deny",
     )
     assert asked == [] and records[0].success
+
+
+# -- a git folder under another name -----------------------------------------------------------
+def git_dir_accepts(root: Path, folder: str) -> bool:
+    """Whether git takes `folder` as a repository when GIT_DIR points at it (as a `.git`
+    file's `gitdir:` would)."""
+    done = subprocess.run(
+        ["git", "--git-dir", str(root / folder), "rev-parse", "--git-dir"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.returncode == 0
+
+
+CRAFTED_CONFIG = "[core]\n\trepositoryformatversion = 0\n" + FSMONITOR
+
+
+def craft(folder: str) -> list[tuple[str, dict[str, Any]]]:
+    """Config first, while `folder` is an ordinary folder; then HEAD, objects and refs."""
+    return [
+        ("write_file", {"path": f"{folder}/config", "content": CRAFTED_CONFIG}),
+        ("write_file", {"path": f"{folder}/HEAD", "content": "ref: refs/heads/main\n"}),
+        ("write_file", {"path": f"{folder}/objects/info/packs", "content": ""}),
+        ("write_file", {"path": f"{folder}/refs/heads/.keep", "content": ""}),
+    ]
+
+
+def test_a_git_folder_under_another_name_is_protected_whatever_the_order(
+    repo: Path,
+) -> None:
+    # The code-running parts of an existing one: asked about, so refused with nobody to ask.
+    bare = repo / "vendor" / "lib.git"
+    git(repo, "init", "-q", "--bare", str(bare))
+    records, _ = run_loop(
+        repo,
+        [
+            (
+                "edit_file",
+                {"path": "vendor/lib.git/config", "old_text": "[core]\n", "new_text": FSMONITOR},
+            ),
+            ("write_file", {"path": "vendor/lib.git/hooks/post-checkout", "content": HOOK}),
+            ("write_file", {"path": "vendor/lib.git/info/attributes", "content": "* filter=x\n"}),
+        ],
+    )
+    assert [r.error_kind for r in records] == ["denied"] * 3, records
+    assert "config of the git folder vendor/lib.git" in (records[0].error or "")
+    assert "fsmonitor" not in (bare / "config").read_text()
+    assert not (bare / "hooks" / "post-checkout").exists()
+
+    # Crafted file by file, config first: the write that would make `store` a git folder
+    # (refs, the last mark) is the one asked about, and refused; git does not take it.
+    records, _ = run_loop(repo, craft("store"))
+    assert [r.error_kind for r in records] == [None, None, None, "denied"], records
+    assert "makes store a git folder, whose config or hooks git would run" in (
+        records[-1].error or ""
+    )
+    assert not git_dir_accepts(repo, "store")
+
+    # Marks first, config last: the config of what is now a git folder is asked about.
+    config, *marks = craft("other")
+    records, _ = run_loop(repo, [*marks, config])
+    assert [r.error_kind for r in records] == [None, None, None, "denied"], records
+    assert "config of the git folder other" in (records[-1].error or "")
+    assert not (repo / "other" / "config").exists()
+
+
+def test_with_the_opt_in_the_crafted_folder_is_a_repository_git_uses(repo: Path) -> None:
+    """What the check stops is real: with the opt-in, the same writes make a git folder that
+    git takes, with the planted `core.fsmonitor`."""
+    records, asked = run_loop(
+        repo, craft("store"), policy=CommandPolicy(allow_protected_writes=True)
+    )
+    assert asked == [] and all(r.success for r in records), records
+    assert git_dir_accepts(repo, "store")
+    fsmonitor = subprocess.run(
+        ["git", "--git-dir", str(repo / "store"), "config", "core.fsmonitor"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert fsmonitor.stdout.strip() == "touch /tmp/cleveragents-planted-fsmonitor"
+
+
+def test_a_commondir_makes_a_git_folder_of_a_head_alone(tmp_path: Path) -> None:
+    """`HEAD` and a `commondir` (which lends another folder's objects, refs, config and hooks)
+    are a git folder too: the commondir that completes one is protected, plain files are not."""
+    (tmp_path / "wt").mkdir()
+    (tmp_path / "wt" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert git_folder_write(str(tmp_path), ("wt", "commondir")) == "commondir of the git folder wt"
+    assert git_folder_write(str(tmp_path), ("wt", "notes.txt")) is None
+    assert git_folder_write(str(tmp_path), ("other", "commondir")) is None  # no HEAD there
+
+
+def test_files_named_like_git_parts_elsewhere_are_not_asked_about(repo: Path) -> None:
+    records, asked = run_loop(
+        repo,
+        [
+            ("write_file", {"path": "app/config", "content": "x = 1\n"}),
+            ("write_file", {"path": "app/HEAD", "content": "notes\n"}),
+            ("write_file", {"path": "app/hooks/use_thing.js", "content": "export {}\n"}),
+            ("write_file", {"path": "app/refs/a.md", "content": "# refs\n"}),
+        ],
+        profile="auto-edit",
+        answer="deny",
+    )
+    # `app` has HEAD and refs but no objects: not a git folder, nothing asked.
+    assert asked == [] and all(r.success for r in records), records
 
 
 def test_the_patterns() -> None:

@@ -341,6 +341,79 @@ def test_an_approval_is_asked_with_vim_ui_select(
     assert facts["daemon_exit"] == 0
 
 
+def test_a_protected_write_is_offered_only_allow_once_and_deny(
+    nvim: str, tmp_path: Path, workspace: Path
+) -> None:
+    """The daemon marks a write to a git hook `protected`: the picker drops "for this run",
+    says why, and a configured 'allow_for_run' answers it as the allow-once it is."""
+    hook = "#!/bin/sh\nexit 0\n"
+    script = write_script(
+        tmp_path / "script.json",
+        {
+            "text": "",
+            "tool_calls": [
+                call("h1", "write_file", path=".git/hooks/pre-commit", content=hook),
+                call("h2", "write_file", path=".git/hooks/pre-push", content=hook),
+            ],
+        },
+        {"text": "Planted."},
+    )
+    facts = run_nvim(
+        nvim,
+        tmp_path,
+        workspace,
+        """
+        setup()
+        facts.asked = {}
+        vim.ui.select = function(items, opts, on_choice)
+          table.insert(facts.asked, {
+            items = items,
+            labels = vim.tbl_map(opts.format_item, items),
+            prompt = opts.prompt,
+          })
+          on_choice(#facts.asked == 1 and 'allow' or 'deny')
+        end
+        vim.cmd('CleverAgentsRun Plant hooks')
+        local run = cleveragents.current_run()
+        wait_for('the run to end', function() return run.done end)
+        facts.first = describe(run)
+        facts.pre_push_after_first = vim.fn.filereadable('.git/hooks/pre-push')
+        -- Configured to answer "for this run": each protected write is still allowed once.
+        cleveragents.setup(vim.tbl_extend('force', {
+          cmd = params.cmd,
+          cmd_env = params.env,
+          init_options = { pluginTools = false, automationProfile = 'full-auto' },
+        }, { approval = 'allow_for_run' }))
+        vim.cmd('CleverAgentsRun Plant hooks again')
+        local again = cleveragents.current_run()
+        wait_for('the second run to end', function() return again.done end)
+        facts.second = describe(again)
+        stop_daemon()
+        """,
+        script,
+    )
+    first, second = facts["asked"]
+    for asked in (first, second):
+        assert asked["items"] == ["allow", "deny"]
+        assert asked["labels"] == ["Allow this once", "Deny"]
+        assert (
+            "writes a protected path: it can run programs later, outside the sandbox"
+            in (asked["prompt"])
+        )
+        assert "(.git)" in asked["prompt"]  # the daemon's note names the pattern
+    assert 'path=".git/hooks/pre-commit"' in first["prompt"]
+    history = facts["first"]["result"]["toolCallHistory"]
+    assert [(r["success"], r["errorKind"]) for r in history] == [(True, None), (False, "denied")]
+    assert (workspace / ".git" / "hooks" / "pre-commit").read_text(encoding="utf-8") == hook
+    assert facts["pre_push_after_first"] == 0  # denied
+    # The second run (full-auto, answered 'allow_for_run' by the setting): both asked, both
+    # allowed, as two single allows; the picker was not shown again.
+    again = facts["second"]["result"]["toolCallHistory"]
+    assert [r["success"] for r in again] == [True, True]
+    assert (workspace / ".git" / "hooks" / "pre-push").read_text(encoding="utf-8") == hook
+    assert facts["daemon_exit"] == 0
+
+
 def test_cleveragents_cancel_stops_the_run(nvim: str, tmp_path: Path, workspace: Path) -> None:
     script = write_script(
         tmp_path / "script.json",

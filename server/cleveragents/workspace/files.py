@@ -11,7 +11,7 @@ from cleveragents.tool.policy import ProtectedWrite
 
 from .limits import MAX_OUTPUT_BYTES, cut_utf8
 from .names import shown_path, with_note
-from .protected import ENV_ALLOW_PROTECTED_WRITES, ProtectedPaths
+from .protected import ENV_ALLOW_PROTECTED_WRITES, ProtectedPaths, git_folder_write
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 
 DEFAULT_READ_LIMIT = 2000
@@ -268,10 +268,15 @@ def protected_write(protection: ProtectedPaths, inputs: dict[str, Any]) -> Prote
     if not isinstance(path, str) or not isinstance(root, str):
         return None
     try:
-        target = Sandbox(root).resolve(path)
+        sandbox = Sandbox(root)
+        target = sandbox.resolve(path)
     except (ToolError, OSError):  # The tool refuses the same path itself, saying why.
         return None
     pattern = protection.covering(target.parts)
+    if pattern is None:
+        # A git folder under another name is as dangerous: GIT_DIR or a `.git` file can
+        # point at it, and a `git -C` run there uses it.
+        pattern = git_folder_write(sandbox.root, target.parts)
     if pattern is None:
         return None
     return ProtectedWrite(

@@ -123,6 +123,71 @@ class ProtectedPaths:
         return matching_pattern(parts, self.extra)
 
 
+# -- git folders under any name ------------------------------------------------------------------
+# What makes a folder a git folder to git itself (`setup.c`, is_git_directory): HEAD, and
+# objects and refs (or a commondir that supplies them). `GIT_DIR=x`, a `.git` file saying
+# `gitdir: x`, or `git -C x` run there use such a folder whatever it is called.
+_GIT_FOLDER_MARKS = ("HEAD", "objects", "refs", "commondir")
+# In a git folder, what runs code or decides what runs (beyond GIT_PROTECTED_PARTS).
+_GIT_CODE_PARTS = (*GIT_PROTECTED_PARTS, "commondir")
+_GIT_CONFIGS_AND_POINTERS = ("config", "config.worktree", "commondir")
+
+
+def _git_marks(folder: str) -> set[str]:
+    """Which of HEAD, objects, refs, commondir `folder` has."""
+    return {mark for mark in _GIT_FOLDER_MARKS if os.path.lexists(os.path.join(folder, mark))}
+
+
+def _is_git_folder(marks: set[str]) -> bool:
+    return "HEAD" in marks and ({"objects", "refs"} <= marks or "commondir" in marks)
+
+
+def _code_part(inner: tuple[str, ...]) -> str | None:
+    """The code-running part of a git folder that the path `inner` (relative to it) is in."""
+    for part in _GIT_CODE_PARTS:
+        pattern = tuple(part.split("/"))
+        window = inner[: len(pattern)]
+        if len(window) == len(pattern) and all(
+            fnmatch.fnmatchcase(name, want) for name, want in zip(window, pattern, strict=True)
+        ):
+            return part
+    return None
+
+
+def _holds_code(folder: str) -> bool:
+    """`folder` has something a git run there would act on: a config, a hook, a commondir."""
+    if any(os.path.lexists(os.path.join(folder, name)) for name in _GIT_CONFIGS_AND_POINTERS):
+        return True
+    with contextlib.suppress(OSError), os.scandir(os.path.join(folder, "hooks")) as hooks:
+        return any(True for _ in hooks)
+    return False
+
+
+def git_folder_write(root: str, parts: tuple[str, ...]) -> str | None:
+    """Why writing the sandbox-relative path `parts` (no links in it: `root` is real) writes
+    code into a git folder that is not named `.git`, or None.
+
+    Two cases, so the order of the writes does not matter: the path is a code-running part
+    (config, hooks, info, commondir...) of a folder that is, or with this write becomes, a git
+    folder; or the write makes a folder a git folder (its HEAD, objects or refs) that already
+    holds a config or hooks git would then run.
+    """
+    for depth in range(len(parts)):
+        folder = os.path.join(root, *parts[:depth])
+        inner = parts[depth:]
+        before = _git_marks(folder)
+        after = before | ({inner[0]} & set(_GIT_FOLDER_MARKS))  # what this write creates
+        if not _is_git_folder(after):
+            continue
+        name = "/".join(parts[:depth]) or "."
+        part = _code_part(inner)
+        if part is not None:
+            return f"{part} of the git folder {name}"
+        if not _is_git_folder(before) and _holds_code(folder):
+            return f"makes {name} a git folder, whose config or hooks git would run"
+    return None
+
+
 # -- commands -----------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class ProtectedTarget:

@@ -25,6 +25,7 @@ export type ApprovalAnswer = ApprovalDecision | 'withdrawn';
 
 interface PendingApproval {
   runId: string;
+  protected: boolean;
   resolve: (answer: ApprovalAnswer) => void;
 }
 
@@ -221,7 +222,7 @@ export class RunStore {
       this.runs.set(params.runId, state);
     }
     const answer = new Promise<ApprovalAnswer>((resolve) => {
-      this.approvals.set(requestId, { runId: params.runId, resolve });
+      this.approvals.set(requestId, { runId: params.runId, protected: params.protected ?? false, resolve });
     });
     state.requestApproval(requestId, params);
     const displayed = this.displayedId;
@@ -395,6 +396,11 @@ export class RunStore {
       return false;
     }
     this.approvals.delete(requestId);
+    if (pending.protected && state === 'allow_for_run') {
+      // A protected write is asked about every time: the daemon takes "for this run" as this
+      // once, so the answer (and what the panel says) is the one that holds.
+      state = 'allow';
+    }
     this.runs.get(pending.runId)?.settleApproval(requestId, state);
     this.forward(pending.runId, { type: 'approvalSettled', requestId, state });
     pending.resolve(state);

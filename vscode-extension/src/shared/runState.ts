@@ -39,6 +39,11 @@ export interface ApprovalView {
   mutating: boolean;
   executesCode: boolean;
   automationProfile: string;
+  /** A protected write (a git hook, `core.fsmonitor`, editor tasks): asked every time, so only
+   * allow (this once) and deny are offered. */
+  protected: boolean;
+  /** Why it is asked beyond the profile's rule (the daemon's words), or null. */
+  note: string | null;
   state: ApprovalState;
 }
 
@@ -450,6 +455,8 @@ export class RunState {
       mutating: params.mutating,
       executesCode: params.executesCode,
       automationProfile: params.automationProfile,
+      protected: params.protected ?? false,
+      note: params.note ?? null,
       state: 'pending',
     };
     this.approvals.set(requestId, entry);

@@ -535,6 +535,7 @@ export class TranscriptView {
       setAttr(block, 'data-state', approval.state);
       if (approval.state !== 'pending') {
         block.querySelector('.approval-buttons')?.remove();
+        block.querySelector('.approval-note')?.remove();
         const label = block.querySelector('.approval-question');
         if (label !== null) setText(label, approvalOutcome(entry.toolName, approval.state));
       }
@@ -546,7 +547,9 @@ export class TranscriptView {
     if (approval === null) throw new Error('no approval');
     this.rowCounter += 1;
     const labelId = `approval-label-${this.rowCounter}`;
-    const why = approval.executesCode
+    const why = approval.protected
+      ? 'wants to write a protected path'
+      : approval.executesCode
       ? 'wants to run a program'
       : approval.mutating
         ? 'wants to change the workspace'
@@ -564,6 +567,7 @@ export class TranscriptView {
         attrs: {
           'data-testid': 'approval',
           'data-state': approval.state,
+          'data-protected': String(approval.protected),
           role: 'group',
           'aria-labelledby': labelId,
           tabindex: '-1',
@@ -571,15 +575,28 @@ export class TranscriptView {
       },
       el('p', {
         className: 'approval-question',
-        text: `${entry.toolName} ${why}. Allow it?`,
+        text: `${entry.toolName} ${why}. ${approval.protected ? 'Allow it this once?' : 'Allow it?'}`,
         attrs: { id: labelId },
       }),
+      approval.protected
+        ? el('p', {
+            className: 'approval-note',
+            // Why there is no "for this run": each protected write is asked about on its own.
+            text:
+              'What is written there can run programs later, outside the sandbox (a git hook, ' +
+              'git config, editor tasks), so it is asked every time.' +
+              (approval.note === null ? '' : ` ${approval.note}`),
+            attrs: { 'data-testid': 'approval-protected' },
+          })
+        : null,
       el(
         'div',
         { className: 'approval-buttons' },
         button('approve-allow', 'allow', 'Allow', 'primary'),
         button('approve-deny', 'deny', 'Deny', 'secondary'),
-        button('approve-allow-run', 'allow_for_run', `Allow ${entry.toolName} for this run`, 'secondary'),
+        approval.protected
+          ? null
+          : button('approve-allow-run', 'allow_for_run', `Allow ${entry.toolName} for this run`, 'secondary'),
         FILE_TOOLS.has(entry.toolName)
           ? el('button', {
               className: 'link',

@@ -148,6 +148,33 @@ describe('RunStore', () => {
     assert.equal(store.pendingApprovalCount(), 0);
   });
 
+  it('answers a protected question "for this run" as allow once, the way the daemon takes it', async () => {
+    const { store, tick } = harness();
+    const mirror = new WebviewMirror();
+    store.onMessage((message) => mirror.receive(message));
+    store.beginRun(RUN_ID, {});
+    FINAL_STREAM.filter((n) => n.params.seq <= startSeqOf(FINAL, 'call_write')).forEach((n) => store.notify(n));
+    const request = FINAL.messages.find((message) => message.kind === 'request');
+    assert.ok(request?.kind === 'request');
+    const note = 'a protected path (.git/hooks/*): what is written there can run programs later';
+    const guarded = store.requestApproval('approval-p', { ...request.params, protected: true, note });
+    const plain = store.requestApproval('approval-q', { ...request.params, callId: 'call_other' });
+    tick();
+    const approvalOf = (callId: string) => {
+      const row = mirror.run?.entries.find((e) => e.kind === 'toolCall' && e.callId === callId);
+      return row?.kind === 'toolCall' ? row.approval : null;
+    };
+    assert.equal(approvalOf(request.params.callId)?.protected, true);
+    assert.equal(approvalOf(request.params.callId)?.note, note);
+    assert.equal(approvalOf('call_other')?.protected, false);
+    assert.equal(approvalOf('call_other')?.note, null);
+    assert.equal(store.answerApproval('approval-p', 'allow_for_run'), true);
+    assert.equal(store.answerApproval('approval-q', 'allow_for_run'), true);
+    assert.deepEqual(await Promise.all([guarded, plain]), ['allow', 'allow_for_run']);
+    tick();
+    assert.equal(approvalOf(request.params.callId)?.state, 'allow');
+  });
+
   it('puts the run that asks for an approval on display', () => {
     const { store, messages, tick } = harness();
     store.beginRun(RUN_ID, {});

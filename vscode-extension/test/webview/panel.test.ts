@@ -203,6 +203,35 @@ describe('the runs panel', () => {
     await harness.close();
   });
 
+  it('offers only allow (this once) and deny for a protected write, and says why', async () => {
+    const harness = await openPanel();
+    const { page, store } = harness;
+    const recorded = scenario('final_answer');
+    store.beginRun(recorded.params.runId, { prompt: recorded.params.prompt, sandboxRoot: recorded.params.sandboxRoot });
+    const request = recorded.messages.find((message) => message.kind === 'request');
+    assert.ok(request?.kind === 'request');
+    const note = 'a protected path (.git/hooks/*): what is written there can run programs later';
+    const answer = store.requestApproval('approval-p', { ...request.params, protected: true, note });
+    await harness.delivered();
+    const prompt = page.locator(`${row(request.params.callId)} [data-testid="approval"][data-state="pending"]`);
+    await prompt.waitFor();
+    assert.equal(await prompt.getAttribute('data-protected'), 'true');
+    assert.deepEqual(await prompt.locator('button[data-decision]').evaluateAll((buttons) => buttons.map((b) => b.getAttribute('data-decision'))), [
+      'allow',
+      'deny',
+    ]);
+    assert.match((await prompt.locator('.approval-question').textContent()) ?? '', /wants to write a protected path\. Allow it this once\?$/);
+    const why = (await prompt.locator('[data-testid="approval-protected"]').textContent()) ?? '';
+    assert.match(why, /run programs later, outside the sandbox/);
+    assert.ok(why.endsWith(note));
+    await prompt.locator('button[data-testid="approve-allow"]').click();
+    await harness.waitForPosted((m) => m.type === 'approve' && m.requestId === 'approval-p');
+    assert.equal(await answer, 'allow');
+    await page.locator(`${row(request.params.callId)} [data-testid="approval"][data-state="allow"]`).waitFor();
+    assert.equal(await page.locator('[data-testid="approval-protected"]').count(), 0);
+    await harness.close();
+  });
+
   it('sends Stop for the active run', async () => {
     const harness = await openPanel();
     await replay(harness, scenario('cancelled'), { stopAfter: 3 });

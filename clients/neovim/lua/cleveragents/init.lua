@@ -313,8 +313,21 @@ local function ask(params)
     allow_for_run = 'Allow ' .. params.toolName .. ' for the rest of this run',
     deny = 'Deny',
   }
-  vim.ui.select({ 'allow', 'allow_for_run', 'deny' }, {
-    prompt = string.format('cleveragents: run %s %s?', params.toolName, format_inputs(params.inputs)),
+  local items = { 'allow', 'allow_for_run', 'deny' }
+  local prompt = string.format('cleveragents: run %s %s?', params.toolName, format_inputs(params.inputs))
+  if params.protected then
+    -- A protected write is asked about every time: "for this run" would mean only this once.
+    labels.allow = 'Allow this once'
+    items = { 'allow', 'deny' }
+    prompt = string.format(
+      'cleveragents: %s %s writes a protected path: it can run programs later, outside the sandbox, so it is asked every time.%s Allow?',
+      params.toolName,
+      format_inputs(params.inputs),
+      type(params.note) == 'string' and (' ' .. params.note) or ''
+    )
+  end
+  vim.ui.select(items, {
+    prompt = prompt,
     kind = 'cleveragents_approval',
     format_item = function(choice)
       return labels[choice]
@@ -657,6 +670,9 @@ local function dispatch_request(method, params)
   local decision = config.approval or ask(params)
   if not DECISIONS[decision] then
     decision = 'deny'
+  end
+  if decision == 'allow_for_run' and params.protected then
+    decision = 'allow' -- what the daemon makes of it: a protected write is allowed once only
   end
   if call then
     call.notes = { decision == 'deny' and 'denied by you' or 'approved' }
