@@ -18,6 +18,15 @@ from typing import Any
 
 from . import __version__
 from .batch.command import add_batch_parser, batch_main
+from .settings_table import (
+    ENV_CONTEXT_WINDOW,
+    ENV_PRICES,
+    ENV_PROJECT_INSTRUCTIONS,
+    ENV_PROMPT_CACHING,
+    ENV_PROVIDER,
+    ENV_TOOL_RESULT_BUDGET,
+    ENV_TRUST_WORKSPACE,
+)
 from .tool.policy import AUTOMATION_PROFILES
 
 EXIT_OK = 0
@@ -28,7 +37,7 @@ EXIT_CANCELLED = 130
 
 
 TRUST_HELP = (
-    "start the sandbox's .mcp.json servers without asking (also CLEVERAGENTS_TRUST_WORKSPACE=1); "
+    f"start the sandbox's .mcp.json servers without asking (also {ENV_TRUST_WORKSPACE}=1); "
     "otherwise they start once you trust the file at the terminal"
 )
 
@@ -56,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--provider",
         choices=("offline", "replay", "anthropic", "openai"),
-        help="LLM provider (default: $CLEVERAGENTS_PROVIDER, else offline)",
+        help=f"LLM provider (default: ${ENV_PROVIDER}, else offline)",
     )
     run.add_argument("--model", help="model name for the provider")
     run.add_argument("--base-url", help="provider base URL (OpenAI-compatible servers, proxies)")
@@ -64,34 +73,34 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--no-prompt-cache",
         action="store_true",
-        help="send no prompt-cache breakpoints (also: CLEVERAGENTS_PROMPT_CACHING=0)",
+        help=f"send no prompt-cache breakpoints (also: {ENV_PROMPT_CACHING}=0)",
     )
     run.add_argument(
         "--no-project-instructions",
         action="store_true",
         help="do not send the workspace's AGENTS.md / CLAUDE.md files nor the user's own to "
-        "the model (also: CLEVERAGENTS_PROJECT_INSTRUCTIONS=0)",
+        f"the model (also: {ENV_PROJECT_INSTRUCTIONS}=0)",
     )
     run.add_argument(
         "--tool-result-budget",
         type=_result_budget,
         metavar="CHARS",
         help="characters of one tool result the model is shown (default: "
-        "$CLEVERAGENTS_TOOL_RESULT_BUDGET, else 32000)",
+        f"${ENV_TOOL_RESULT_BUDGET}, else 32000)",
     )
     run.add_argument(
         "--context-window",
         type=_context_window,
         metavar="TOKENS",
         help="the model's context window, for models the table does not know (default: "
-        "$CLEVERAGENTS_CONTEXT_WINDOW, else the table's, else 128000)",
+        f"${ENV_CONTEXT_WINDOW}, else the table's, else 128000)",
     )
     run.add_argument(
         "--prices",
         type=_prices_file,
         metavar="FILE",
         help='a JSON file of prices by model, USD per million tokens: {"my-model": {"input": '
-        '0.5, "output": 1.5, "cacheWrite": 0.6, "cacheRead": 0.05}} (also: $CLEVERAGENTS_PRICES)',
+        f'0.5, "output": 1.5, "cacheWrite": 0.6, "cacheRead": 0.05}}}} (also: ${ENV_PRICES})',
     )
     run.add_argument(
         "--file",
@@ -221,7 +230,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_command_flags(parser: argparse.ArgumentParser) -> None:
-    """What run_command may reach, over the CLEVERAGENTS_COMMAND_* settings."""
+    """What run_command may reach, over the command variables (settings_table.py)."""
     parser.add_argument(
         "--command-read-path",
         dest="command_read_paths",
@@ -430,7 +439,7 @@ def _tools(args: argparse.Namespace) -> int:
             asyncio.run(_add_mcp_tools_once(registry, sandbox, trust, console))
     except ToolLoadError as exc:
         return _fail(str(exc))
-    except ValueError as exc:  # a malformed CLEVERAGENTS_TRUST_WORKSPACE
+    except ValueError as exc:  # a malformed trust-workspace variable
         return _fail(str(exc), EXIT_USAGE)
     rows = list(tool_rows(registry))
     if args.json:
@@ -461,7 +470,7 @@ def _doctor(args: argparse.Namespace) -> int:
     try:
         policy = _settings(args).command_policy or CommandPolicy.from_environment()
         report = command_policy_report(policy, sandbox)
-    except (ValueError, ParamsError) as exc:  # a malformed CLEVERAGENTS_* setting
+    except (ValueError, ParamsError) as exc:  # a malformed setting variable
         return _fail(str(exc), EXIT_USAGE)
     report["mcp"] = _workspace_trust_report(sandbox)
     if args.json:
@@ -475,7 +484,7 @@ def _doctor(args: argparse.Namespace) -> int:
 def _workspace_trust_report(sandbox: str) -> dict[str, Any]:
     """Whether the sandbox's `.mcp.json` would start servers on the next run, and why."""
     from .mcp import McpConfigError, read_mcp_config
-    from .service.settings import ENV_TRUST_WORKSPACE, env_flag
+    from .service.settings import env_flag
     from .service.trust import TrustStore, trust_request
 
     try:
@@ -509,7 +518,7 @@ def _render_workspace_trust(mcp: dict[str, Any]) -> str:
         "trusted": "trusted: they start with every run (cleveragents trust forget asks again)",
         "declined": "declined: runs go on without them (cleveragents trust forget asks again)",
         "not asked yet": "not trusted yet: the next run asks before starting them",
-        "pre-trusted": "pre-trusted by $CLEVERAGENTS_TRUST_WORKSPACE: they start unasked",
+        "pre-trusted": f"pre-trusted by ${ENV_TRUST_WORKSPACE}: they start unasked",
     }[status]
     lines = [f"\nWorkspace MCP servers ({mcp['config']}, sha256 {mcp['sha256'][:12]}…): {meaning}"]
     lines.extend(f"  {line}" for line in mcp["servers"])
@@ -527,10 +536,10 @@ async def _add_mcp_tools_once(registry: Any, sandbox: str, trust: Any, console: 
 
 def _mcp_trust(args: argparse.Namespace, console: Any, display: Any = None) -> Any:
     """The workspace-trust decision for this command: asked at the terminal (no terminal:
-    not trusted), unless --trust-workspace or CLEVERAGENTS_TRUST_WORKSPACE pre-trusts.
-    ValueError for a malformed CLEVERAGENTS_TRUST_WORKSPACE."""
+    not trusted), unless --trust-workspace or the trust-workspace variable pre-trusts.
+    ValueError for a malformed one."""
     from .display import RunDisplay, TerminalTrustAsker
-    from .service.settings import DEFAULT_APPROVAL_TIMEOUT_S, ENV_TRUST_WORKSPACE, env_flag
+    from .service.settings import DEFAULT_APPROVAL_TIMEOUT_S, env_flag
     from .service.trust import TrustStore, WorkspaceTrust
 
     from_env, problem = env_flag(os.environ, ENV_TRUST_WORKSPACE)
@@ -544,7 +553,7 @@ def _mcp_trust(args: argparse.Namespace, console: Any, display: Any = None) -> A
         ask=TerminalTrustAsker(display or RunDisplay(console)) if interactive else None,
         cannot_ask=(
             "no terminal to ask at; run it at a terminal, or pass --trust-workspace "
-            "(or set CLEVERAGENTS_TRUST_WORKSPACE=1) to trust it"
+            f"(or set {ENV_TRUST_WORKSPACE}=1) to trust it"
         ),
     )
 
@@ -601,7 +610,7 @@ def _trust(args: argparse.Namespace) -> int:
 
 
 def _open_history(path: str | None) -> Any:
-    """--history, else $CLEVERAGENTS_HISTORY, else the data folder's (as every front)."""
+    """--history, else the history variable, else the data folder's (as every front)."""
     from .service.history import RunHistory
     from .service.settings import history_path
 
@@ -847,7 +856,7 @@ class TerminalSink:
 
     cannot_ask_trust = (
         "no terminal to ask at; run it at a terminal, or pass --trust-workspace "
-        "(or set CLEVERAGENTS_TRUST_WORKSPACE=1) to trust it"
+        f"(or set {ENV_TRUST_WORKSPACE}=1) to trust it"
     )
 
     def __init__(self, display: Any, interactive: bool) -> None:
@@ -923,7 +932,7 @@ def _run(args: argparse.Namespace) -> int:
     history = None
     if not args.no_history:
         try:
-            # --history, else $CLEVERAGENTS_HISTORY, else the data folder's: as the servers.
+            # --history, else the history variable, else the data folder's: as the servers.
             history = RunHistory(history_path(args.history))
         except Exception as exc:
             return _fail(f"cannot open the run history: {exc}")

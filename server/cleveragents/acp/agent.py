@@ -10,7 +10,7 @@ next prompt continues its last run (`continue_from`, with the core's checks: not
 running, not a restore); without a history, the session keeps its conversation itself.
 
 - The automation profile is the session's mode (`read-only`, `ask`, `auto-edit`,
-  `full-auto`): `$CLEVERAGENTS_PROFILE` (default `ask`), `_meta.cleveragents.automationProfile`
+  `full-auto`): the profile variable (default `ask`), `_meta.cleveragents.automationProfile`
   in `session/new`, or `session/set_mode` later.
 - MCP servers: the sandbox's `.mcp.json` ones, as for every run (once the user trusts that
   file: asked with `session/request_permission`; never under `read-only`), plus the stdio

@@ -20,6 +20,27 @@ from typing import Any
 from ..assembly import SYSTEM_PROMPT
 from ..paths import default_history_path
 from ..providers import PROVIDERS
+from ..settings_table import (
+    ENV_BASE_URL,
+    ENV_COMPACTION_SUMMARY,
+    ENV_CONTEXT_CLEAR_AT_LEAST,
+    ENV_CONTEXT_CLEAR_TRIGGER,
+    ENV_CONTEXT_KEEP_TOOL_USES,
+    ENV_CONTEXT_WINDOW,
+    ENV_HISTORY,
+    ENV_MAX_ITERATIONS,
+    ENV_MODEL,
+    ENV_OPENAI_VISION,
+    ENV_PRICES,
+    ENV_PROFILE,
+    ENV_PROJECT_INSTRUCTIONS,
+    ENV_PROMPT_CACHING,
+    ENV_PROVIDER,
+    ENV_REPLAY_SCRIPT,
+    ENV_TOOL_RESULT_BUDGET,
+    ENV_TRUST_WORKSPACE,
+    MAX_ITERATIONS_CAP,
+)
 from ..tool.context_guard import ContextPolicy
 from ..tool.models import ModelPrice, normalise_prices
 from ..tool.policy import AUTOMATION_PROFILES
@@ -37,28 +58,7 @@ log = logging.getLogger(__name__)
 DEFAULT_PROFILE = "ask"
 DEFAULT_APPROVAL_TIMEOUT_S = 600.0
 MAX_APPROVAL_TIMEOUT_S = 86_400.0
-MAX_ITERATIONS_CAP = 1000
 
-ENV_PROVIDER = "CLEVERAGENTS_PROVIDER"
-ENV_MODEL = "CLEVERAGENTS_MODEL"
-ENV_PROFILE = "CLEVERAGENTS_PROFILE"
-ENV_MAX_ITERATIONS = "CLEVERAGENTS_MAX_ITERATIONS"
-ENV_BASE_URL = "CLEVERAGENTS_BASE_URL"
-ENV_REPLAY_SCRIPT = "CLEVERAGENTS_REPLAY_SCRIPT"
-ENV_HISTORY = "CLEVERAGENTS_HISTORY"
-ENV_TOOL_RESULT_BUDGET = "CLEVERAGENTS_TOOL_RESULT_BUDGET"
-ENV_CONTEXT_WINDOW = "CLEVERAGENTS_CONTEXT_WINDOW"
-ENV_PROMPT_CACHING = "CLEVERAGENTS_PROMPT_CACHING"
-ENV_PRICES = "CLEVERAGENTS_PRICES"
-# The context policy (tool/context_guard.py); a trigger of 0 clears only at the window's limit.
-ENV_CONTEXT_CLEAR_TRIGGER = "CLEVERAGENTS_CONTEXT_CLEAR_TRIGGER"
-ENV_CONTEXT_KEEP_TOOL_USES = "CLEVERAGENTS_CONTEXT_KEEP_TOOL_USES"
-ENV_CONTEXT_CLEAR_AT_LEAST = "CLEVERAGENTS_CONTEXT_CLEAR_AT_LEAST"
-# Ask the model for a summary of what compaction drops (an extra model call each time).
-ENV_COMPACTION_SUMMARY = "CLEVERAGENTS_COMPACTION_SUMMARY"
-ENV_PROJECT_INSTRUCTIONS = "CLEVERAGENTS_PROJECT_INSTRUCTIONS"
-# The openai provider's model takes images (off: a compatible server's may not).
-ENV_OPENAI_VISION = "CLEVERAGENTS_OPENAI_VISION"
 
 MAX_RESULT_BUDGET_CHARS = 10_000_000
 MIN_CONTEXT_WINDOW = 1024
@@ -76,7 +76,6 @@ COMMAND_LIMITS: dict[str, tuple[str, bool]] = {
     "min_free_disk_bytes": ("min_free_disk", True),
 }
 _VARIABLE_PATTERN = re.compile(r"^[A-Za-z_*?\[][A-Za-z0-9_*?\[\]!-]*$")
-ENV_TRUST_WORKSPACE = "CLEVERAGENTS_TRUST_WORKSPACE"
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
 
@@ -534,7 +533,7 @@ def check_max_iterations(value: int) -> str | None:
 
 
 def history_path(argument: str | None, env: Mapping[str, str] | None = None) -> Path:
-    """`--history`, else $CLEVERAGENTS_HISTORY, else the user data folder's file."""
+    """`--history`, else the history variable, else the user data folder's file."""
     env = os.environ if env is None else env
     chosen = argument or env.get(ENV_HISTORY)
     return Path(chosen).expanduser() if chosen else default_history_path()

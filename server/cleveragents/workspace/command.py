@@ -38,6 +38,16 @@ from cleveragents.tool.errors import ToolError
 from cleveragents.tool.policy import UnconfinedCode
 
 from ..paths import default_history_path
+from ..settings_table import (
+    COMMAND_TAG_VARIABLE,
+    ENV_ALLOW_UNCONFINED,
+    ENV_BUBBLEWRAP,
+    ENV_MAX_CPU_SECONDS,
+    ENV_MAX_FILE_SIZE,
+    ENV_MAX_MEMORY,
+    ENV_MAX_PROCESSES,
+    ENV_MIN_FREE_DISK,
+)
 from .bubblewrap import (
     CommandIdentity,
     Confinement,
@@ -52,14 +62,6 @@ from .bubblewrap import (
 )
 from .cgroups import CommandCgroup
 from .command_policy import (
-    COMMAND_TAG_VARIABLE,
-    ENV_ALLOW_UNCONFINED,
-    ENV_BUBBLEWRAP,
-    ENV_MAX_CPU_SECONDS,
-    ENV_MAX_FILE_SIZE,
-    ENV_MAX_MEMORY,
-    ENV_MAX_PROCESSES,
-    ENV_MIN_FREE_DISK,
     CommandPolicy,
     ResourceLimits,
     command_environment,
