@@ -473,6 +473,30 @@ SETTINGS: tuple[Setting, ...] = (
         "Paths protected beside the built-in ones.",
         "policy.protected_paths",
     ),
+    Setting(
+        "anthropic_api_key",
+        "Anthropic API key",
+        "secret",
+        "ANTHROPIC_API_KEY",
+        "none",
+        "",
+        frozenset({Level.ENV}),
+        "The anthropic provider's key: the environment alone sets it.",
+        "env.ANTHROPIC_API_KEY",
+        secret=True,
+    ),
+    Setting(
+        "openai_api_key",
+        "OpenAI API key",
+        "secret",
+        "OPENAI_API_KEY",
+        "none",
+        "(a local server may need none)",
+        frozenset({Level.ENV}),
+        "The openai provider's key: the environment alone sets it.",
+        "env.OPENAI_API_KEY",
+        secret=True,
+    ),
 )
 
 BY_NAME: dict[str, Setting] = {row.name: row for row in SETTINGS}

@@ -40,6 +40,8 @@ from ..settings_table import (
     ENV_TOOL_RESULT_BUDGET,
     ENV_TRUST_WORKSPACE,
     MAX_ITERATIONS_CAP,
+    SETTINGS,
+    Setting,
 )
 from ..tool.context_guard import ContextPolicy
 from ..tool.models import ModelPrice, normalise_prices
@@ -563,3 +565,109 @@ def open_history(path_argument: str | None) -> RunHistory | None:
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+@dataclass(frozen=True, slots=True)
+class SettingValue:
+    """One row of the settings table as resolved: its value (as text, a secret's masked) and
+    the level it came from (`default`, `env`, or the options' level such as `flag`)."""
+
+    name: str
+    env: str | None
+    value: str
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "env": self.env, "value": self.value, "source": self.source}
+
+
+def settings_report(
+    options: ClientOptions,
+    env: Mapping[str, str] | None = None,
+    *,
+    history: str | None = None,
+    options_name: str = "initializationOptions",
+    options_level: str = "option",
+) -> list[SettingValue]:
+    """Every row of the settings table, resolved as a run would resolve it, with where its
+    value came from; ParamsError naming every bad value (as `session_settings`). `history` is
+    the front's own history argument (`--history`)."""
+    env = os.environ if env is None else env
+    defaults = session_settings(options, env, options_name=options_name).defaults
+    resolved = _Resolved(
+        defaults=defaults,
+        policy=defaults.command_policy or CommandPolicy.from_environment(env),
+        history=history_path(history, env),
+        env=env,
+    )
+    report: list[SettingValue] = []
+    for row in SETTINGS:
+        if _option_is_set(options, row) or (row.name == "history" and history):
+            source = options_level
+        elif row.env and env.get(row.env, "").strip():
+            source = "env"
+        else:
+            source = "default"
+        value = resolved.value(row.resolved)
+        text = _masked(value) if row.secret else _shown(value)
+        report.append(SettingValue(row.name, row.env, text, source))
+    return report
+
+
+@dataclass(frozen=True, slots=True)
+class _Resolved:
+    """What a row's `resolved` path starts from (settings_table.Setting.resolved)."""
+
+    defaults: RunDefaults
+    policy: CommandPolicy
+    history: Path
+    env: Mapping[str, str]
+
+    def value(self, path: str) -> Any:
+        head, _, rest = path.partition(".")
+        if head == "env":
+            return self.env.get(rest) or None
+        value: Any = getattr(self, head)
+        for part in rest.split(".") if rest else ():
+            value = getattr(value, part)
+        return value
+
+
+def _option_is_set(options: ClientOptions, row: Setting) -> bool:
+    """Whether the options (a client's, or the CLI's flags) set this row."""
+    if row.resolved.startswith("policy."):
+        command = options.command
+        if row.resolved.startswith("policy.limits."):
+            return any(
+                COMMAND_LIMITS[name][0] == row.name[len("command_limit_") :]
+                for name in command.limits
+            )
+        layer_field = {
+            "command_read_paths": "read_paths",
+            "command_env": "env",
+            "allow_unconfined_commands": "allow_unconfined",
+            "allow_protected_writes": "allow_protected_writes",
+            "protected_paths": "protected_paths",
+        }.get(row.name)
+        return layer_field is not None and getattr(command, layer_field) not in (None, ())
+    return getattr(options, row.name, None) is not None
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "(unset)"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple | list):
+        return ", ".join(map(str, value)) or "(none)"
+    if isinstance(value, Mapping):
+        return ", ".join(sorted(map(str, value))) or "(none)"
+    if isinstance(value, str) and "\n" in value:
+        first = value.strip().splitlines()[0] if value.strip() else ""
+        return f"{first[:60]}... ({len(value):,} characters)"
+    return str(value)
+
+
+def _masked(value: Any) -> str:
+    """A secret as whether it is set and its length, never any of its characters."""
+    return f"set ({len(str(value))} characters)" if value else "(unset)"
