@@ -7,7 +7,12 @@ import argparse
 import os
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ..settings_table import Level, Setting, rows_for
+
+if TYPE_CHECKING:
+    from ..service.settings import ClientOptions, RunDefaults
 
 
 def file_flag(requests: list[Any]) -> Any:
@@ -23,10 +28,10 @@ def file_flag(requests: list[Any]) -> Any:
     return label
 
 
-def flag_settings(args: argparse.Namespace, **options: Any) -> Any:
-    """The run defaults from the flags over the environment (service/settings.py resolves
-    both); ParamsError naming a bad environment variable."""
-    from ..service.settings import ClientOptions, CommandSettings, session_settings
+def client_options(args: argparse.Namespace) -> ClientOptions:
+    """The setting flags (`parser.add_setting_flags`) as the core's client options: a flag
+    left out is None, so the environment and then the default decide (the core resolves)."""
+    from ..service.settings import ClientOptions, CommandSettings
 
     command = CommandSettings(
         read_paths=tuple(args.command_read_paths),
@@ -34,29 +39,51 @@ def flag_settings(args: argparse.Namespace, **options: Any) -> Any:
         limits=dict(args.command_limits),
         allow_unconfined=args.allow_unconfined_commands,
     )
-    return session_settings(
-        ClientOptions(command=command, **options), os.environ, options_name=OPTIONS_NAME[:-1]
-    ).defaults
+    return ClientOptions(
+        provider=args.provider,
+        model=args.model,
+        automation_profile=args.profile,
+        max_iterations=args.max_iterations,
+        base_url=args.base_url,
+        replay_script=args.script,
+        tool_result_budget=args.tool_result_budget,
+        context_window=args.context_window,
+        prompt_caching=False if args.no_prompt_cache else None,
+        project_instructions=False if args.no_project_instructions else None,
+        prices=args.prices,
+        trust_workspace=True if args.trust_workspace else None,
+        command=command,
+    )
 
 
-# The core's field names as the command line names them, in a refused run's problems.
-FIELD_FLAGS = {
+def flag_settings(args: argparse.Namespace) -> RunDefaults:
+    """The run defaults from the flags over the environment; ParamsError naming a bad flag
+    (as `OPTIONS_NAME` + option, see `option_flag`) or a bad variable."""
+    from ..service.settings import session_settings
+
+    options = client_options(args)
+    return session_settings(options, os.environ, options_name=OPTIONS_NAME[:-1]).defaults
+
+
+def _flag(row: Setting) -> str:
+    return (row.flag or "").split(" ")[0]
+
+
+# The core's field names as the command line names them, in a refused run's problems: each
+# setting's flag from the table, and the run's own arguments.
+FIELD_FLAGS = {row.name: _flag(row) for row in rows_for(Level.CLI) if row.flag} | {
     "sandbox_root": "--sandbox",
     "prompt": "the prompt",  # the one argument that is no flag
-    "provider": "--provider",
-    "max_iterations": "--max-iterations",
     "continue_from": "--continue",
-    "tool_result_budget": "--tool-result-budget",
-    "context_window": "--context-window",
-    "model": "--model",
     "iteration": "--iteration",
 }
 
-
 OPTIONS_NAME = "the command line."  # what `flag_settings` calls the flags, for service/settings.py
 
-
-OPTION_FLAGS = {"automationProfile": "--profile", "commandReadPaths": "--command-read-path"}
+# Option names (`maxIterations`, `commandLimits`) as flags, from the table.
+OPTION_FLAGS = {
+    row.option.split(".")[0]: _flag(row) for row in rows_for(Level.CLI) if row.option and row.flag
+}
 
 
 def option_flag(problem: str) -> str:
@@ -66,7 +93,7 @@ def option_flag(problem: str) -> str:
         return problem
     option, _, rest = problem[len(OPTIONS_NAME) :].partition(":")
     name = re.split(r"[.\[]", option, maxsplit=1)[0]
-    flag = OPTION_FLAGS.get(name) or "--" + re.sub(r"([A-Z])", r"-\1", name).lower()
+    flag = OPTION_FLAGS.get(name, name)
     return f"{flag}:{rest}"
 
 

@@ -54,44 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the project folder the tools may touch, nothing outside it (default: here)",
     )
-    run.add_argument(
-        "--provider",
-        choices=("offline", "replay", "anthropic", "openai"),
-        help=table_help("provider"),
-    )
-    run.add_argument("--model", help=table_help("model"))
-    run.add_argument("--base-url", help=table_help("base_url"))
-    run.add_argument("--script", metavar="FILE", help=table_help("replay_script"))
-    run.add_argument(
-        "--no-prompt-cache",
-        action="store_true",
-        help=f"send no prompt-cache breakpoints (also: {ENV_PROMPT_CACHING}=0)",
-    )
-    run.add_argument(
-        "--no-project-instructions",
-        action="store_true",
-        help="do not send the workspace's AGENTS.md / CLAUDE.md files nor the user's own to "
-        f"the model (also: {ENV_PROJECT_INSTRUCTIONS}=0)",
-    )
-    run.add_argument(
-        "--tool-result-budget",
-        type=result_budget_flag,
-        metavar="CHARS",
-        help=table_help("tool_result_budget"),
-    )
-    run.add_argument(
-        "--context-window",
-        type=context_window_flag,
-        metavar="TOKENS",
-        help=table_help("context_window"),
-    )
-    run.add_argument(
-        "--prices",
-        type=prices_flag,
-        metavar="FILE",
-        help='a JSON file of prices by model, USD per million tokens: {"my-model": {"input": '
-        f'0.5, "output": 1.5, "cacheWrite": 0.6, "cacheRead": 0.05}}}} (also: ${ENV_PRICES})',
-    )
+    add_setting_flags(run)
     run.add_argument(
         "--file",
         dest="files",
@@ -109,16 +72,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="attach a PNG, JPEG, GIF or WebP image to the prompt (repeatable; docs/images.md)",
     )
-    add_command_flags(run)
-    run.add_argument(
-        "--max-iterations",
-        type=int,
-        metavar="N",
-        help=table_help("max_iterations"),
-    )
-    run.add_argument(
-        "--profile", choices=AUTOMATION_PROFILES, help=table_help("automation_profile")
-    )
     run.add_argument(
         "--tools",
         action="append",
@@ -132,7 +85,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the whole result, with the tool call history, as JSON",
     )
-    run.add_argument("--history", metavar="PATH", help=table_help("history"))
     run.add_argument("--no-history", action="store_true", help="do not store this run")
     run.add_argument(
         "--continue",
@@ -140,7 +92,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RUN_ID",
         help="continue the conversation of an earlier run",
     )
-    run.add_argument("--trust-workspace", action="store_true", help=TRUST_HELP)
 
     runs = commands.add_parser(
         "runs",
@@ -195,7 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--sandbox", metavar="DIR", help="the project folder (default: here)")
     doctor.add_argument("--json", action="store_true", help="print the report as JSON")
-    add_command_flags(doctor)
+    doctor.add_argument(
+        "--settings",
+        action="store_true",
+        help="print every setting's resolved value and where it came from (default, "
+        "environment or flag), secrets masked",
+    )
+    add_setting_flags(doctor)
 
     tools = commands.add_parser("tools", help="list every tool with its source and schema")
     tools.add_argument("--sandbox", metavar="DIR", help="also list MCP tools of this folder")
@@ -211,6 +168,61 @@ def build_parser() -> argparse.ArgumentParser:
     trust.add_argument("--json", action="store_true", help="print the list as JSON")
     add_batch_parser(commands)
     return parser
+
+
+def add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    """A flag for each row of the settings table the command line may set (`run` and
+    `doctor --settings` take the same ones; `flags.client_options` reads them)."""
+    parser.add_argument(
+        "--provider",
+        choices=("offline", "replay", "anthropic", "openai"),
+        help=table_help("provider"),
+    )
+    parser.add_argument("--model", help=table_help("model"))
+    parser.add_argument("--base-url", help=table_help("base_url"))
+    parser.add_argument("--script", metavar="FILE", help=table_help("replay_script"))
+    parser.add_argument(
+        "--no-prompt-cache",
+        action="store_true",
+        help=f"send no prompt-cache breakpoints (also: {ENV_PROMPT_CACHING}=0)",
+    )
+    parser.add_argument(
+        "--no-project-instructions",
+        action="store_true",
+        help="do not send the workspace's AGENTS.md / CLAUDE.md files nor the user's own to "
+        f"the model (also: {ENV_PROJECT_INSTRUCTIONS}=0)",
+    )
+    parser.add_argument(
+        "--tool-result-budget",
+        type=result_budget_flag,
+        metavar="CHARS",
+        help=table_help("tool_result_budget"),
+    )
+    parser.add_argument(
+        "--context-window",
+        type=context_window_flag,
+        metavar="TOKENS",
+        help=table_help("context_window"),
+    )
+    parser.add_argument(
+        "--prices",
+        type=prices_flag,
+        metavar="FILE",
+        help='a JSON file of prices by model, USD per million tokens: {"my-model": {"input": '
+        f'0.5, "output": 1.5, "cacheWrite": 0.6, "cacheRead": 0.05}}}} (also: ${ENV_PRICES})',
+    )
+    parser.add_argument(
+        "--max-iterations",
+        type=int,
+        metavar="N",
+        help=table_help("max_iterations"),
+    )
+    parser.add_argument(
+        "--profile", choices=AUTOMATION_PROFILES, help=table_help("automation_profile")
+    )
+    parser.add_argument("--history", metavar="PATH", help=table_help("history"))
+    parser.add_argument("--trust-workspace", action="store_true", help=TRUST_HELP)
+    add_command_flags(parser)
 
 
 def add_command_flags(parser: argparse.ArgumentParser) -> None:

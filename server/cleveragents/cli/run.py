@@ -71,18 +71,7 @@ def run_command(args: argparse.Namespace) -> int:
     # With --json, stdout carries only the result; the live view goes to stderr.
     console = Console(stderr=args.json)
     try:
-        settings = flag_settings(
-            args,
-            provider=args.provider,
-            automation_profile=args.profile,
-            max_iterations=args.max_iterations,
-            tool_result_budget=args.tool_result_budget,
-            context_window=args.context_window,
-            prompt_caching=False if args.no_prompt_cache else None,
-            project_instructions=False if args.no_project_instructions else None,
-            prices=args.prices,
-            trust_workspace=True if args.trust_workspace else None,
-        )
+        settings = flag_settings(args)
     except ParamsError as exc:
         return fail("; ".join(option_flag(p) for p in exc.problems), EXIT_USAGE)
     try:

@@ -609,7 +609,12 @@ def settings_report(
         else:
             source = "default"
         value = resolved.value(row.resolved)
-        text = _masked(value) if row.secret else _shown(value)
+        if row.secret:
+            text = _masked(value)
+        elif row.kind == "URL" and isinstance(value, str):
+            text = _without_credentials(value)
+        else:
+            text = _shown(value)
         report.append(SettingValue(row.name, row.env, text, source))
     return report
 
@@ -666,6 +671,11 @@ def _shown(value: Any) -> str:
         first = value.strip().splitlines()[0] if value.strip() else ""
         return f"{first[:60]}... ({len(value):,} characters)"
     return str(value)
+
+
+def _without_credentials(url: str) -> str:
+    """A URL with any `user:password@` replaced (a proxy's URL may carry them)."""
+    return re.sub(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@", r"\1***@", url)
 
 
 def _masked(value: Any) -> str:
