@@ -594,12 +594,7 @@ def settings_report(
     the front's own history argument (`--history`)."""
     env = os.environ if env is None else env
     defaults = session_settings(options, env, options_name=options_name).defaults
-    resolved = _Resolved(
-        defaults=defaults,
-        policy=defaults.command_policy or CommandPolicy.from_environment(env),
-        history=history_path(history, env),
-        env=env,
-    )
+    resolved = ResolvedSettings.of(defaults, env, history)
     report: list[SettingValue] = []
     for row in SETTINGS:
         if _option_is_set(options, row) or (row.name == "history" and history):
@@ -609,24 +604,26 @@ def settings_report(
         else:
             source = "default"
         value = resolved.value(row.resolved)
-        if row.secret:
-            text = _masked(value)
-        elif row.kind == "URL" and isinstance(value, str):
-            text = _without_credentials(value)
-        else:
-            text = _shown(value)
-        report.append(SettingValue(row.name, row.env, text, source))
+        report.append(SettingValue(row.name, row.env, shown_setting(row, value), source))
     return report
 
 
 @dataclass(frozen=True, slots=True)
-class _Resolved:
-    """What a row's `resolved` path starts from (settings_table.Setting.resolved)."""
+class ResolvedSettings:
+    """What a row's `resolved` path starts from (settings_table.Setting.resolved): the run
+    defaults, the command policy they make, the history file and the environment."""
 
     defaults: RunDefaults
     policy: CommandPolicy
     history: Path
     env: Mapping[str, str]
+
+    @classmethod
+    def of(
+        cls, defaults: RunDefaults, env: Mapping[str, str], history: str | None = None
+    ) -> ResolvedSettings:
+        policy = defaults.command_policy or CommandPolicy.from_environment(env)
+        return cls(defaults, policy, history_path(history, env), env)
 
     def value(self, path: str) -> Any:
         head, _, rest = path.partition(".")
@@ -658,7 +655,18 @@ def _option_is_set(options: ClientOptions, row: Setting) -> bool:
     return getattr(options, row.name, None) is not None
 
 
-def _shown(value: Any) -> str:
+def shown_setting(row: Setting, value: Any) -> str:
+    """A row's resolved value as `doctor --settings` prints it: a secret masked, a URL
+    without its credentials."""
+    if row.secret:
+        return _masked(value)
+    if row.kind == "URL" and isinstance(value, str):
+        return _without_credentials(value)
+    return shown_value(value)
+
+
+def shown_value(value: Any) -> str:
+    """A resolved value as `doctor --settings` prints it."""
     if value is None:
         return "(unset)"
     if isinstance(value, bool):
