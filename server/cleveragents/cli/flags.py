@@ -7,15 +7,17 @@ import argparse
 import os
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..settings_table import Level, Setting, rows_for
 
 if TYPE_CHECKING:
+    from ..service.errors import ServiceError
+    from ..service.resources import ResourceRequest
     from ..service.settings import ClientOptions, RunDefaults
 
 
-def file_flag(requests: list[Any]) -> Any:
+def file_flag(requests: list[ResourceRequest]) -> Callable[[int | None, str], str]:
     """Names a --file flag in a problem, as the user wrote it."""
 
     def label(index: int | None, _: str) -> str:
@@ -97,14 +99,14 @@ def option_flag(problem: str) -> str:
     return f"{flag}:{rest}"
 
 
-def flag_problems(error: Any, flag: Callable[[str], str]) -> str:
+def flag_problems(error: ServiceError, flag: Callable[[str], str]) -> str:
     """An INVALID_PARAMS error's problems, each field named as the command line names it."""
     from ..service.errors import rename_field
 
     return "; ".join(rename_field(problem, flag) for problem in error.problems)
 
 
-def file_flag_of(field: str, requests: list[Any]) -> str:
+def file_flag_of(field: str, requests: list[ResourceRequest]) -> str:
     """`resources[0].path` as the --file flag the user wrote; other fields as they are."""
     import re
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..batch.command import add_batch_parser
@@ -23,6 +24,9 @@ TRUST_HELP = (
     f"start the sandbox's .mcp.json servers without asking (also {ENV_TRUST_WORKSPACE}=1); "
     "otherwise they start once you trust the file at the terminal"
 )
+
+if TYPE_CHECKING:
+    from ..service.resources import ResourceRequest
 
 
 def table_help(name: str) -> str:
@@ -266,7 +270,7 @@ def add_command_flags(parser: argparse.ArgumentParser) -> None:
 
 
 # -- flag values: each checked here, so a bad one exits 2 naming the flag ----------------------
-def checked_int(check: Any) -> Any:
+def checked_int(check: Callable[[int], str | None]) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text.replace("_", ""))
@@ -311,7 +315,7 @@ def prices_flag(path: str) -> dict[str, Any]:
     return dict(data)
 
 
-def resource_flag(spec: str) -> Any:
+def resource_flag(spec: str) -> ResourceRequest:
     """`PATH`, `PATH:LINE` or `PATH:START-END` as a resource request."""
     import re
 

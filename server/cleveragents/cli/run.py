@@ -8,12 +8,21 @@ import json
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..settings_table import ENV_TRUST_WORKSPACE
 from .common import EXIT_CANCELLED, EXIT_LIMIT, EXIT_OK, EXIT_USAGE, fail, sandbox_problem
 from .flags import FIELD_FLAGS, file_flag_of, flag_problems, flag_settings, option_flag
 from .trust import say_not_started
+
+if TYPE_CHECKING:
+    from ..display import RunDisplay
+    from ..mcp import McpToolset
+    from ..service.runs import RunManager, RunOutcome, RunPlan
+    from ..service.trust import TrustRequest
+    from ..tool.events import RunObserver
+    from ..tool.policy import ApprovalDecision, ApprovalRequest
+    from ..tool.registry import ToolRegistry
 
 
 class TerminalSink:
@@ -26,7 +35,7 @@ class TerminalSink:
         f"(or set {ENV_TRUST_WORKSPACE}=1) to trust it"
     )
 
-    def __init__(self, display: Any, interactive: bool) -> None:
+    def __init__(self, display: RunDisplay, interactive: bool) -> None:
         from ..display import TerminalApprover, TerminalTrustAsker
 
         self.display = display
@@ -38,16 +47,16 @@ class TerminalSink:
     def approvals(self) -> bool:
         return self.interactive
 
-    def run_observer(self, plan: Any) -> Any:
+    def run_observer(self, plan: RunPlan) -> RunObserver:
         return self.display
 
-    async def ask_approval(self, request: Any) -> Any:
+    async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         return await self._approver(request)
 
-    async def ask_trust(self, request: Any) -> bool | None:
+    async def ask_trust(self, request: TrustRequest) -> bool | None:
         return await self._trust_asker(request) if self.interactive else None
 
-    def run_tools(self, registry: Any, workspace_mcp: Any) -> Any:
+    def run_tools(self, registry: ToolRegistry, workspace_mcp: McpToolset) -> ToolRegistry:
         say_not_started(self.display.console, workspace_mcp)
         return registry
 
@@ -110,7 +119,7 @@ def run_command(args: argparse.Namespace) -> int:
         run_id=run_id,
     )
 
-    async def go() -> Any:
+    async def go() -> RunOutcome:
         # The core's pipeline, as for the daemon and ACP mode; its checkpoints live next to
         # the history (a run that is not stored cannot be undone).
         manager = RunManager(registry, settings, history)
@@ -162,7 +171,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def second_interrupt_kills(
-    loop: asyncio.AbstractEventLoop, manager: Any, run_id: str, interrupts: list[bool]
+    loop: asyncio.AbstractEventLoop, manager: RunManager, run_id: str, interrupts: list[bool]
 ) -> None:
     if interrupts:
         loop.remove_signal_handler(signal.SIGINT)

@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .common import EXIT_OK, EXIT_USAGE, fail
 from .flags import FIELD_FLAGS, flag_problems
 
+if TYPE_CHECKING:
+    from ..service.history import RunHistory
+    from ..service.undo import Undo
 
-def open_history(path: str | None) -> Any:
+
+def open_history(path: str | None) -> RunHistory:
     """--history, else the history variable, else the data folder's (as every front)."""
     from ..service.history import RunHistory
     from ..service.settings import history_path
@@ -106,7 +110,7 @@ def runs_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def checkpoints_command(args: argparse.Namespace, history: Any) -> int:
+def checkpoints_command(args: argparse.Namespace, history: RunHistory) -> int:
     """`runs restore`, `runs disk` and `runs prune-checkpoints`."""
     from ..service.errors import ErrorKind, ServiceError
     from ..service.undo import Undo
@@ -126,7 +130,7 @@ def checkpoints_command(args: argparse.Namespace, history: Any) -> int:
         undo.close()
 
 
-def restore_command(args: argparse.Namespace, undo: Any) -> int:
+def restore_command(args: argparse.Namespace, undo: Undo) -> int:
     from rich.console import Console
 
     from ..display import show_file_changes
@@ -180,18 +184,20 @@ def restore_command(args: argparse.Namespace, undo: Any) -> int:
     return EXIT_OK
 
 
-def disk_command(args: argparse.Namespace, undo: Any) -> int:
+def disk_command(args: argparse.Namespace, undo: Undo) -> int:
     usage = undo.disk_usage()
     if args.json:
         print(json.dumps({"total_bytes": usage.total_bytes, "by_sandbox": usage.by_sandbox}))
         return EXIT_OK
-    print(f"checkpoints take {size_text(usage.total_bytes)} in {undo.data_dir / 'checkpoints'}")
+    # An in-memory history has no data folder (nor checkpoints on disk).
+    where = undo.data_dir / "checkpoints" if undo.data_dir is not None else "no folder"
+    print(f"checkpoints take {size_text(usage.total_bytes)} in {where}")
     for folder, size in sorted(usage.by_sandbox.items(), key=lambda item: -item[1]):
         print(f"  {size_text(size):>10}  {folder}")
     return EXIT_OK
 
 
-def prune_command(args: argparse.Namespace, undo: Any) -> int:
+def prune_command(args: argparse.Namespace, undo: Undo) -> int:
     import time
 
     if args.older_than is not None and args.older_than < 0:

@@ -8,10 +8,18 @@ import dataclasses
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..settings_table import ENV_TRUST_WORKSPACE
 from .common import EXIT_OK
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..display import RunDisplay
+    from ..mcp import McpToolset
+    from ..service.trust import WorkspaceTrust
+    from ..tool.registry import ToolRegistry
 
 
 def workspace_trust_report(sandbox: str) -> dict[str, Any]:
@@ -58,7 +66,9 @@ def render_workspace_trust(mcp: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-async def add_mcp_tools_once(registry: Any, sandbox: str, trust: Any, console: Any) -> None:
+async def add_mcp_tools_once(
+    registry: ToolRegistry, sandbox: str, trust: WorkspaceTrust, console: Console
+) -> None:
     """Start the sandbox's MCP servers (once trusted) just long enough to list their tools."""
     from ..mcp import add_mcp_tools
 
@@ -67,7 +77,9 @@ async def add_mcp_tools_once(registry: Any, sandbox: str, trust: Any, console: A
         say_not_started(console, toolset)
 
 
-def mcp_trust(args: argparse.Namespace, console: Any, display: Any = None) -> Any:
+def mcp_trust(
+    args: argparse.Namespace, console: Console, display: RunDisplay | None = None
+) -> WorkspaceTrust:
     """The workspace-trust decision for this command: asked at the terminal (no terminal:
     not trusted), unless --trust-workspace or the trust-workspace variable pre-trusts.
     ValueError for a malformed one."""
@@ -91,7 +103,7 @@ def mcp_trust(args: argparse.Namespace, console: Any, display: Any = None) -> An
     )
 
 
-async def sandbox_mcp(sandbox: str, trust: Any) -> Any:
+async def sandbox_mcp(sandbox: str, trust: WorkspaceTrust) -> McpToolset:
     """The sandbox's MCP toolset, with only what `trust` admits (open it with `async with`)."""
     from ..mcp import McpToolset, read_mcp_config
 
@@ -99,7 +111,7 @@ async def sandbox_mcp(sandbox: str, trust: Any) -> Any:
     return McpToolset(sandbox, config=config)
 
 
-def say_not_started(console: Any, toolset: Any) -> None:
+def say_not_started(console: Console, toolset: McpToolset) -> None:
     from rich.markup import escape
 
     for name, reason in toolset.skipped.items():
