@@ -22,7 +22,9 @@ from ..settings_table import (
     ENV_CONTEXT_WINDOW,
     ENV_MAX_ITERATIONS,
     ENV_MODEL,
+    ENV_OPENAI_VISION,
     ENV_PASS_VARIABLES,
+    ENV_PREFIX,
     ENV_PRICES,
     ENV_PROFILE,
     ENV_PROJECT_INSTRUCTIONS,
@@ -91,7 +93,7 @@ class RunImage:
     The daemon reads its type and size from the bytes; it refuses (-32602, naming the image
     and the limit) one over 3.75 MiB or 8000 px a side, more than 20 images or 20 MiB in all,
     and every image when the run's model cannot see (the offline model; an OpenAI-compatible
-    one not declared to see images, docs/settings.md), before any request.
+    one without the vision variable), before any request.
     """
 
     data: str = attrs.field(metadata=doc("The image's bytes, base64-encoded."))
@@ -103,6 +105,12 @@ class RunImage:
         default=None,
         metadata=doc("What the user knows it by (a file name); null: `images[N]`."),
     )
+
+
+# The variable is named in settings_table.py alone; the schema's text names it from there.
+RunImage.__doc__ = (RunImage.__doc__ or "").replace(
+    "the vision variable", f"`{ENV_OPENAI_VISION}=1`"
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -423,7 +431,7 @@ class InitializationOptions:
     )
     command_limits: CommandLimits | None = attrs.field(
         default=None,
-        metadata=doc("`run_command`'s limits, over the environment's (docs/settings.md)."),
+        metadata=doc(f"`run_command`'s limits, over ${ENV_PREFIX}COMMAND_MAX_* ones."),
     )
     allow_unconfined_commands: bool | None = attrs.field(
         default=None,
