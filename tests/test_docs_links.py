@@ -242,7 +242,8 @@ def test_the_protocol_readme_title_has_the_daemons_version() -> None:
 
 
 def test_the_variables_a_command_gets_are_the_command_walls() -> None:
-    from cleveragents.workspace.command_policy import COMMAND_TAG_VARIABLE, CORE_VARIABLES
+    from cleveragents.settings_table import COMMAND_TAG_VARIABLE
+    from cleveragents.workspace.command_policy import CORE_VARIABLES
 
     text = (ROOT / "docs" / "tools.md").read_text(encoding="utf-8")
     start = text.index("and gets only")

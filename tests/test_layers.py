@@ -37,6 +37,7 @@ Graph = dict[str, set[str]]
 RANKS: dict[str, int] = {
     "cleveragents": 0,  # the package itself: its version
     "cleveragents.paths": 0,  # the data folder
+    "cleveragents.settings_table": 0,  # every setting: variable, levels, default, doc
     "cleveragents.tool": 0,  # the runtime: loop, runner, registry, policy, events
     "cleveragents.providers": 1,  # LLM callers
     "cleveragents.workspace": 1,  # sandbox wall, built-in tools, command wall

@@ -8,12 +8,12 @@ import json
 import pytest
 
 from cleveragents.providers.caching import (
-    PROMPT_CACHING_ENV,
     mark_messages,
     marked_tools,
     prompt_caching_enabled,
 )
 from cleveragents.providers.conversation import MessageConverter, ToolsConverter
+from cleveragents.settings_table import ENV_PROMPT_CACHING
 from cleveragents.tool import (
     AssistantMessage,
     Message,
@@ -163,9 +163,9 @@ def test_the_environment_turns_caching_off(
     monkeypatch: pytest.MonkeyPatch, value: str | None, expected: bool
 ) -> None:
     if value is None:
-        monkeypatch.delenv(PROMPT_CACHING_ENV, raising=False)
+        monkeypatch.delenv(ENV_PROMPT_CACHING, raising=False)
     else:
-        monkeypatch.setenv(PROMPT_CACHING_ENV, value)
+        monkeypatch.setenv(ENV_PROMPT_CACHING, value)
     assert prompt_caching_enabled() is expected
     assert prompt_caching_enabled(True) is True and prompt_caching_enabled(False) is False
 
@@ -177,7 +177,7 @@ def test_the_provider_factory_passes_the_caching_and_window_settings(
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.delenv(PROMPT_CACHING_ENV, raising=False)
+    monkeypatch.delenv(ENV_PROMPT_CACHING, raising=False)
     for provider in ("anthropic", "openai"):
         caller = create_llm_caller(
             provider, "some-model", cache=False, context_window=32_000, max_tokens=2_000
@@ -186,5 +186,5 @@ def test_the_provider_factory_passes_the_caching_and_window_settings(
         assert caller.context_window == 32_000
         assert caller.max_tokens == 2_000
         assert create_llm_caller(provider, "some-model").cache is True
-    monkeypatch.setenv(PROMPT_CACHING_ENV, "0")
+    monkeypatch.setenv(ENV_PROMPT_CACHING, "0")
     assert create_llm_caller("anthropic", "some-model").cache is False

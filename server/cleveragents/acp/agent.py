@@ -10,7 +10,7 @@ next prompt continues its last run (`continue_from`, with the core's checks: not
 running, not a restore); without a history, the session keeps its conversation itself.
 
 - The automation profile is the session's mode (`read-only`, `ask`, `auto-edit`,
-  `full-auto`): `$CLEVERAGENTS_PROFILE` (default `ask`), `_meta.cleveragents.automationProfile`
+  `full-auto`): the profile variable (default `ask`), `_meta.cleveragents.automationProfile`
   in `session/new`, or `session/set_mode` later.
 - MCP servers: the sandbox's `.mcp.json` ones, as for every run (once the user trusts that
   file: asked with `session/request_permission`; never under `read-only`), plus the stdio
@@ -68,6 +68,7 @@ from ..service.errors import ServiceError
 from ..service.history import RunHistory, StoredRun
 from ..service.runs import RunManager, RunRequest, check_sandbox_root
 from ..service.settings import RunDefaults, check_context_window, check_result_budget
+from ..settings_table import Level, rows_for
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.records import ToolCallRunResult
 from ..tool.runtime import new_run_id
@@ -450,36 +451,31 @@ def _requested_profile(meta: Any, defaults: RunDefaults) -> str:
     return str(requested)
 
 
+# The numeric `_meta.cleveragents` settings' checks (the core's, as for the other fronts).
+_META_CHECKS = {"tool_result_budget": check_result_budget, "context_window": check_context_window}
+
+
 def _requested_run_options(meta: Any) -> dict[str, Any]:
-    """`toolResultBudget`, `contextWindow`, `promptCaching` and `projectInstructions` of
-    `_meta.cleveragents` in `session/new`, as `RunRequest` fields; RequestError naming a
-    bad one."""
+    """The run settings the settings table lets `session/new`'s `_meta.cleveragents` set
+    (beside `automationProfile`), as `RunRequest` fields; RequestError naming a bad one."""
     if not isinstance(meta, dict):
         return {}
     options: dict[str, Any] = {}
-    for name, keyword, check in (
-        ("toolResultBudget", "tool_result_budget", check_result_budget),
-        ("contextWindow", "context_window", check_context_window),
-    ):
-        value = meta.get(name)
-        if value is None:
+    for row in rows_for(Level.ACP):
+        value = meta.get(row.option) if row.option else None
+        if value is None or row.name == "automation_profile":
             continue
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise invalid_params(f"_meta.{META_KEY}.{name}: expected an integer, got {value!r}")
-        problem = check(value)
-        if problem:
-            raise invalid_params(f"_meta.{META_KEY}.{name}: {problem}")
-        options[keyword] = value
-    for name, keyword in (
-        ("promptCaching", "prompt_caching"),
-        ("projectInstructions", "project_instructions"),
-    ):
-        flag = meta.get(name)
-        if flag is None:
-            continue
-        if not isinstance(flag, bool):
-            raise invalid_params(f"_meta.{META_KEY}.{name}: expected true or false, got {flag!r}")
-        options[keyword] = flag
+        where = f"_meta.{META_KEY}.{row.option}"
+        if row.kind == "yes/no":
+            if not isinstance(value, bool):
+                raise invalid_params(f"{where}: expected true or false, got {value!r}")
+        else:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise invalid_params(f"{where}: expected an integer, got {value!r}")
+            problem = _META_CHECKS[row.name](value)
+            if problem:
+                raise invalid_params(f"{where}: {problem}")
+        options[row.name] = value
     return options
 
 

@@ -2,11 +2,11 @@
 
 Editors that speak ACP (Zed, JetBrains IDEs, Neovim with CodeCompanion or avante, Emacs)
 start this command and exchange JSON-RPC 2.0 messages with it, one a line, on its stdin and
-stdout. Settings come from the environment, exactly as for the JSON-RPC daemon:
-$CLEVERAGENTS_PROVIDER, _MODEL, _PROFILE, _MAX_ITERATIONS, _BASE_URL, _REPLAY_SCRIPT,
-_HISTORY and _TRUST_WORKSPACE (start every workspace's `.mcp.json` servers without asking);
-API keys only from ANTHROPIC_API_KEY / OPENAI_API_KEY. Logs go to stderr; stdout
-carries the protocol alone (tools' prints and child processes' output land on stderr).
+stdout. Settings come from the environment, exactly as for the JSON-RPC daemon (the
+variables of `settings_table.py`, listed in docs/settings.md), and `session/new`'s
+`_meta.cleveragents`; API keys only from ANTHROPIC_API_KEY / OPENAI_API_KEY. Logs go
+to stderr; stdout carries the protocol alone (tools' prints and child processes' output land
+on stderr).
 
 The session ends when the client closes our stdin, on SIGINT or SIGTERM, or when the client
 stops reading. Each way, running prompts are cancelled, answered with stop reason `cancelled`
@@ -35,6 +35,7 @@ from ..service.history import RunHistory
 from ..service.processes import claim_stdio, kill_descendants
 from ..service.runs import RunManager
 from ..service.settings import ClientOptions, RunDefaults, open_history, session_settings
+from ..settings_table import ENV_HISTORY, ENV_PREFIX
 from ..tool.registry import ToolRegistry
 from ..toolsets import ToolLoadError, build_registry
 from .transport import StdioTransport
@@ -97,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cleveragents serve --acp",
         description="Serve the Agent Client Protocol (JSON-RPC 2.0, one message a line) on "
-        "stdin and stdout, for editors such as Zed. Settings come from the CLEVERAGENTS_* "
+        f"stdin and stdout, for editors such as Zed. Settings come from the {ENV_PREFIX}* "
         "environment variables.",
     )
     parser.add_argument(
@@ -116,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--history",
         metavar="PATH",
-        help="run history database (default: $CLEVERAGENTS_HISTORY, else history.sqlite3 in "
+        help=f"run history database (default: ${ENV_HISTORY}, else history.sqlite3 in "
         "the user data folder)",
     )
     parser.add_argument("--no-history", action="store_true", help="do not store the runs")

@@ -154,7 +154,7 @@ class TaskSink:
         return "deny"  # never called: approvals is False
 
     async def ask_trust(self, request: TrustRequest) -> bool | None:
-        return None  # nobody to ask: only CLEVERAGENTS_TRUST_WORKSPACE=1 starts MCP servers
+        return None  # nobody to ask: only the trust-workspace variable starts MCP servers
 
 
 def prepare_workspace(workspace: Workspace, destination: str) -> None:

@@ -18,6 +18,7 @@ from rich.console import Console
 
 from ..paths import default_prompt_history_path
 from ..providers import PROVIDERS
+from ..settings_table import ENV_MAX_ITERATIONS, ENV_PROFILE, ENV_PROVIDER, ENV_TRUST_WORKSPACE
 from ..tool.policy import AUTOMATION_PROFILES
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
     chat.add_argument(
         "--provider",
         choices=PROVIDERS,
-        help="LLM provider (default: $CLEVERAGENTS_PROVIDER, else offline)",
+        help=f"LLM provider (default: ${ENV_PROVIDER}, else offline)",
     )
     chat.add_argument("--model", help="model name for the provider (/model changes it)")
     chat.add_argument("--base-url", help="provider base URL (OpenAI-compatible servers, proxies)")
@@ -48,14 +49,14 @@ def parser() -> argparse.ArgumentParser:
     chat.add_argument(
         "--profile",
         choices=AUTOMATION_PROFILES,
-        help="what may run without asking (default: $CLEVERAGENTS_PROFILE, else ask; /profile "
+        help=f"what may run without asking (default: ${ENV_PROFILE}, else ask; /profile "
         "changes it)",
     )
     chat.add_argument(
         "--max-iterations",
         type=_max_iterations,
         metavar="N",
-        help="model calls per prompt (default: $CLEVERAGENTS_MAX_ITERATIONS, else 25)",
+        help=f"model calls per prompt (default: ${ENV_MAX_ITERATIONS}, else 25)",
     )
     chat.add_argument(
         "--continue",
@@ -72,8 +73,7 @@ def parser() -> argparse.ArgumentParser:
     chat.add_argument(
         "--trust-workspace",
         action="store_true",
-        help="start the folder's .mcp.json servers without asking (also "
-        "CLEVERAGENTS_TRUST_WORKSPACE=1)",
+        help=f"start the folder's .mcp.json servers without asking (also {ENV_TRUST_WORKSPACE}=1)",
     )
     return chat
 

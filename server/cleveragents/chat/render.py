@@ -25,6 +25,7 @@ from ..mcp import McpToolset
 from ..service.changes import ChangedFile
 from ..service.runs import RunPlan
 from ..service.trust import TrustRequest
+from ..settings_table import ENV_TRUST_WORKSPACE
 from ..tool.events import ResponseReceived, RunEvent, RunObserver, RunStarted, TextDelta
 from ..tool.instructions import describe_files
 from ..tool.policy import ApprovalDecision, ApprovalRequest
@@ -92,7 +93,7 @@ class ChatSink:
 
     cannot_ask_trust = (
         "no terminal to ask at; run the session at a terminal, or pass --trust-workspace "
-        "(or set CLEVERAGENTS_TRUST_WORKSPACE=1) to trust it"
+        f"(or set {ENV_TRUST_WORKSPACE}=1) to trust it"
     )
 
     def __init__(self, display: ChatDisplay, read_line: LineReader | None) -> None:

@@ -52,6 +52,7 @@ from ..service.history import RunHistory
 from ..service.processes import claim_stdio, kill_descendants
 from ..service.runs import RunManager
 from ..service.settings import SessionSettings, open_history
+from ..settings_table import ENV_HISTORY
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.registry import ToolRegistry
 from ..toolsets import ToolLoadError, build_registry
@@ -610,7 +611,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--history",
         metavar="PATH",
-        help="run history database (default: $CLEVERAGENTS_HISTORY, else "
+        help=f"run history database (default: ${ENV_HISTORY}, else "
         "history.sqlite3 in the user data folder)",
     )
     parser.add_argument(

@@ -17,6 +17,23 @@ from .. import jsonrpc_errors as errors
 # The runtime's own literals: the wire says exactly what the runtime and history produce.
 from ..service.changes import ChangeKind
 from ..service.history import RunKind, RunStatus
+from ..settings_table import (
+    ENV_ALLOW_UNCONFINED,
+    ENV_CONTEXT_WINDOW,
+    ENV_MAX_ITERATIONS,
+    ENV_MODEL,
+    ENV_OPENAI_VISION,
+    ENV_PASS_VARIABLES,
+    ENV_PREFIX,
+    ENV_PRICES,
+    ENV_PROFILE,
+    ENV_PROJECT_INSTRUCTIONS,
+    ENV_PROMPT_CACHING,
+    ENV_PROVIDER,
+    ENV_READ_PATHS,
+    ENV_TOOL_RESULT_BUDGET,
+    ENV_TRUST_WORKSPACE,
+)
 from ..tool.policy import ApprovalDecision
 from ..tool.records import ErrorKind, StopReason
 
@@ -76,7 +93,7 @@ class RunImage:
     The daemon reads its type and size from the bytes; it refuses (-32602, naming the image
     and the limit) one over 3.75 MiB or 8000 px a side, more than 20 images or 20 MiB in all,
     and every image when the run's model cannot see (the offline model; an OpenAI-compatible
-    one without `CLEVERAGENTS_OPENAI_VISION=1`), before any request.
+    one without the vision variable), before any request.
     """
 
     data: str = attrs.field(metadata=doc("The image's bytes, base64-encoded."))
@@ -88,6 +105,12 @@ class RunImage:
         default=None,
         metadata=doc("What the user knows it by (a file name); null: `images[N]`."),
     )
+
+
+# The variable is named in settings_table.py alone; the schema's text names it from there.
+RunImage.__doc__ = (RunImage.__doc__ or "").replace(
+    "the vision variable", f"`{ENV_OPENAI_VISION}=1`"
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -296,21 +319,19 @@ class InitializationOptions:
         default=None,
         metadata=doc(
             "LLM provider: offline, replay, anthropic or openai. Default: "
-            "$CLEVERAGENTS_PROVIDER, else offline."
+            f"${ENV_PROVIDER}, else offline."
         ),
     )
     model: str | None = attrs.field(
-        default=None, metadata=doc("Model name. Default: $CLEVERAGENTS_MODEL, else the provider's.")
+        default=None, metadata=doc(f"Model name. Default: ${ENV_MODEL}, else the provider's.")
     )
     automation_profile: AutomationProfile | None = attrs.field(
         default=None,
-        metadata=doc("Default automation profile. Default: $CLEVERAGENTS_PROFILE, else ask."),
+        metadata=doc(f"Default automation profile. Default: ${ENV_PROFILE}, else ask."),
     )
     max_iterations: int | None = attrs.field(
         default=None,
-        metadata=doc(
-            "Default LLM-call limit per run. Default: $CLEVERAGENTS_MAX_ITERATIONS, else 25."
-        ),
+        metadata=doc(f"Default LLM-call limit per run. Default: ${ENV_MAX_ITERATIONS}, else 25."),
     )
     system_prompt: str | None = attrs.field(
         default=None, metadata=doc("Replaces the built-in system prompt.")
@@ -354,21 +375,21 @@ class InitializationOptions:
         default=None,
         metadata=doc(
             "Start every workspace's `.mcp.json` servers without asking (for automation). "
-            "Default: $CLEVERAGENTS_TRUST_WORKSPACE, else false."
+            f"Default: ${ENV_TRUST_WORKSPACE}, else false."
         ),
     )
     tool_result_budget: int | None = attrs.field(
         default=None,
         metadata=doc(
             "Characters of one tool result the model is shown (1,000 to 10,000,000); the "
-            "record keeps it whole. Default: $CLEVERAGENTS_TOOL_RESULT_BUDGET, else 32,000."
+            f"record keeps it whole. Default: ${ENV_TOOL_RESULT_BUDGET}, else 32,000."
         ),
     )
     context_window: int | None = attrs.field(
         default=None,
         metadata=doc(
             "The model's context window in tokens, for models the built-in table does not "
-            "know (a local model). Default: $CLEVERAGENTS_CONTEXT_WINDOW, else the table's, "
+            f"know (a local model). Default: ${ENV_CONTEXT_WINDOW}, else the table's, "
             "else 128,000."
         ),
     )
@@ -376,7 +397,7 @@ class InitializationOptions:
         default=None,
         metadata=doc(
             "Mark prompt-cache breakpoints (Anthropic). Default: "
-            "$CLEVERAGENTS_PROMPT_CACHING (0 or 1), else true."
+            f"${ENV_PROMPT_CACHING} (0 or 1), else true."
         ),
     )
     project_instructions: bool | None = attrs.field(
@@ -384,13 +405,13 @@ class InitializationOptions:
         metadata=doc(
             "Send the workspace's AGENTS.md files (CLAUDE.md where there is none) and the "
             "user's own to the model (docs/agents.md). Default: "
-            "$CLEVERAGENTS_PROJECT_INSTRUCTIONS (0 or 1), else true."
+            f"${ENV_PROJECT_INSTRUCTIONS} (0 or 1), else true."
         ),
     )
     prices: dict[str, ModelPrice] | None = attrs.field(
         default=None,
         metadata=doc(
-            "Prices by model name, over $CLEVERAGENTS_PRICES (the same JSON) and the "
+            f"Prices by model name, over ${ENV_PRICES} (the same JSON) and the "
             'built-in table, e.g. `{"my-model": {"input": 0.5, "output": 1.5}}`.'
         ),
     )
@@ -398,25 +419,25 @@ class InitializationOptions:
         default=None,
         metadata=doc(
             "Folders `run_command` may also read (absolute, or starting with `~`), added to "
-            "$CLEVERAGENTS_COMMAND_READ_PATHS. Credential folders stay hidden."
+            f"${ENV_READ_PATHS}. Credential folders stay hidden."
         ),
     )
     command_env: list[str] | None = attrs.field(
         default=None,
         metadata=doc(
             "Variables (names or patterns such as `NODE_*`) `run_command` also gets, added to "
-            "$CLEVERAGENTS_COMMAND_ENV."
+            f"${ENV_PASS_VARIABLES}."
         ),
     )
     command_limits: CommandLimits | None = attrs.field(
         default=None,
-        metadata=doc("`run_command`'s limits, over $CLEVERAGENTS_COMMAND_MAX_* ones."),
+        metadata=doc(f"`run_command`'s limits, over ${ENV_PREFIX}COMMAND_MAX_* ones."),
     )
     allow_unconfined_commands: bool | None = attrs.field(
         default=None,
         metadata=doc(
             "Where bubblewrap is missing, run commands unconfined under `full-auto` without "
-            "asking. Default: $CLEVERAGENTS_ALLOW_UNCONFINED_COMMANDS, else false."
+            f"asking. Default: ${ENV_ALLOW_UNCONFINED}, else false."
         ),
     )
     token: str | None = attrs.field(

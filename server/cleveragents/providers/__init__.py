@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..settings_table import ENV_OPENAI_VISION, ENV_PROVIDER, ENV_REPLAY_SCRIPT
 from ..tool.llm import LLMCaller
 from .errors import ProviderError
 
@@ -17,11 +18,13 @@ class ProviderConfigError(ValueError):
 
 
 def resolve_provider_name(provider: str | None) -> str:
-    """The provider to use: the argument, else $CLEVERAGENTS_PROVIDER, else offline."""
-    name = (provider or os.environ.get("CLEVERAGENTS_PROVIDER") or DEFAULT_PROVIDER).strip()
+    """The provider to use: the argument, else the provider variable, else offline; the
+    message of a bad one names where it came from (the argument, or the variable)."""
+    name = (provider or os.environ.get(ENV_PROVIDER) or DEFAULT_PROVIDER).strip()
     if name not in PROVIDERS:
+        where = "" if provider else f"${ENV_PROVIDER}: "
         raise ProviderConfigError(
-            f"unknown provider {name!r}; choose one of {', '.join(PROVIDERS)}"
+            f"{where}unknown provider {name!r}; choose one of {', '.join(PROVIDERS)}"
         )
     return name
 
@@ -33,8 +36,8 @@ def create_llm_caller(
 
     Options: `script` (replay: path to the JSON script), `base_url` (anthropic, openai),
     `max_retries`, `timeout`, `max_tokens`, `context_window`, `cache` (prompt caching;
-    None: $CLEVERAGENTS_PROMPT_CACHING, on by default) and `vision` (openai: whether the
-    model takes images; None: $CLEVERAGENTS_OPENAI_VISION). API keys come from the environment.
+    None: the prompt caching variable, on by default) and `vision` (openai: whether the
+    model takes images; None: the openai vision variable). API keys come from the environment.
     """
     name = resolve_provider_name(provider)
     if name == "offline":
@@ -44,11 +47,10 @@ def create_llm_caller(
     if name == "replay":
         from .replay import ReplayCaller
 
-        script = options.get("script") or os.environ.get("CLEVERAGENTS_REPLAY_SCRIPT")
+        script = options.get("script") or os.environ.get(ENV_REPLAY_SCRIPT)
         if not script:
             raise ProviderConfigError(
-                "the replay provider needs a script: pass --script FILE or set "
-                "CLEVERAGENTS_REPLAY_SCRIPT"
+                f"the replay provider needs a script: pass --script FILE or set {ENV_REPLAY_SCRIPT}"
             )
         return ReplayCaller.from_file(script, model=model)
     passthrough = {
@@ -82,7 +84,7 @@ def no_vision(provider: str, model: str | None) -> str:
     if provider == "openai":
         return (
             f"the openai provider's model {model or '(unnamed)'} is not known to take images: "
-            "set CLEVERAGENTS_OPENAI_VISION=1 when the server's model has vision (gpt-4o, "
+            f"set {ENV_OPENAI_VISION}=1 when the server's model has vision (gpt-4o, "
             "llava...), or remove the images"
         )
     if provider == "offline":

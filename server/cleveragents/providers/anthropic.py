@@ -76,7 +76,7 @@ def _is_too_long(status: int, error_type: str | None, detail: str) -> bool:
 class AnthropicCaller:
     """Streams one Messages API call per `complete`; the SDK retries 408/409/429/5xx itself.
 
-    `cache` (default: on unless CLEVERAGENTS_PROMPT_CACHING=0) marks prompt-cache breakpoints
+    `cache` (default: on unless the prompt caching variable is 0) marks prompt-cache breakpoints
     (see `caching.py`); `context_window` overrides the runtime's model table.
     """
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-PROMPT_CACHING_ENV = "CLEVERAGENTS_PROMPT_CACHING"
-"""Set to 0 (or false, no, off) to send no cache breakpoints."""
+from ..settings_table import ENV_PROMPT_CACHING
 
 MAX_BREAKPOINTS = 4
 """The most `cache_control` marks the Messages API accepts in one request."""
@@ -34,7 +33,7 @@ def prompt_caching_enabled(cache: bool | None = None) -> bool:
     """`cache` when given, else the environment's setting (on unless it says 0/false/no/off)."""
     if cache is not None:
         return bool(cache)
-    return os.environ.get(PROMPT_CACHING_ENV, "").strip().lower() not in _OFF
+    return os.environ.get(ENV_PROMPT_CACHING, "").strip().lower() not in _OFF
 
 
 def ephemeral() -> dict[str, str]:

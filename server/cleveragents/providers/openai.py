@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
+from ..settings_table import ENV_OPENAI_VISION
 from ..tool.llm import TextSink
 from ..tool.messages import LLMRequest, LLMResponse, ToolCallRequest
 from ..tool.records import Usage
@@ -191,12 +192,9 @@ def _server_message(exc: Any) -> str:
     return "no details in the response"
 
 
-OPENAI_VISION_ENV = "CLEVERAGENTS_OPENAI_VISION"
-"""Set to 1 (or true, yes, on) when the server's model takes images."""
-
-
 def openai_vision_enabled() -> bool:
-    return os.environ.get(OPENAI_VISION_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    """The vision variable is 1 (or true, yes, on): the server's model takes images."""
+    return os.environ.get(ENV_OPENAI_VISION, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class OpenAICaller:
@@ -209,11 +207,11 @@ class OpenAICaller:
     These servers cache a prompt prefix by themselves when it is byte-identical to an
     earlier request's (OpenAI from 1,024 tokens): each message is converted once and the
     tools and system prompt never change within a run, so the prefix stays identical.
-    `cache` records the setting (default: on unless CLEVERAGENTS_PROMPT_CACHING=0); the API
+    `cache` records the setting (default: on unless the prompt caching variable is 0); the API
     has no switch to turn the server's caching off. `max_tokens` caps each answer (unset: the
     server's default); `context_window` overrides the runtime's model table, which a local
     model usually needs. `vision` says the model takes images (default:
-    $CLEVERAGENTS_OPENAI_VISION, off).
+    the openai vision variable, off).
     """
 
     provider = "openai"

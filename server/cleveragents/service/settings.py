@@ -20,6 +20,29 @@ from typing import Any
 from ..assembly import SYSTEM_PROMPT
 from ..paths import default_history_path
 from ..providers import PROVIDERS
+from ..settings_table import (
+    ENV_BASE_URL,
+    ENV_COMPACTION_SUMMARY,
+    ENV_CONTEXT_CLEAR_AT_LEAST,
+    ENV_CONTEXT_CLEAR_TRIGGER,
+    ENV_CONTEXT_KEEP_TOOL_USES,
+    ENV_CONTEXT_WINDOW,
+    ENV_HISTORY,
+    ENV_MAX_ITERATIONS,
+    ENV_MODEL,
+    ENV_OPENAI_VISION,
+    ENV_PRICES,
+    ENV_PROFILE,
+    ENV_PROJECT_INSTRUCTIONS,
+    ENV_PROMPT_CACHING,
+    ENV_PROVIDER,
+    ENV_REPLAY_SCRIPT,
+    ENV_TOOL_RESULT_BUDGET,
+    ENV_TRUST_WORKSPACE,
+    MAX_ITERATIONS_CAP,
+    SETTINGS,
+    Setting,
+)
 from ..tool.context_guard import ContextPolicy
 from ..tool.defaults import DEFAULT_MAX_ITERATIONS
 from ..tool.models import ModelPrice, normalise_prices
@@ -37,28 +60,7 @@ log = logging.getLogger(__name__)
 DEFAULT_PROFILE = "ask"
 DEFAULT_APPROVAL_TIMEOUT_S = 600.0
 MAX_APPROVAL_TIMEOUT_S = 86_400.0
-MAX_ITERATIONS_CAP = 1000
 
-ENV_PROVIDER = "CLEVERAGENTS_PROVIDER"
-ENV_MODEL = "CLEVERAGENTS_MODEL"
-ENV_PROFILE = "CLEVERAGENTS_PROFILE"
-ENV_MAX_ITERATIONS = "CLEVERAGENTS_MAX_ITERATIONS"
-ENV_BASE_URL = "CLEVERAGENTS_BASE_URL"
-ENV_REPLAY_SCRIPT = "CLEVERAGENTS_REPLAY_SCRIPT"
-ENV_HISTORY = "CLEVERAGENTS_HISTORY"
-ENV_TOOL_RESULT_BUDGET = "CLEVERAGENTS_TOOL_RESULT_BUDGET"
-ENV_CONTEXT_WINDOW = "CLEVERAGENTS_CONTEXT_WINDOW"
-ENV_PROMPT_CACHING = "CLEVERAGENTS_PROMPT_CACHING"
-ENV_PRICES = "CLEVERAGENTS_PRICES"
-# The context policy (tool/context_guard.py); a trigger of 0 clears only at the window's limit.
-ENV_CONTEXT_CLEAR_TRIGGER = "CLEVERAGENTS_CONTEXT_CLEAR_TRIGGER"
-ENV_CONTEXT_KEEP_TOOL_USES = "CLEVERAGENTS_CONTEXT_KEEP_TOOL_USES"
-ENV_CONTEXT_CLEAR_AT_LEAST = "CLEVERAGENTS_CONTEXT_CLEAR_AT_LEAST"
-# Ask the model for a summary of what compaction drops (an extra model call each time).
-ENV_COMPACTION_SUMMARY = "CLEVERAGENTS_COMPACTION_SUMMARY"
-ENV_PROJECT_INSTRUCTIONS = "CLEVERAGENTS_PROJECT_INSTRUCTIONS"
-# The openai provider's model takes images (off: a compatible server's may not).
-ENV_OPENAI_VISION = "CLEVERAGENTS_OPENAI_VISION"
 
 MAX_RESULT_BUDGET_CHARS = 10_000_000
 MIN_CONTEXT_WINDOW = 1024
@@ -76,7 +78,6 @@ COMMAND_LIMITS: dict[str, tuple[str, bool]] = {
     "min_free_disk_bytes": ("min_free_disk", True),
 }
 _VARIABLE_PATTERN = re.compile(r"^[A-Za-z_*?\[][A-Za-z0-9_*?\[\]!-]*$")
-ENV_TRUST_WORKSPACE = "CLEVERAGENTS_TRUST_WORKSPACE"
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
 
@@ -534,7 +535,7 @@ def check_max_iterations(value: int) -> str | None:
 
 
 def history_path(argument: str | None, env: Mapping[str, str] | None = None) -> Path:
-    """`--history`, else $CLEVERAGENTS_HISTORY, else the user data folder's file."""
+    """`--history`, else the history variable, else the user data folder's file."""
     env = os.environ if env is None else env
     chosen = argument or env.get(ENV_HISTORY)
     return Path(chosen).expanduser() if chosen else default_history_path()
@@ -564,3 +565,127 @@ def open_history(path_argument: str | None) -> RunHistory | None:
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+@dataclass(frozen=True, slots=True)
+class SettingValue:
+    """One row of the settings table as resolved: its value (as text, a secret's masked) and
+    the level it came from (`default`, `env`, or the options' level such as `flag`)."""
+
+    name: str
+    env: str | None
+    value: str
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "env": self.env, "value": self.value, "source": self.source}
+
+
+def settings_report(
+    options: ClientOptions,
+    env: Mapping[str, str] | None = None,
+    *,
+    history: str | None = None,
+    options_name: str = "initializationOptions",
+    options_level: str = "option",
+) -> list[SettingValue]:
+    """Every row of the settings table, resolved as a run would resolve it, with where its
+    value came from; ParamsError naming every bad value (as `session_settings`). `history` is
+    the front's own history argument (`--history`)."""
+    env = os.environ if env is None else env
+    defaults = session_settings(options, env, options_name=options_name).defaults
+    resolved = ResolvedSettings.of(defaults, env, history)
+    report: list[SettingValue] = []
+    for row in SETTINGS:
+        if _option_is_set(options, row) or (row.name == "history" and history):
+            source = options_level
+        elif row.env and env.get(row.env, "").strip():
+            source = "env"
+        else:
+            source = "default"
+        value = resolved.value(row.resolved)
+        report.append(SettingValue(row.name, row.env, shown_setting(row, value), source))
+    return report
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedSettings:
+    """What a row's `resolved` path starts from (settings_table.Setting.resolved): the run
+    defaults, the command policy they make, the history file and the environment."""
+
+    defaults: RunDefaults
+    policy: CommandPolicy
+    history: Path
+    env: Mapping[str, str]
+
+    @classmethod
+    def of(
+        cls, defaults: RunDefaults, env: Mapping[str, str], history: str | None = None
+    ) -> ResolvedSettings:
+        policy = defaults.command_policy or CommandPolicy.from_environment(env)
+        return cls(defaults, policy, history_path(history, env), env)
+
+    def value(self, path: str) -> Any:
+        head, _, rest = path.partition(".")
+        if head == "env":
+            return self.env.get(rest) or None
+        value: Any = getattr(self, head)
+        for part in rest.split(".") if rest else ():
+            value = getattr(value, part)
+        return value
+
+
+def _option_is_set(options: ClientOptions, row: Setting) -> bool:
+    """Whether the options (a client's, or the CLI's flags) set this row."""
+    if row.resolved.startswith("policy."):
+        command = options.command
+        if row.resolved.startswith("policy.limits."):
+            return any(
+                COMMAND_LIMITS[name][0] == row.name[len("command_limit_") :]
+                for name in command.limits
+            )
+        layer_field = {
+            "command_read_paths": "read_paths",
+            "command_env": "env",
+            "allow_unconfined_commands": "allow_unconfined",
+            "allow_protected_writes": "allow_protected_writes",
+            "protected_paths": "protected_paths",
+        }.get(row.name)
+        return layer_field is not None and getattr(command, layer_field) not in (None, ())
+    return getattr(options, row.name, None) is not None
+
+
+def shown_setting(row: Setting, value: Any) -> str:
+    """A row's resolved value as `doctor --settings` prints it: a secret masked, a URL
+    without its credentials."""
+    if row.secret:
+        return _masked(value)
+    if row.kind == "URL" and isinstance(value, str):
+        return _without_credentials(value)
+    return shown_value(value)
+
+
+def shown_value(value: Any) -> str:
+    """A resolved value as `doctor --settings` prints it."""
+    if value is None:
+        return "(unset)"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple | list):
+        return ", ".join(map(str, value)) or "(none)"
+    if isinstance(value, Mapping):
+        return ", ".join(sorted(map(str, value))) or "(none)"
+    if isinstance(value, str) and "\n" in value:
+        first = value.strip().splitlines()[0] if value.strip() else ""
+        return f"{first[:60]}... ({len(value):,} characters)"
+    return str(value)
+
+
+def _without_credentials(url: str) -> str:
+    """A URL with any `user:password@` replaced (a proxy's URL may carry them)."""
+    return re.sub(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@", r"\1***@", url)
+
+
+def _masked(value: Any) -> str:
+    """A secret as whether it is set and its length, never any of its characters."""
+    return f"set ({len(str(value))} characters)" if value else "(unset)"

@@ -20,7 +20,7 @@ flagged variables.
 - Not asked, or no answer in time, is not trusted, and nothing is remembered.
 - Not trusted, the run goes on without those servers' tools, and the model is told why
   (`untrusted_note`).
-- `trustWorkspace` / `CLEVERAGENTS_TRUST_WORKSPACE=1` / `--trust-workspace` pre-trusts every
+- `trustWorkspace` / the trust-workspace variable set to 1 / `--trust-workspace` pre-trusts every
   workspace, for automation; it is not remembered.
 """
 
@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ..mcp.config import CONFIG_FILE, HIDDEN_CHARACTERS, McpConfig, McpServerConfig
+from ..settings_table import ENV_TRUST_WORKSPACE
 from .errors import ClientRequestError
 from .history import default_history_path
 
@@ -55,7 +56,7 @@ STORE_FILE_NAME = "trusted-workspaces.json"
 STORE_VERSION = 1
 CANNOT_ASK = (
     "nobody could be asked (no terminal, or a client that does not answer workspace-trust "
-    "questions); to trust every workspace, set CLEVERAGENTS_TRUST_WORKSPACE=1"
+    f"questions); to trust every workspace, set {ENV_TRUST_WORKSPACE}=1"
 )
 
 

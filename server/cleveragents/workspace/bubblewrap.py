@@ -24,9 +24,8 @@ import tempfile
 import threading
 from dataclasses import dataclass, replace
 
+from ..settings_table import ENV_BUBBLEWRAP, ENV_COMMAND_USER
 from .command_policy import (
-    ENV_BUBBLEWRAP,
-    ENV_COMMAND_USER,
     CommandPolicy,
     CommandView,
     Mount,

@@ -39,8 +39,7 @@ from cleveragents.tool.errors import ToolError
 from cleveragents.tool.policy import UnconfinedCode
 
 from ..paths import default_history_path
-from ..tool.lazy import lazy_exports
-from .command_policy import (
+from ..settings_table import (
     COMMAND_TAG_VARIABLE,
     ENV_ALLOW_UNCONFINED,
     ENV_BUBBLEWRAP,
@@ -49,6 +48,9 @@ from .command_policy import (
     ENV_MAX_MEMORY,
     ENV_MAX_PROCESSES,
     ENV_MIN_FREE_DISK,
+)
+from ..tool.lazy import lazy_exports
+from .command_policy import (
     CommandPolicy,
     ResourceLimits,
     command_environment,

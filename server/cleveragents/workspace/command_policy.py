@@ -26,32 +26,32 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..paths import default_history_path
+from ..settings_table import (
+    COMMAND_TAG_VARIABLE,
+    ENV_ALLOW_PROTECTED_WRITES,
+    ENV_ALLOW_UNCONFINED,
+    ENV_BUBBLEWRAP,
+    ENV_COMMAND_USER,
+    ENV_MAX_ADDRESS_SPACE,
+    ENV_MAX_CPU_SECONDS,
+    ENV_MAX_FILE_SIZE,
+    ENV_MAX_MEMORY,
+    ENV_MAX_PROCESSES,
+    ENV_MIN_FREE_DISK,
+    ENV_NEVER_VISIBLE,
+    ENV_PASS_VARIABLES,
+    ENV_PROTECTED_PATHS,
+    ENV_READ_PATHS,
+    ENV_TMP_SIZE,
+)
 from .private import DEFAULT_NEVER_VISIBLE, private_paths
 from .protected import (
-    ENV_ALLOW_PROTECTED_WRITES,
-    ENV_PROTECTED_PATHS,
     ProtectedPaths,
     command_targets,
     split_patterns,
 )
 
-ENV_READ_PATHS = "CLEVERAGENTS_COMMAND_READ_PATHS"
-ENV_NEVER_VISIBLE = "CLEVERAGENTS_COMMAND_NEVER_VISIBLE"
-ENV_PASS_VARIABLES = "CLEVERAGENTS_COMMAND_ENV"
-ENV_BUBBLEWRAP = "CLEVERAGENTS_COMMAND_BWRAP"
-ENV_ALLOW_UNCONFINED = "CLEVERAGENTS_ALLOW_UNCONFINED_COMMANDS"
-ENV_MAX_PROCESSES = "CLEVERAGENTS_COMMAND_MAX_PROCESSES"
-ENV_MAX_FILE_SIZE = "CLEVERAGENTS_COMMAND_MAX_FILE_SIZE"
-ENV_MAX_ADDRESS_SPACE = "CLEVERAGENTS_COMMAND_MAX_ADDRESS_SPACE"
-ENV_MAX_CPU_SECONDS = "CLEVERAGENTS_COMMAND_MAX_CPU_SECONDS"
-ENV_MAX_MEMORY = "CLEVERAGENTS_COMMAND_MAX_MEMORY"
-ENV_TMP_SIZE = "CLEVERAGENTS_COMMAND_TMP_SIZE"
-ENV_MIN_FREE_DISK = "CLEVERAGENTS_COMMAND_MIN_FREE_DISK"
-ENV_COMMAND_USER = "CLEVERAGENTS_COMMAND_USER"
 COMMAND_USER_CHOICES = ("auto", "daemon")
-
-COMMAND_TAG_VARIABLE = "CLEVERAGENTS_COMMAND_ID"
-"""Set in each command's environment so strays that left its process group can be found."""
 
 # Passed when set, whatever the settings say: what a shell and a compiler need to behave, and
 # nothing that can carry a credential. The locale categories are named one by one, not `LC_*`:
@@ -220,7 +220,7 @@ class CommandPolicy:
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> CommandPolicy:
-        """The defaults with the CLEVERAGENTS_COMMAND_* variables applied; ValueError if bad."""
+        """The defaults with the command variables (settings_table.py) applied; ValueError."""
         env = os.environ if environ is None else environ
         limits: dict[str, Any] = {}
         for name, (variable, is_size) in _LIMIT_VARIABLES.items():

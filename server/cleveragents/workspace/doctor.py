@@ -9,11 +9,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .bubblewrap import bubblewrap_status, command_identity, command_seccomp, view_for
-from .cgroups import cgroup_support
-from .command import process_rlimit
-from .command_policy import (
-    CORE_VARIABLES,
+from ..settings_table import (
+    ENV_ALLOW_PROTECTED_WRITES,
     ENV_ALLOW_UNCONFINED,
     ENV_BUBBLEWRAP,
     ENV_COMMAND_USER,
@@ -25,15 +22,22 @@ from .command_policy import (
     ENV_MIN_FREE_DISK,
     ENV_NEVER_VISIBLE,
     ENV_PASS_VARIABLES,
+    ENV_PROTECTED_PATHS,
     ENV_READ_PATHS,
     ENV_TMP_SIZE,
+)
+from .bubblewrap import bubblewrap_status, command_identity, command_seccomp, view_for
+from .cgroups import cgroup_support
+from .command import process_rlimit
+from .command_policy import (
+    CORE_VARIABLES,
     CommandPolicy,
     command_mounts,
     human_size,
     passes_variable,
 )
 from .grep_engine import re2_available
-from .protected import DEFAULT_PROTECTED, ENV_ALLOW_PROTECTED_WRITES, ENV_PROTECTED_PATHS
+from .protected import DEFAULT_PROTECTED
 
 
 def _limit_rows(policy: CommandPolicy, confined: bool, features: frozenset[str]) -> list[Any]:

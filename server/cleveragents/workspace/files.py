@@ -9,9 +9,10 @@ from typing import Any
 from cleveragents.tool.errors import ToolError
 from cleveragents.tool.policy import ProtectedWrite
 
+from ..settings_table import ENV_ALLOW_PROTECTED_WRITES
 from .limits import MAX_OUTPUT_BYTES, cut_utf8
 from .names import shown_path, with_note
-from .protected import ENV_ALLOW_PROTECTED_WRITES, ProtectedPaths, git_folder_write
+from .protected import ProtectedPaths, git_folder_write
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 
 DEFAULT_READ_LIMIT = 2000

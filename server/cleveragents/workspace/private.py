@@ -8,7 +8,7 @@ them (`command_policy.command_mounts` covers them) and the file tools refuse the
 the history database and the checkpoint store (shadow git repositories holding copies of
 other projects' files, whose `config` git obeys: a tool that could write it could make the
 daemon run any program). They are registered where they are opened, so a history moved with
-`--history` or `CLEVERAGENTS_HISTORY` is covered as well as the default data folder.
+`--history` or the history variable's file is covered as well as the default data folder.
 """
 
 from __future__ import annotations

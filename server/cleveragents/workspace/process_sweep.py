@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Iterable
 
-from .command_policy import COMMAND_TAG_VARIABLE
+from ..settings_table import COMMAND_TAG_VARIABLE
 
 _PR_SET_CHILD_SUBREAPER = 36
 # Killed processes that are (or become) the daemon's children are reaped within this; the rest

@@ -26,8 +26,8 @@ read-only placeholder for the command's lifetime, removed afterwards if still em
 mount can cover (a new or nested repository, a `.git` file, a `commondir`) the repository
 guard (`repository_guard.py`) finds after the command and undoes unless approved.
 
-`CLEVERAGENTS_ALLOW_PROTECTED_WRITES=1` lets both write them without asking (the user's
-explicit opt-in); `CLEVERAGENTS_PROTECTED_PATHS` adds patterns (separated by `:` or commas).
+The `allow_protected_writes` setting (`settings_table.py`) lets both write them without asking
+(the user's explicit opt-in); `protected_paths` adds patterns (separated by `:` or commas).
 """
 
 from __future__ import annotations
@@ -39,9 +39,6 @@ import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-
-ENV_ALLOW_PROTECTED_WRITES = "CLEVERAGENTS_ALLOW_PROTECTED_WRITES"
-ENV_PROTECTED_PATHS = "CLEVERAGENTS_PROTECTED_PATHS"
 
 DEFAULT_PROTECTED = (
     ".git",

@@ -44,8 +44,8 @@ from typing import Any, Literal
 from cleveragents.tool.errors import ToolError
 from cleveragents.tool.policy import protected_writes_asker
 
+from ..settings_table import ENV_ALLOW_PROTECTED_WRITES
 from .command_policy import never_visible_to_tools
-from .protected import ENV_ALLOW_PROTECTED_WRITES
 
 # Folders a scan looks at, at most; past this the scan stops and the result says so.
 MAX_FOLDERS = 1_000_000
