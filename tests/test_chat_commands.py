@@ -6,6 +6,7 @@ defaulting `--sandbox` to the current folder."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -32,6 +33,7 @@ from cleveragents.service.history import RunHistory
 from cleveragents.service.runs import RunManager
 from cleveragents.service.settings import RunDefaults
 from cleveragents.service.trust import TrustStore
+from cleveragents.tool.messages import UserMessage
 from cleveragents.toolsets import build_registry
 from cleveragents.workspace.prompt_commands import RESERVED_NAMES, parse_command_file
 
@@ -104,7 +106,10 @@ def test_help_lists_every_builtin_and_the_custom_commands() -> None:
 
 # -- what the commands do to a real session -----------------------------------------------------
 async def _session(
-    tmp_path: Path, lines: list[str], continue_from: str | None = None
+    tmp_path: Path,
+    lines: list[str],
+    continue_from: str | None = None,
+    defaults: RunDefaults | None = None,
 ) -> tuple[ChatSession, str, Path]:
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
@@ -113,7 +118,7 @@ async def _session(
     history = RunHistory(tmp_path / "history.sqlite3")
     manager = RunManager(
         build_registry([]),
-        RunDefaults(provider="offline", automation_profile="ask"),
+        defaults or RunDefaults(provider="offline", automation_profile="ask"),
         history,
         trust_store=TrustStore(tmp_path / "trust.json"),
     )
@@ -217,8 +222,84 @@ async def test_a_custom_command_runs_its_prompt(tmp_path: Path) -> None:
     (commands / "look.md").write_text("Look at $1 and then $ARGUMENTS.\n")
     session, _, _ = await _session(tmp_path, ["/look a.txt twice"])
     [turn] = session.state.turns
-    assert turn.prompt == "Look at a.txt and then a.txt twice."
+    assert turn.prompt == "/look a.txt twice"  # `/runs` shows what was typed
+    first = session.state.conversation[0]
+    assert isinstance(first, UserMessage) and first.text == "Look at a.txt and then a.txt twice."
     assert [c.name for c in session.state.custom] == ["look"]
+
+
+async def test_a_command_is_expanded_once_even_when_its_text_starts_with_a_slash(
+    tmp_path: Path,
+) -> None:
+    commands = tmp_path / "project" / ".cleveragents" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "outer.md").write_text("/inner $ARGUMENTS\n")
+    (commands / "inner.md").write_text("Inner prompt for $ARGUMENTS.\n")
+    session, output, _ = await _session(tmp_path, ["/outer a.txt", "/nonesuch x"])
+    [turn] = session.state.turns
+    first = session.state.conversation[0]
+    # The model gets the command's text, not the text of the command that text names.
+    assert isinstance(first, UserMessage) and first.text == "/inner a.txt"
+    assert turn.prompt == "/outer a.txt"
+    assert "unknown command /nonesuch: /help lists the commands" in output
+
+
+async def test_a_command_file_written_during_the_session_is_found(tmp_path: Path) -> None:
+    commands = tmp_path / "project" / ".cleveragents" / "commands"
+    commands.mkdir(parents=True)
+
+    class WritesACommand(PipedLines):
+        """Writes the command file after the session has loaded its commands."""
+
+        async def read(self) -> str:
+            line = await super().read()
+            if line.startswith("/late"):
+                (commands / "late.md").write_text("Late prompt $ARGUMENTS.\n")
+            return line
+
+    project = tmp_path / "project"
+    (project / "a.txt").write_text("hello\n")
+    console = Console(file=io.StringIO(), width=200)
+    manager = RunManager(
+        build_registry([]),
+        RunDefaults(provider="offline", automation_profile="ask"),
+        None,
+        trust_store=TrustStore(tmp_path / "trust.json"),
+    )
+    session = ChatSession(
+        manager, str(project.resolve()), WritesACommand(io.StringIO("/late one\n")), console
+    )
+    try:
+        await session.loop()
+    finally:
+        await manager.aclose()
+    first = session.state.conversation[0]
+    assert isinstance(first, UserMessage) and first.text == "Late prompt one."
+
+
+async def test_a_plan_updated_three_times_is_drawn_as_a_compact_list(tmp_path: Path) -> None:
+    steps = ["Read the notes", "Write the report", "Check it"]
+
+    def plan(*statuses: str) -> dict[str, object]:
+        listed = [{"text": t, "status": s} for t, s in zip(steps, statuses, strict=True)]
+        return {"name": "update_plan", "arguments": {"steps": listed}}
+
+    script = tmp_path / "script.json"
+    responses = [
+        {"text": "Planning.", "tool_calls": [plan("in_progress", "pending", "pending")]},
+        {"tool_calls": [plan("done", "in_progress", "pending")]},
+        {"tool_calls": [plan("done", "done", "done")]},
+        {"text": "Reported."},
+    ]
+    script.write_text(json.dumps({"responses": responses}))
+    defaults = RunDefaults(provider="replay", replay_script=str(script), automation_profile="ask")
+    session, output, _ = await _session(tmp_path, ["report"], defaults=defaults)
+    [turn] = session.state.turns
+    assert turn.status == "final_answer"
+    assert output.count("plan 0/3 done") == 1 and output.count("plan 3/3 done") == 1
+    assert "  ▸ Read the notes\n  ○ Write the report\n  ○ Check it" in output
+    assert "  ✓ Read the notes\n  ▸ Write the report\n  ○ Check it" in output
+    assert "  ✓ Read the notes\n  ✓ Write the report\n  ✓ Check it" in output
 
 
 # -- the command ----------------------------------------------------------------------------------

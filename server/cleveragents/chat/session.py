@@ -25,11 +25,7 @@ from ..tool.messages import Message
 from ..tool.policy import check_profile
 from ..tool.runtime import new_run_id
 from ..workspace.names import shown_path
-from ..workspace.prompt_commands import (
-    PromptCommand,
-    expand_prompt_command,
-    load_prompt_commands,
-)
+from ..workspace.prompt_commands import PromptCommand, load_prompt_commands
 from .lines import PROMPT, LineSource
 from .render import ChatDisplay, ChatSink, TurnRecord, cost_lines, runs_lines, say
 from .slash import SlashCall, help_lines, parse_line
@@ -102,18 +98,19 @@ class ChatSession:
                 if not await self.command(call):
                     return
                 continue
-            prompt = line
-            if call is not None:
-                expanded = await asyncio.to_thread(expand_prompt_command, line, self.sandbox_root)
-                if expanded is None:
+            if call is not None and not any(c.name == call.name for c in self.state.custom):
+                await self.refresh_commands()  # a command file written since the last prompt
+                if not any(c.name == call.name for c in self.state.custom):
                     say(
                         self.console,
                         [f"unknown command /{call.name}: /help lists the commands"],
                         "yellow",
                     )
                     continue
-                prompt = expanded
-            await self.turn(prompt)
+            # The line goes to the core as typed: the core's RunManager expands a custom
+            # command, once, for every front (expanding it here too would expand a command
+            # whose text starts with `/` twice).
+            await self.turn(line)
             await self.refresh_commands()
 
     async def refresh_commands(self) -> None:
