@@ -28,6 +28,7 @@ from cleveragents.chat.slash import (
     help_lines,
     parse_line,
 )
+from cleveragents.display import LineReader
 from cleveragents.providers.offline import REPORT_FILE
 from cleveragents.service.history import RunHistory
 from cleveragents.service.runs import RunManager
@@ -300,6 +301,44 @@ async def test_a_plan_updated_three_times_is_drawn_as_a_compact_list(tmp_path: P
     assert "  ▸ Read the notes\n  ○ Write the report\n  ○ Check it" in output
     assert "  ✓ Read the notes\n  ▸ Write the report\n  ○ Check it" in output
     assert "  ✓ Read the notes\n  ✓ Write the report\n  ✓ Check it" in output
+
+
+async def test_always_lasts_the_session_not_one_prompt(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    write = {"name": "write_file", "arguments": {"path": "out.txt", "content": "x\n"}}
+    script.write_text(json.dumps({"responses": [{"tool_calls": [write]}, {"text": "Written."}]}))
+    questions: list[str] = []
+
+    class AnswersAlways(PipedLines):
+        """A terminal whose user answers each approval question "a" (always)."""
+
+        @property
+        def ask(self) -> LineReader | None:
+            async def answer(console: Console, prompt: str) -> str:
+                questions.append(prompt)
+                return "a"
+
+            return answer
+
+    project = tmp_path / "project"
+    project.mkdir()
+    console = Console(file=io.StringIO(), width=200)
+    manager = RunManager(
+        build_registry([]),
+        RunDefaults(provider="replay", replay_script=str(script), automation_profile="ask"),
+        None,
+        trust_store=TrustStore(tmp_path / "trust.json"),
+    )
+    lines = AnswersAlways(io.StringIO("write it\nagain\n/new\nonce more\n"))
+    session = ChatSession(manager, str(project.resolve()), lines, console)
+    try:
+        await session.loop()
+    finally:
+        await manager.aclose()
+    assert [t.status for t in session.state.turns] == ["final_answer"] * 3
+    # Asked once, at the first prompt: later prompts (even a new conversation) do not ask.
+    assert len(questions) == 1 and "lways this session: " in questions[0]
+    assert session.state.always_allowed == {"write_file"}
 
 
 # -- the command ----------------------------------------------------------------------------------

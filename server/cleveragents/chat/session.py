@@ -48,6 +48,8 @@ class SessionState:
     turns: list[TurnRecord] = field(default_factory=list)
     restores: list[str] = field(default_factory=list)
     custom: list[PromptCommand] = field(default_factory=list)
+    # Tools answered "always": not asked about again in this session (protected writes are).
+    always_allowed: set[str] = field(default_factory=set)
     failed: bool = False  # a turn failed (piped sessions exit 1)
 
 
@@ -131,7 +133,7 @@ class ChatSession:
             continue_from=state.last_run_id if self.stored else None,
             conversation=() if self.stored else tuple(state.conversation),
         )
-        sink = ChatSink(self.display, self.lines.ask)
+        sink = ChatSink(self.display, self.lines.ask, state.always_allowed)
         loop = asyncio.get_running_loop()
         interrupts: list[bool] = []
         loop.add_signal_handler(signal.SIGINT, self._interrupted, run_id, interrupts)
