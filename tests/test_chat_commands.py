@@ -167,6 +167,25 @@ async def test_profile_and_model_change_the_next_prompts(tmp_path: Path) -> None
     assert session.state.model == "my-model"
 
 
+async def test_model_can_switch_the_provider_for_the_next_prompts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    session, output, _ = await _session(
+        tmp_path,
+        ["/model anthropic claude-x", "/model", "hello", "/model offline", "hello again"],
+    )
+    assert "provider anthropic, claude-x from the next prompt on" in output
+    assert "provider anthropic, model claude-x (/model [PROVIDER] NAME changes it)" in output
+    # The core got the provider: the first prompt ran on anthropic (no key here), the second
+    # on the offline model, with the provider's own default model.
+    assert "error: provider 'anthropic' is unavailable" in output
+    assert "provider offline, its default model from the next prompt on" in output
+    assert [t.status for t in session.state.turns] == ["final_answer"] and session.state.failed
+    assert (session.state.provider, session.state.model) == ("offline", None)
+
+
 async def test_undo_puts_the_prompts_files_back_and_a_second_undo_redoes(tmp_path: Path) -> None:
     session, output, project = await _session(
         tmp_path,

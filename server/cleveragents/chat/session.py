@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from rich.console import Console
 
+from ..providers import PROVIDERS
 from ..service.errors import RUN_FAILED, ServiceError
 from ..service.runs import RunManager, RunRequest
 from ..service.undo import RestoreOutcome
@@ -37,6 +38,7 @@ _MARKS = {"added": "+", "modified": "~", "deleted": "-"}
 class SessionState:
     """What the session remembers between lines."""
 
+    provider: str
     model: str | None
     profile: str
     # The newest run of the conversation: the next prompt continues it (None: a new one).
@@ -70,6 +72,7 @@ class ChatSession:
         self.console = console
         self.display = ChatDisplay(console)
         self.state = SessionState(
+            provider=manager.defaults.provider,
             model=manager.defaults.model,
             profile=manager.defaults.automation_profile,
             last_run_id=continue_from,
@@ -127,6 +130,7 @@ class ChatSession:
         request = RunRequest(
             prompt=prompt,
             sandbox_root=self.sandbox_root,
+            provider=state.provider,
             model=state.model,
             automation_profile=state.profile,
             run_id=run_id,
@@ -206,14 +210,28 @@ class ChatSession:
             await self._restore(words)
         return True
 
-    def _model(self, name: str) -> None:
-        if name:
-            self.state.model = name
-            say(self.console, [f"model {name} from the next prompt on"])
+    def _model(self, arguments: str) -> None:
+        """`/model NAME` changes the model; `/model PROVIDER [NAME]` the provider too (its
+        default model without a NAME). The core checks both when the next prompt runs."""
+        words = arguments.split()
+        state = self.state
+        if not words:
+            shown = state.model or "the provider's default"
+            say(
+                self.console,
+                [f"provider {state.provider}, model {shown} (/model [PROVIDER] NAME changes it)"],
+            )
             return
-        provider = self.manager.defaults.provider
-        shown = self.state.model or "the provider's default"
-        say(self.console, [f"provider {provider}, model {shown} (/model NAME changes it)"])
+        if words[0] in PROVIDERS:
+            if len(words) > 2:
+                say(self.console, ["use /model NAME or /model PROVIDER [NAME]"], "red")
+                return
+            state.provider, state.model = words[0], (words[1] if len(words) == 2 else None)
+            shown = state.model or "its default model"
+            say(self.console, [f"provider {state.provider}, {shown} from the next prompt on"])
+            return
+        state.model = arguments.strip()
+        say(self.console, [f"model {state.model} from the next prompt on"])
 
     def _profile(self, name: str) -> None:
         if not name:
