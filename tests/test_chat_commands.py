@@ -6,6 +6,7 @@ defaulting `--sandbox` to the current folder."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -27,11 +28,13 @@ from cleveragents.chat.slash import (
     help_lines,
     parse_line,
 )
+from cleveragents.display import LineReader
 from cleveragents.providers.offline import REPORT_FILE
 from cleveragents.service.history import RunHistory
 from cleveragents.service.runs import RunManager
 from cleveragents.service.settings import RunDefaults
 from cleveragents.service.trust import TrustStore
+from cleveragents.tool.messages import UserMessage
 from cleveragents.toolsets import build_registry
 from cleveragents.workspace.prompt_commands import RESERVED_NAMES, parse_command_file
 
@@ -104,7 +107,10 @@ def test_help_lists_every_builtin_and_the_custom_commands() -> None:
 
 # -- what the commands do to a real session -----------------------------------------------------
 async def _session(
-    tmp_path: Path, lines: list[str], continue_from: str | None = None
+    tmp_path: Path,
+    lines: list[str],
+    continue_from: str | None = None,
+    defaults: RunDefaults | None = None,
 ) -> tuple[ChatSession, str, Path]:
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
@@ -113,7 +119,7 @@ async def _session(
     history = RunHistory(tmp_path / "history.sqlite3")
     manager = RunManager(
         build_registry([]),
-        RunDefaults(provider="offline", automation_profile="ask"),
+        defaults or RunDefaults(provider="offline", automation_profile="ask"),
         history,
         trust_store=TrustStore(tmp_path / "trust.json"),
     )
@@ -159,6 +165,25 @@ async def test_profile_and_model_change_the_next_prompts(tmp_path: Path) -> None
     assert "provider offline, model the provider's default" in output
     assert session.state.profile == "read-only"
     assert session.state.model == "my-model"
+
+
+async def test_model_can_switch_the_provider_for_the_next_prompts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    session, output, _ = await _session(
+        tmp_path,
+        ["/model anthropic claude-x", "/model", "hello", "/model offline", "hello again"],
+    )
+    assert "provider anthropic, claude-x from the next prompt on" in output
+    assert "provider anthropic, model claude-x (/model [PROVIDER] NAME changes it)" in output
+    # The core got the provider: the first prompt ran on anthropic (no key here), the second
+    # on the offline model, with the provider's own default model.
+    assert "error: provider 'anthropic' is unavailable" in output
+    assert "provider offline, its default model from the next prompt on" in output
+    assert [t.status for t in session.state.turns] == ["final_answer"] and session.state.failed
+    assert (session.state.provider, session.state.model) == ("offline", None)
 
 
 async def test_undo_puts_the_prompts_files_back_and_a_second_undo_redoes(tmp_path: Path) -> None:
@@ -217,8 +242,122 @@ async def test_a_custom_command_runs_its_prompt(tmp_path: Path) -> None:
     (commands / "look.md").write_text("Look at $1 and then $ARGUMENTS.\n")
     session, _, _ = await _session(tmp_path, ["/look a.txt twice"])
     [turn] = session.state.turns
-    assert turn.prompt == "Look at a.txt and then a.txt twice."
+    assert turn.prompt == "/look a.txt twice"  # `/runs` shows what was typed
+    first = session.state.conversation[0]
+    assert isinstance(first, UserMessage) and first.text == "Look at a.txt and then a.txt twice."
     assert [c.name for c in session.state.custom] == ["look"]
+
+
+async def test_a_command_is_expanded_once_even_when_its_text_starts_with_a_slash(
+    tmp_path: Path,
+) -> None:
+    commands = tmp_path / "project" / ".cleveragents" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "outer.md").write_text("/inner $ARGUMENTS\n")
+    (commands / "inner.md").write_text("Inner prompt for $ARGUMENTS.\n")
+    session, output, _ = await _session(tmp_path, ["/outer a.txt", "/nonesuch x"])
+    [turn] = session.state.turns
+    first = session.state.conversation[0]
+    # The model gets the command's text, not the text of the command that text names.
+    assert isinstance(first, UserMessage) and first.text == "/inner a.txt"
+    assert turn.prompt == "/outer a.txt"
+    assert "unknown command /nonesuch: /help lists the commands" in output
+
+
+async def test_a_command_file_written_during_the_session_is_found(tmp_path: Path) -> None:
+    commands = tmp_path / "project" / ".cleveragents" / "commands"
+    commands.mkdir(parents=True)
+
+    class WritesACommand(PipedLines):
+        """Writes the command file after the session has loaded its commands."""
+
+        async def read(self) -> str:
+            line = await super().read()
+            if line.startswith("/late"):
+                (commands / "late.md").write_text("Late prompt $ARGUMENTS.\n")
+            return line
+
+    project = tmp_path / "project"
+    (project / "a.txt").write_text("hello\n")
+    console = Console(file=io.StringIO(), width=200)
+    manager = RunManager(
+        build_registry([]),
+        RunDefaults(provider="offline", automation_profile="ask"),
+        None,
+        trust_store=TrustStore(tmp_path / "trust.json"),
+    )
+    session = ChatSession(
+        manager, str(project.resolve()), WritesACommand(io.StringIO("/late one\n")), console
+    )
+    try:
+        await session.loop()
+    finally:
+        await manager.aclose()
+    first = session.state.conversation[0]
+    assert isinstance(first, UserMessage) and first.text == "Late prompt one."
+
+
+async def test_a_plan_updated_three_times_is_drawn_as_a_compact_list(tmp_path: Path) -> None:
+    steps = ["Read the notes", "Write the report", "Check it"]
+
+    def plan(*statuses: str) -> dict[str, object]:
+        listed = [{"text": t, "status": s} for t, s in zip(steps, statuses, strict=True)]
+        return {"name": "update_plan", "arguments": {"steps": listed}}
+
+    script = tmp_path / "script.json"
+    responses = [
+        {"text": "Planning.", "tool_calls": [plan("in_progress", "pending", "pending")]},
+        {"tool_calls": [plan("done", "in_progress", "pending")]},
+        {"tool_calls": [plan("done", "done", "done")]},
+        {"text": "Reported."},
+    ]
+    script.write_text(json.dumps({"responses": responses}))
+    defaults = RunDefaults(provider="replay", replay_script=str(script), automation_profile="ask")
+    session, output, _ = await _session(tmp_path, ["report"], defaults=defaults)
+    [turn] = session.state.turns
+    assert turn.status == "final_answer"
+    assert output.count("plan 0/3 done") == 1 and output.count("plan 3/3 done") == 1
+    assert "  ▸ Read the notes\n  ○ Write the report\n  ○ Check it" in output
+    assert "  ✓ Read the notes\n  ▸ Write the report\n  ○ Check it" in output
+    assert "  ✓ Read the notes\n  ✓ Write the report\n  ✓ Check it" in output
+
+
+async def test_always_lasts_the_session_not_one_prompt(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    write = {"name": "write_file", "arguments": {"path": "out.txt", "content": "x\n"}}
+    script.write_text(json.dumps({"responses": [{"tool_calls": [write]}, {"text": "Written."}]}))
+    questions: list[str] = []
+
+    class AnswersAlways(PipedLines):
+        """A terminal whose user answers each approval question "a" (always)."""
+
+        @property
+        def ask(self) -> LineReader | None:
+            async def answer(console: Console, prompt: str) -> str:
+                questions.append(prompt)
+                return "a"
+
+            return answer
+
+    project = tmp_path / "project"
+    project.mkdir()
+    console = Console(file=io.StringIO(), width=200)
+    manager = RunManager(
+        build_registry([]),
+        RunDefaults(provider="replay", replay_script=str(script), automation_profile="ask"),
+        None,
+        trust_store=TrustStore(tmp_path / "trust.json"),
+    )
+    lines = AnswersAlways(io.StringIO("write it\nagain\n/new\nonce more\n"))
+    session = ChatSession(manager, str(project.resolve()), lines, console)
+    try:
+        await session.loop()
+    finally:
+        await manager.aclose()
+    assert [t.status for t in session.state.turns] == ["final_answer"] * 3
+    # Asked once, at the first prompt: later prompts (even a new conversation) do not ask.
+    assert len(questions) == 1 and "lways this session: " in questions[0]
+    assert session.state.always_allowed == {"write_file"}
 
 
 # -- the command ----------------------------------------------------------------------------------

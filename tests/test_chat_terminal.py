@@ -163,7 +163,7 @@ def test_a_conversation_in_a_real_terminal(tmp_path: Path, anthropic: FakeAnthro
         terminal.expect(PROMPT)
         terminal.type("rewrite the notes\r")
         terminal.expect("write_file wants to run")
-        terminal.expect("always this run:")
+        terminal.expect("always this session:")
         terminal.type("y\r")
         turn = terminal.expect("/undo puts them back")
         assert "I rewrote notes.txt." in turn

@@ -88,6 +88,32 @@ def test_two_images_reach_anthropic_and_the_run_lists_them(tmp_path: Path, sandb
     ]
 
 
+def test_an_image_alone_is_a_prompt(tmp_path: Path, sandbox: Path) -> None:
+    png = image_file(tmp_path, "error.png", "PNG", (40, 30))
+    with FakeAnthropic() as fake:
+        fake.push(StreamReply([Text(["a dialog"])]))
+        done = cli(
+            tmp_path,
+            "run",
+            "",
+            "--sandbox",
+            str(sandbox),
+            "--provider",
+            "anthropic",
+            "--base-url",
+            fake.base_url,
+            "--image",
+            str(png),
+            ANTHROPIC_API_KEY=API_KEY,
+        )
+        assert done.returncode == 0, done.stderr
+        (request,) = fake.requests
+    assert [b["type"] for b in request.body["messages"][0]["content"]] == ["image"]
+    empty = cli(tmp_path, "run", "", "--sandbox", str(sandbox), "--provider", "offline")
+    assert empty.returncode == 2
+    assert "must not be empty (unless images are attached)" in empty.stderr
+
+
 def test_an_image_reaches_openai_as_a_data_url(tmp_path: Path, sandbox: Path) -> None:
     jpeg = image_file(tmp_path, "photo.jpg", "JPEG", (40, 30))
     with FakeOpenAIServer() as fake:

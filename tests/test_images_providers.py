@@ -91,6 +91,43 @@ async def test_openai_gets_an_image_url_part_when_the_setting_says_the_model_see
     assert user["content"][0]["type"] == "text"
 
 
+async def test_images_alone_are_a_prompt_each_provider_gets_without_a_blank_text(
+    tmp_path: Path, sandbox: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
+    image = picture(tmp_path)
+    encoded = base64.b64encode(image.read_bytes()).decode()
+    attached = (ImageInput("shot", path=str(image)),)
+    with FakeAnthropic() as fake:
+        fake.push(StreamReply([Text(["a green rectangle"])]))
+        await run_once(
+            RunDefaults(provider="anthropic", base_url=fake.base_url),
+            RunRequest("", str(sandbox), images=attached),
+        )
+        (request,) = fake.requests
+    # The one block (which carries the cache breakpoint then) is the image.
+    (block,) = request.body["messages"][0]["content"]
+    assert block["type"] == "image"
+    assert block["source"] == {"type": "base64", "media_type": "image/png", "data": encoded}
+    with FakeOpenAIServer() as openai_fake:
+        openai_fake.enqueue(text_reply("a green rectangle"))
+        await run_once(
+            RunDefaults(
+                provider="openai", model="gpt-4o", base_url=openai_fake.base_url, openai_vision=True
+            ),
+            RunRequest("  ", str(sandbox), images=attached),
+        )
+        (body,) = openai_fake.bodies
+    user = next(m for m in body["messages"] if m["role"] == "user")
+    assert user["content"] == [
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{encoded}"}}
+    ]
+    # Without images an empty prompt is still refused, before any request.
+    with pytest.raises(ServiceError) as refused:
+        await run_once(RunDefaults(provider="offline"), RunRequest(" ", str(sandbox)))
+    assert "prompt: must not be empty (unless images are attached)" in str(refused.value)
+
+
 async def test_openai_without_the_vision_setting_is_refused_before_any_request(
     tmp_path: Path, sandbox: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -318,9 +318,12 @@ class TerminalApprover:
     thread means the same.
     """
 
-    def __init__(self, display: RunDisplay, read_line: LineReader | None = None) -> None:
+    def __init__(
+        self, display: RunDisplay, read_line: LineReader | None = None, always: str = "this run"
+    ) -> None:
         self.display = display
         self._read_line = read_line or _read_line
+        self._always = always  # how long "always" lasts, as the user is told
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
         self.display.stop()
@@ -335,7 +338,7 @@ class TerminalApprover:
         prompt = (
             "  allow? [bold]y[/]es / [bold]n[/]o (asked each time: a protected write): "
             if request.protected
-            else "  allow? [bold]y[/]es / [bold]n[/]o / [bold]a[/]lways this run: "
+            else f"  allow? [bold]y[/]es / [bold]n[/]o / [bold]a[/]lways {self._always}: "
         )
         choices = ("y", "n") if request.protected else ("y", "n", "a")
         while True:

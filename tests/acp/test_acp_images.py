@@ -92,6 +92,31 @@ async def test_an_image_block_reaches_openai_with_the_vision_setting(
     )
 
 
+async def test_an_image_block_alone_is_a_prompt(
+    tmp_path: Path, sandbox: Path, start_agent: StartAgent
+) -> None:
+    data = base64.b64encode(png()).decode()
+    with FakeAnthropic() as fake:
+        fake.push(StreamReply([Text(["a red bar"])]))
+        env = agent_env(
+            tmp_path,
+            CLEVERAGENTS_PROVIDER="anthropic",
+            CLEVERAGENTS_BASE_URL=fake.base_url,
+            ANTHROPIC_API_KEY=API_KEY,
+        )
+        async with start_agent(env) as agent:
+            await agent.conn.initialize(protocol_version=PROTOCOL_VERSION)
+            sid = (await agent.conn.new_session(cwd=str(sandbox), mcp_servers=[])).session_id
+            done = await agent.conn.prompt(session_id=sid, prompt=[image_block(data, "image/png")])
+            assert done.stop_reason == "end_turn"
+            with pytest.raises(RequestError) as empty:
+                await agent.conn.prompt(session_id=sid, prompt=[text_block("  ")])
+            assert "the prompt is empty" in str(empty.value.data)
+        (request,) = fake.requests
+    (block,) = request.body["messages"][0]["content"]
+    assert (block["type"], block["source"]["data"]) == ("image", data)
+
+
 async def test_the_offline_model_refuses_an_image_block_and_the_session_goes_on(
     tmp_path: Path, sandbox: Path, start_agent: StartAgent
 ) -> None:

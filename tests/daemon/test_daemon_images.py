@@ -44,6 +44,10 @@ async def test_images_reach_anthropic_and_come_back_with_the_run(
             assert "result" in answer, answer
             detail = (await raw.request("cleveragents/getRun", {"runId": "r1"}))["result"]
             check_against_schema("cleveragents/getRun", detail, "result")
+            # The run's start carries the images, so a client that did not send them (another
+            # window, a log) shows them too.
+            (started,) = raw.notifications("cleveragents/runStarted")
+            check_against_schema("cleveragents/runStarted", started)
         finally:
             raw.kill()
             await raw.process.wait()
@@ -52,16 +56,20 @@ async def test_images_reach_anthropic_and_come_back_with_the_run(
         "type": "image",
         "source": {"type": "base64", "media_type": "image/gif", "data": data},
     }
-    assert detail["images"] == [
-        {
-            "name": "swatch.gif",
-            "mediaType": "image/gif",
-            "width": 9,
-            "height": 7,
-            "sizeBytes": len(base64.b64decode(data)),
-            "data": data,
-        }
-    ]
+    assert (
+        detail["images"]
+        == started["images"]
+        == [
+            {
+                "name": "swatch.gif",
+                "mediaType": "image/gif",
+                "width": 9,
+                "height": 7,
+                "sizeBytes": len(base64.b64decode(data)),
+                "data": data,
+            }
+        ]
+    )
 
 
 async def test_bad_images_and_a_blind_model_are_refused_naming_the_image(

@@ -442,7 +442,7 @@ export interface RunImage {
 
 /** Start a run. The request stays open until the run ends; notifications stream meanwhile. Every field except `prompt` and `sandboxRoot` overrides the `initializationOptions` value. */
 export interface RunParams {
-  /** The user's request. A non-empty string. */
+  /** The user's request; empty only when `images` are attached (1.3). */
   prompt: string;
   /** Absolute path of an existing folder. Tools can reach nothing outside it; the model never chooses it. */
   sandboxRoot: string;
@@ -550,6 +550,8 @@ export interface RunStartedParams {
   continuedFrom: string | null;
   /** The project instructions files in the run's system prompt (the user's own, then the root's AGENTS.md); empty when there are none or they are turned off. A subfolder's file reaches the model later, with the first tool result there. */
   instructions: InstructionFile[];
+  /** The images attached to the prompt, with their bytes, so every client shows them (1.3); empty when there are none. */
+  images: StoredImage[];
 }
 
 /** One run as the history lists it. Times are Unix epoch seconds. */

@@ -62,7 +62,8 @@ def prompt_text(blocks: Sequence[ContentBlock], sandbox_root: str) -> str:
                 "(the agent advertises text, images and resources only)"
             )
     text = "\n\n".join(part for part in parts if part.strip())
-    if not text.strip():
+    if not text.strip() and not any(isinstance(b, ImageContentBlock) for b in blocks):
+        # Images alone are a prompt (the core checks them).
         raise UnsupportedPrompt("prompt: no text to run (the prompt is empty)")
     return text
 

@@ -96,10 +96,18 @@ class ChatSink:
         f"(or set {ENV_TRUST_WORKSPACE}=1) to trust it"
     )
 
-    def __init__(self, display: ChatDisplay, read_line: LineReader | None) -> None:
+    def __init__(
+        self,
+        display: ChatDisplay,
+        read_line: LineReader | None,
+        always_allowed: set[str] | None = None,
+    ) -> None:
         self.display = display
         self.interactive = read_line is not None
-        self._approver = TerminalApprover(display, read_line)
+        # The tools the user said "always" to: the session's, so later prompts do not ask
+        # again (as an ACP session remembers allow_always).
+        self.always_allowed = always_allowed if always_allowed is not None else set()
+        self._approver = TerminalApprover(display, read_line, always="this session")
         self._trust_asker = TerminalTrustAsker(display, read_line)
 
     @property
@@ -110,8 +118,14 @@ class ChatSink:
         return self.display
 
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        # A protected write is asked about every time: an earlier "always" does not answer it.
+        if request.tool_name in self.always_allowed and not request.protected:
+            return "allow_for_run"
         self.display.end_line()
-        return await self._approver(request)
+        decision = await self._approver(request)
+        if decision == "allow_for_run" and not request.protected:
+            self.always_allowed.add(request.tool_name)
+        return decision
 
     async def ask_trust(self, request: TrustRequest) -> bool | None:
         self.display.end_line()

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from rich.console import Console
 
+from ..providers import PROVIDERS
 from ..service.errors import RUN_FAILED, ServiceError
 from ..service.runs import RunManager, RunRequest
 from ..service.undo import RestoreOutcome
@@ -25,11 +26,7 @@ from ..tool.messages import Message
 from ..tool.policy import check_profile
 from ..tool.runtime import new_run_id
 from ..workspace.names import shown_path
-from ..workspace.prompt_commands import (
-    PromptCommand,
-    expand_prompt_command,
-    load_prompt_commands,
-)
+from ..workspace.prompt_commands import PromptCommand, load_prompt_commands
 from .lines import PROMPT, LineSource
 from .render import ChatDisplay, ChatSink, TurnRecord, cost_lines, runs_lines, say
 from .slash import SlashCall, help_lines, parse_line
@@ -41,6 +38,7 @@ _MARKS = {"added": "+", "modified": "~", "deleted": "-"}
 class SessionState:
     """What the session remembers between lines."""
 
+    provider: str
     model: str | None
     profile: str
     # The newest run of the conversation: the next prompt continues it (None: a new one).
@@ -52,6 +50,8 @@ class SessionState:
     turns: list[TurnRecord] = field(default_factory=list)
     restores: list[str] = field(default_factory=list)
     custom: list[PromptCommand] = field(default_factory=list)
+    # Tools answered "always": not asked about again in this session (protected writes are).
+    always_allowed: set[str] = field(default_factory=set)
     failed: bool = False  # a turn failed (piped sessions exit 1)
 
 
@@ -72,6 +72,7 @@ class ChatSession:
         self.console = console
         self.display = ChatDisplay(console)
         self.state = SessionState(
+            provider=manager.defaults.provider,
             model=manager.defaults.model,
             profile=manager.defaults.automation_profile,
             last_run_id=continue_from,
@@ -102,18 +103,19 @@ class ChatSession:
                 if not await self.command(call):
                     return
                 continue
-            prompt = line
-            if call is not None:
-                expanded = await asyncio.to_thread(expand_prompt_command, line, self.sandbox_root)
-                if expanded is None:
+            if call is not None and not any(c.name == call.name for c in self.state.custom):
+                await self.refresh_commands()  # a command file written since the last prompt
+                if not any(c.name == call.name for c in self.state.custom):
                     say(
                         self.console,
                         [f"unknown command /{call.name}: /help lists the commands"],
                         "yellow",
                     )
                     continue
-                prompt = expanded
-            await self.turn(prompt)
+            # The line goes to the core as typed: the core's RunManager expands a custom
+            # command, once, for every front (expanding it here too would expand a command
+            # whose text starts with `/` twice).
+            await self.turn(line)
             await self.refresh_commands()
 
     async def refresh_commands(self) -> None:
@@ -128,13 +130,14 @@ class ChatSession:
         request = RunRequest(
             prompt=prompt,
             sandbox_root=self.sandbox_root,
+            provider=state.provider,
             model=state.model,
             automation_profile=state.profile,
             run_id=run_id,
             continue_from=state.last_run_id if self.stored else None,
             conversation=() if self.stored else tuple(state.conversation),
         )
-        sink = ChatSink(self.display, self.lines.ask)
+        sink = ChatSink(self.display, self.lines.ask, state.always_allowed)
         loop = asyncio.get_running_loop()
         interrupts: list[bool] = []
         loop.add_signal_handler(signal.SIGINT, self._interrupted, run_id, interrupts)
@@ -207,14 +210,28 @@ class ChatSession:
             await self._restore(words)
         return True
 
-    def _model(self, name: str) -> None:
-        if name:
-            self.state.model = name
-            say(self.console, [f"model {name} from the next prompt on"])
+    def _model(self, arguments: str) -> None:
+        """`/model NAME` changes the model; `/model PROVIDER [NAME]` the provider too (its
+        default model without a NAME). The core checks both when the next prompt runs."""
+        words = arguments.split()
+        state = self.state
+        if not words:
+            shown = state.model or "the provider's default"
+            say(
+                self.console,
+                [f"provider {state.provider}, model {shown} (/model [PROVIDER] NAME changes it)"],
+            )
             return
-        provider = self.manager.defaults.provider
-        shown = self.state.model or "the provider's default"
-        say(self.console, [f"provider {provider}, model {shown} (/model NAME changes it)"])
+        if words[0] in PROVIDERS:
+            if len(words) > 2:
+                say(self.console, ["use /model NAME or /model PROVIDER [NAME]"], "red")
+                return
+            state.provider, state.model = words[0], (words[1] if len(words) == 2 else None)
+            shown = state.model or "its default model"
+            say(self.console, [f"provider {state.provider}, {shown} from the next prompt on"])
+            return
+        state.model = arguments.strip()
+        say(self.console, [f"model {state.model} from the next prompt on"])
 
     def _profile(self, name: str) -> None:
         if not name:

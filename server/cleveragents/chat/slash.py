@@ -36,7 +36,11 @@ BUILTINS: tuple[BuiltinCommand, ...] = (
         "put the files back as they were before step N of the last prompt (or of run RUN_ID)",
     ),
     BuiltinCommand("cost", "", "this session's tokens and cost"),
-    BuiltinCommand("model", "[NAME]", "show the model, or use NAME from the next prompt on"),
+    BuiltinCommand(
+        "model",
+        "[PROVIDER] [NAME]",
+        "show the model, or use NAME (of PROVIDER) from the next prompt on",
+    ),
     BuiltinCommand(
         "profile",
         "[NAME]",

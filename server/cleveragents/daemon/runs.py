@@ -44,6 +44,7 @@ from .translate import (
     run_result,
     run_summary,
     tool_info,
+    wire_image,
     wire_instructions,
     wire_plan,
     wire_record,
@@ -294,6 +295,7 @@ class RunStream:
                     model=self.plan.model,
                     continued_from=self.plan.continue_from,
                     instructions=wire_instructions(event.instructions),
+                    images=[wire_image(image) for image in event.images],
                 ),
             )
             self._progress(

@@ -535,7 +535,9 @@ class RunParams:
     Every field except `prompt` and `sandboxRoot` overrides the `initializationOptions` value.
     """
 
-    prompt: str = attrs.field(metadata=doc("The user's request. A non-empty string."))
+    prompt: str = attrs.field(
+        metadata=doc("The user's request; empty only when `images` are attached (1.3).")
+    )
     sandbox_root: str = attrs.field(
         metadata=doc(
             "Absolute path of an existing folder. Tools can reach nothing outside it; the "
@@ -669,6 +671,12 @@ class RunStartedParams:
             "The project instructions files in the run's system prompt (the user's own, then "
             "the root's AGENTS.md); empty when there are none or they are turned off. A "
             "subfolder's file reaches the model later, with the first tool result there."
+        )
+    )
+    images: list[StoredImage] = attrs.field(
+        metadata=doc(
+            "The images attached to the prompt, with their bytes, so every client shows them "
+            "(1.3); empty when there are none."
         )
     )
 

@@ -305,8 +305,10 @@ class RunManager:
         """Validate and resolve a run request; ServiceError when it cannot run."""
         problems: list[str] = []
         defaults = self.defaults
-        if not params.prompt.strip():
-            problems.append("prompt: must not be empty")
+        # An image is a prompt of its own ("what is wrong in this screenshot?" is often all
+        # there is to say): both providers take a user turn of images alone.
+        if not params.prompt.strip() and not params.images:
+            problems.append("prompt: must not be empty (unless images are attached)")
         sandbox_root, problem = check_sandbox_root(params.sandbox_root)
         if problem:
             problems.append(f"sandbox_root: {problem}")

@@ -130,7 +130,10 @@ class ToolCallRouter:
         if isinstance(message, UserMessage):
             if message.images:  # images first, as Anthropic advises, then the text
                 shown = [anthropic_block(image) for image in message.images]
-                return {"role": "user", "content": [*shown, {"type": "text", "text": message.text}]}
+                # The API refuses a blank text block: images alone are sent alone.
+                if message.text.strip():
+                    shown.append({"type": "text", "text": message.text})
+                return {"role": "user", "content": shown}
             return {"role": "user", "content": message.text}
         if isinstance(message, AssistantMessage):
             received = (message.provider_data or {}).get(ANTHROPIC_CONTENT)
@@ -208,7 +211,8 @@ class ToolCallRouter:
         """One message as Chat Completions messages: a results message is one per result."""
         if isinstance(message, UserMessage):
             if message.images:
-                parts = [{"type": "text", "text": message.text}]
+                # Images alone are a prompt; a blank text part is left out.
+                parts = [{"type": "text", "text": message.text}] if message.text.strip() else []
                 parts.extend(openai_part(image) for image in message.images)
                 return [{"role": "user", "content": parts}]
             return [{"role": "user", "content": message.text}]

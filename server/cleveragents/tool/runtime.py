@@ -607,8 +607,8 @@ class ToolCallingRuntime:
         """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a string, not {type(prompt).__name__}")
-        if not prompt.strip():
-            raise ValueError("prompt must not be empty")
+        if not prompt.strip() and not images:  # images alone are a prompt
+            raise ValueError("prompt must not be empty (unless images are attached)")
         context = context if context is not None else ToolActorContext()
         if not isinstance(context, ToolActorContext):
             raise TypeError(f"context must be a ToolActorContext, not {type(context).__name__}")

@@ -70,8 +70,8 @@ export class RunController {
   ): Promise<boolean> {
     const { store, daemon, log } = this.deps;
     const text = prompt.trim();
-    if (!text) {
-      this.deps.notice({ level: 'error', message: 'Type a prompt first.' });
+    if (!text && images.length === 0) {
+      this.deps.notice({ level: 'error', message: 'Type a prompt or attach an image first.' });
       return false;
     }
     const preferred = continueFrom === null ? null : (store.run(continueFrom)?.header.sandboxRoot ?? null);

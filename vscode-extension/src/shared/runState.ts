@@ -156,6 +156,11 @@ export interface PromptImage {
   data: string | null;
 }
 
+/** The images of a prompt as the daemon sends them (`runStarted`, `getRun`), for the panel. */
+export function promptImages(images: readonly PromptImage[]): PromptImage[] {
+  return images.map((image) => ({ name: image.name, mediaType: image.mediaType, data: image.data }));
+}
+
 /** A workspace checkpoint as the panel shows it (`cleveragents/snapshot` and its progress). */
 export interface SnapshotView {
   iteration: number;
@@ -523,7 +528,7 @@ export class RunState {
       // A daemon older than plans sends none.
       plan: detail.plan ?? null,
       // A daemon older than 1.3 sends no images.
-      images: (detail.images ?? []).map((image) => ({ name: image.name, mediaType: image.mediaType, data: image.data })),
+      images: promptImages(detail.images ?? []),
     });
     const recordsByIteration = new Map<number, ToolCallRecord[]>();
     for (const record of detail.toolCallHistory) {
@@ -625,6 +630,11 @@ export class RunState {
           // A daemon older than project instructions sends none.
           instructions: p.instructions ?? [],
         });
+        // Another window's run shows its images too (1.3; an older daemon sends none).
+        const images = p.images ?? [];
+        if (images.length > 0) {
+          this.header.images = promptImages(images);
+        }
         if (this.header.phase === 'pending') {
           this.header.phase = 'running';
         }

@@ -320,7 +320,8 @@ function continuedRun(): RunHeader | null {
 }
 
 function renderControls(): void {
-  const hasPrompt = prompt.value.trim() !== '';
+  // Images alone are a prompt too ("what is wrong here?" is often all there is to say).
+  const hasPrompt = prompt.value.trim() !== '' || attachedImages.images.length > 0;
   const going = displayedActive();
   // A turn still running is stopped (Escape) or waited for before the next prompt.
   runButton.disabled = !hasPrompt || going;
@@ -373,9 +374,9 @@ function renderStatus(): void {
 
 function startRun(): void {
   const text = prompt.value.trim();
-  if (!text || displayedActive()) return;
+  if ((!text && attachedImages.images.length === 0) || displayedActive()) return;
   sentPrompt = prompt.value;
-  page.sent = [...page.sent.filter((earlier) => earlier !== text), text].slice(-50);
+  if (text) page.sent = [...page.sent.filter((earlier) => earlier !== text), text].slice(-50);
   recalled = null;
   savePage();
   const context = composer.context;

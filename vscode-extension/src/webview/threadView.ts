@@ -6,6 +6,7 @@
 import type { WebviewMessage } from '../shared/messages';
 import { RunState, type RunHeader, type RunSnapshot } from '../shared/runState';
 import { el, setAttr, setText } from './dom';
+import { renderRunImages } from './imageAttachments';
 import { TranscriptView } from './transcriptView';
 
 /** Fills a turn's heading: the user's prompt as a bubble, a restore as a line of its own. */
@@ -43,12 +44,16 @@ export class ThreadView {
     const runId = state.runId;
     const heading = el('div', { attrs: { 'data-testid': 'turn-heading' } });
     drawTurnHeading(heading, state.header);
+    // The prompt's images under it, as the turn on display shows them (main.ts).
+    const images = el('div', { className: 'run-images', attrs: { 'data-testid': 'turn-images' } });
+    renderRunImages(images, state.header.images);
     const list = el('div', { className: 'transcript', attrs: { role: 'list', 'data-testid': 'turn-transcript' } });
     const anchor = el('div', { attrs: { 'aria-hidden': 'true' } });
     const turn = el(
       'div',
       { className: 'turn', attrs: { 'data-testid': 'turn', 'data-run-id': runId, 'data-kind': state.header.kind } },
       heading,
+      images,
       list,
       anchor,
     );

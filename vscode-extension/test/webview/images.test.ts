@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 
 import type { RunDetail } from '../../src/protocol';
 import type { WebviewMessage } from '../../src/shared/messages';
-import { PanelHarness, useBrowser } from './harness';
+import { notifier, PanelHarness, runResult, useBrowser } from './harness';
 
 const session = useBrowser();
 
@@ -98,6 +98,54 @@ describe('images in the prompt', () => {
       await page.locator('[data-testid="run-image"]').evaluateAll((items) => items.map((i) => i.getAttribute('alt'))),
       ['clip.png', 'photo.jpg'],
     );
+    await harness.close();
+  });
+
+  it('sends an image alone as the prompt', async () => {
+    const harness = await PanelHarness.open(session.browser(), session.url());
+    const { page } = harness;
+    assert.equal(await page.isDisabled('button[data-testid="run"]'), true, 'nothing to send yet');
+    await attach(harness, 'paste', 'image/png', 'error.png');
+    await page.locator('[data-testid="image-chip"]').waitFor();
+    await page.locator('button[data-testid="run"]:enabled').waitFor();
+    await page.click('button[data-testid="run"]');
+    const sent = (await harness.waitForPosted((m) => m.type === 'run')) as Extract<WebviewMessage, { type: 'run' }>;
+    assert.equal(sent.prompt, '');
+    assert.deepEqual(sent.images?.map((image) => image.name), ['error.png']);
+    assert.deepEqual(harness.consoleErrors, []);
+    await harness.close();
+  });
+
+  it('keeps each turn\'s images under its prompt in the thread, and takes them from runStarted', async () => {
+    const harness = await PanelHarness.open(session.browser(), session.url());
+    const { page, store } = harness;
+    const gif = 'R0lGODlhAQABAIAAAP///wAAACwAAAAAAQABAAACAkQBADs=';
+    store.beginRun('first', { prompt: 'What is this?', sandboxRoot: '/w', images: [{ name: 'dot.gif', mediaType: 'image/gif', data: gif }] });
+    await harness.send({ type: 'activeRun', runId: 'first' });
+    const first = notifier(harness, 'first');
+    first('cleveragents/iterationStarted', { iteration: 1 });
+    first('cleveragents/textDelta', { iteration: 1, text: 'A dot.' });
+    store.settleRun('first', runResult('first', 'A dot.'));
+    // The next turn was started by another client: its images come with its runStarted.
+    store.beginRun('second', { prompt: '', sandboxRoot: '/w', continuedFrom: 'first' });
+    notifier(harness, 'second')('cleveragents/runStarted', {
+      prompt: '',
+      sandboxRoot: '/w',
+      automationProfile: 'ask',
+      maxIterations: 25,
+      provider: 'anthropic',
+      model: null,
+      continuedFrom: 'first',
+      instructions: [],
+      images: [{ name: 'other.gif', mediaType: 'image/gif', width: 1, height: 1, sizeBytes: 35, data: gif }],
+    });
+    await harness.send({ type: 'activeRun', runId: 'second' });
+    await harness.delivered();
+    const earlier = page.locator('[data-testid="thread-before"] [data-testid="turn-images"] [data-testid="run-image"]');
+    await earlier.waitFor();
+    assert.deepEqual(await earlier.evaluateAll((items) => items.map((i) => i.getAttribute('alt'))), ['dot.gif']);
+    await page.locator('[data-testid="run-images"] [data-testid="run-image"][alt="other.gif"]').waitFor();
+    assert.deepEqual(harness.consoleErrors, []);
     await harness.close();
   });
 
