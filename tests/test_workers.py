@@ -69,7 +69,12 @@ def test_a_cancelled_job_that_had_not_started_never_runs_and_a_running_one_runs_
 def test_shutdown_gives_what_had_not_started_a_cancelled_error_and_refuses_more() -> None:
     pool = WorkerThreads(1, "s")
     release, started = threading.Event(), threading.Event()
-    pool.start(lambda: (started.set(), release.wait(30)), Outcomes())
+
+    def hold() -> bool:
+        started.set()
+        return release.wait(30)
+
+    pool.start(hold, Outcomes())
     assert started.wait(30)
     dropped = Outcomes()
     pool.start(lambda: "never", dropped)
