@@ -114,17 +114,20 @@ class WorkerThreads(Executor):
                 runs = job.state == _QUEUED
                 if runs:
                     job.state = _RUNNING
-            if runs:
-                try:
-                    result = job.fn()
-                except BaseException as exc:  # handed to whoever waits for the job
-                    job.done(None, exc)
-                else:
-                    job.done(result, None)
-                    del result
-            del job  # drop references before idling
+            if not runs:
+                with self._lock:
+                    self._idle += 1
+                continue
+            try:
+                result, error = job.fn(), None
+            except BaseException as exc:  # handed to whoever waits for the job
+                result, error = None, exc
+            # Idle before `done` wakes the caller: its next job then goes to this thread,
+            # already awake, instead of starting another while this one is about to wait.
             with self._lock:
                 self._idle += 1
+            job.done(result, error)
+            del job, result, error  # drop references before waiting
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Refuse new work; with `cancel_futures`, what has not started gets
