@@ -18,7 +18,7 @@ import time
 import types
 import weakref
 from collections.abc import Generator
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from .records import ErrorKind, ToolCallRecord
 from .registry import ToolRegistry, ToolSpec
 from .schema import RESERVED_PARAMS
 from .validation import format_validation_error as format_validation_error  # its old home
+from .workers import WorkerThreads
 
 if TYPE_CHECKING:
     from .policy import Authorizer
@@ -101,7 +102,7 @@ class ToolRunner:
         self,
         registry: ToolRegistry,
         *,
-        executor: Executor | None = None,
+        executor: WorkerThreads | None = None,
         max_workers: int = 16,
     ) -> None:
         if not isinstance(registry, ToolRegistry):
@@ -109,9 +110,7 @@ class ToolRunner:
         self.registry = registry
         # Our own pool: sharing the event loop's default (or pygls's) would let slow tools
         # starve protocol I/O.
-        self._executor = executor or ThreadPoolExecutor(
-            max_workers=max_workers, thread_name_prefix="cleveragents-tool"
-        )
+        self._executor = executor or WorkerThreads(max_workers, "cleveragents-tool")
         # Sync calls' deadlines, by event loop (a runner may serve several, one per thread).
         self._deadlines_by_loop: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, _Deadlines
@@ -238,16 +237,18 @@ class ToolRunner:
         deadline = loop.time() + spec.timeout_s
         if budget is not None:
             await budget.acquire(deadline)
+        # One hand-back per call settles the awaiter and frees the slot, straight from the
+        # worker (`WorkerThreads.start`): no concurrent Future to build, wrap and notify.
+        waiter: asyncio.Future[Any] = loop.create_future()
         try:
-            job = self._executor.submit(functools.partial(spec.handler, **inputs))
+            job = self._executor.start(
+                functools.partial(spec.handler, **inputs),
+                functools.partial(_hand_back, loop, waiter, budget),
+            )
         except BaseException:
             if budget is not None:
                 budget.release()
             raise
-        # One hand-back per call settles the awaiter and frees the slot: asyncio.wrap_future
-        # plus a release of its own would wake the loop twice.
-        waiter: asyncio.Future[Any] = loop.create_future()
-        job.add_done_callback(functools.partial(_hand_back, loop, waiter, budget))
         # The deadline expires the waiter rather than asyncio.timeout around the await: nothing
         # to cancel and un-cancel in the task. One timer per loop watches every call's deadline
         # (see `_Deadlines`): a timer of its own per call cost about as much as the rest of the
@@ -256,7 +257,10 @@ class ToolRunner:
         try:
             return await waiter
         except BaseException:  # cancelled, or the deadline passed
-            job.cancel()  # one that has not started never will; a running one runs on
+            # One that has not started never will (and gives its slot back now); a running
+            # one runs on and gives it back when it ends.
+            if self._executor.cancel(job) and budget is not None:
+                budget.release()
             raise
 
     def _deadlines(self, loop: asyncio.AbstractEventLoop) -> _Deadlines:
@@ -361,11 +365,12 @@ def _hand_back(
     loop: asyncio.AbstractEventLoop,
     waiter: asyncio.Future[Any],
     budget: ThreadBudget | None,
-    job: Future[Any],
+    result: Any,
+    error: BaseException | None,
 ) -> None:
-    """The job is done (in its worker thread, or cancelled before it started): tell the loop."""
+    """In the worker, the tool has returned (or the pool dropped the call): tell the loop."""
     try:
-        loop.call_soon_threadsafe(_settle, waiter, budget, job)
+        loop.call_soon_threadsafe(_settle, waiter, budget, result, error)
     except RuntimeError:  # the loop has closed: nobody is waiting any more
         pass
 
@@ -431,21 +436,24 @@ def _finished(waiter: weakref.ref[asyncio.Future[Any]]) -> bool:
     return future is None or future.done()
 
 
-def _settle(waiter: asyncio.Future[Any], budget: ThreadBudget | None, job: Future[Any]) -> None:
-    """On the loop: the thread is free again, and the awaiter (if still there) gets the job's
-    outcome."""
+def _settle(
+    waiter: asyncio.Future[Any],
+    budget: ThreadBudget | None,
+    result: Any,
+    error: BaseException | None,
+) -> None:
+    """On the loop: the thread is free again, and the awaiter (if still there) gets the
+    tool's outcome."""
     if budget is not None:
         budget.release()
     if waiter.done():  # its awaiter gave up (a cancel, a timeout)
         return
-    if job.cancelled():
+    if isinstance(error, CancelledError):  # the pool shut down before the call started
         waiter.cancel()
-        return
-    error = job.exception()
-    if error is not None:
+    elif error is not None:
         waiter.set_exception(error)
     else:
-        waiter.set_result(job.result())
+        waiter.set_result(result)
 
 
 def _steps_of(awaitable: Any) -> Generator[Any, None, Any]:
