@@ -28,7 +28,6 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
-    JsonRPCNotification,
     JsonRPCRequestMessage,
     JsonRPCResponseMessage,
     LanguageServerProtocol,
@@ -291,26 +290,12 @@ class Daemon:
         self._to_pygls(message, msg_id)
 
     def _on_notification(self, method: str, params: Any, message: dict[str, Any]) -> None:
-        if method == lsp.EXIT:
-            self.stop(0 if self.state == "shutdown" else 1, "exit")
-            return
-        if method == lsp.CANCEL_REQUEST:
-            if isinstance(params, dict) and _valid_id(params.get("id")):
-                self.protocol.handle_message(
-                    JsonRPCNotification(
-                        method=method, jsonrpc="2.0", params=lsp.CancelParams(id=params["id"])
-                    )
-                )
-            else:
-                log.warning("ignoring $/cancelRequest without a valid id")
+        # `exit` (its code: 0 after `shutdown`, else 1) and `$/cancelRequest` are pygls's.
+        if method in (lsp.EXIT, lsp.CANCEL_REQUEST):
+            self._to_pygls(message, None)
             return
         if self.state in ("new", "initializing"):
             log.warning("ignoring notification %s before initialize", method)
-            return
-        if method == lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL:
-            token = params.get("token") if isinstance(params, dict) else None
-            if self.manager is not None and isinstance(token, int | str):
-                self.manager.cancel_by_token(token)
             return
         if method in wire.METHODS_BY_NAME:
             log.warning("ignoring %s sent as a notification; it is a request", method)
@@ -352,7 +337,12 @@ class Daemon:
             else:
                 log.warning("ignoring malformed %s: %s", message.get("method"), exc.message)
             return False
-        self.protocol.handle_message(structured)
+        try:
+            self.protocol.handle_message(structured)
+        except SystemExit as exc:
+            # pygls ends the session with `sys.exit(0 or 1)` in `lsp_exit`; its code is the
+            # exit code, and the daemon winds down (runs, MCP servers, the writer) first.
+            self.stop(exc.code if isinstance(exc.code, int) else 1, "exit")
         return True
 
     # -- handlers ----------------------------------------------------------------------------
@@ -366,6 +356,11 @@ class Daemon:
         @server.feature(lsp.SHUTDOWN)
         async def shutdown(ls: LanguageServer, params: Any) -> None:
             await self.wind_down()
+
+        @server.feature(lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+        def cancel_progress(ls: LanguageServer, params: lsp.WorkDoneProgressCancelParams) -> None:
+            if self.manager is not None:
+                self.manager.cancel_by_token(params.token)
 
         @server.feature("cleveragents/run")
         async def run(ls: LanguageServer, params: wire.RunParams) -> Any:
