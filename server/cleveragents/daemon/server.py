@@ -20,20 +20,13 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import (
-    JsonRPCRequestMessage,
-    JsonRPCResponseMessage,
-    LanguageServerProtocol,
-    default_converter,
-    lsp_method,
-)
 
 from .. import __version__
 from ..jsonrpc_errors import as_jsonrpc, wire_field
@@ -57,8 +50,16 @@ from ..toolsets import ToolLoadError, build_registry
 from . import runs, wire
 from .config import declared_client_tools, initialization_settings
 from .connection import Connection
-from .converter import structure, structure_partial, unstructure, without_problems_at
-from .encoded import EncodedResult, response_frame
+from .converter import structure_partial, unstructure, without_problems_at
+from .encoded import EncodedResult
+from .pygls_overrides import (
+    CUSTOM_REQUESTS,
+    DaemonProtocol,
+    DaemonServer,
+    ExpectedErrors,
+    daemon_converter,
+    params_error,
+)
 
 log = logging.getLogger(__name__)
 
@@ -67,45 +68,6 @@ State = Literal["new", "initializing", "initialized", "shutdown"]
 STOP_GRACE_S = 5.0
 FLUSH_TIMEOUT_S = 2.0
 _MISSING = object()
-
-
-class DaemonProtocol(LanguageServerProtocol):
-    """pygls's LSP protocol, advertising our capability in the `initialize` result."""
-
-    capability: dict[str, Any] | None = None
-
-    @lsp_method(lsp.INITIALIZE)
-    def lsp_initialize(
-        self, params: lsp.InitializeParams
-    ) -> Generator[Any, Any, lsp.InitializeResult]:
-        result: lsp.InitializeResult = yield from super().lsp_initialize(params)
-        # Only what we serve: no document sync or commands, which pygls would advertise.
-        capabilities = lsp.ServerCapabilities(experimental={"cleveragents": self.capability})
-        self.server_capabilities = capabilities
-        return lsp.InitializeResult(capabilities=capabilities, server_info=result.server_info)
-
-    def _send_data(self, data: Any) -> None:
-        # A result encoded off the loop (`encoded.py`) goes out as it is: pygls would walk it
-        # with its converter and encode it again, here on the event loop.
-        if isinstance(data, JsonRPCResponseMessage) and isinstance(data.result, EncodedResult):
-            if self.writer is not None:
-                self.writer.write(response_frame(data.id, data.result))
-            return
-        super()._send_data(data)
-
-
-class DaemonServer(LanguageServer):
-    def report_server_error(self, error: Exception, source: Any) -> None:
-        # pygls would toast `window/showMessage` at the user for what is a client's mistake.
-        log.debug("pygls reported %s: %s", getattr(source, "__name__", source), error)
-
-
-class _ExpectedErrors(logging.Filter):
-    """Keep pygls from logging a traceback for every error we answer on purpose."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        return not (isinstance(exc, JsonRpcException) and exc.code != wire.INTERNAL_ERROR)
 
 
 class Daemon:
@@ -130,7 +92,7 @@ class Daemon:
             __version__,
             text_document_sync_kind=lsp.TextDocumentSyncKind.None_,
             protocol_cls=DaemonProtocol,
-            converter_factory=default_converter,
+            converter_factory=daemon_converter,
         )
         self.protocol: DaemonProtocol = self.server.protocol  # type: ignore[assignment]
         self.protocol.set_writer(writer, include_headers=True)
@@ -249,37 +211,11 @@ class Daemon:
             )
             return
         custom = wire.METHODS_BY_NAME.get(method)
-        if custom is not None:
-            if custom.direction != "client_to_server" or custom.params is None:
-                reply(
-                    msg_id,
-                    wire.METHOD_NOT_FOUND,
-                    f"method not found: {method} is sent by the server, not to it",
-                )
-                return
-            if params is _MISSING:
-                if not custom.params_optional:
-                    reply(
-                        msg_id,
-                        wire.INVALID_PARAMS,
-                        "invalid params: params: required",
-                        {"problems": ["params: required"]},
-                    )
-                    return
-                params = {}
-            try:
-                typed: Any = structure(params, custom.params)
-            except ParamsError as exc:
-                problems = exc.problems + self._value_problems(method, params, custom.params)
-                reply(
-                    msg_id,
-                    wire.INVALID_PARAMS,
-                    "invalid params: " + "; ".join(problems),
-                    {"problems": problems},
-                )
-                return
-            self.protocol.handle_message(
-                JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=typed)
+        if custom is not None and method not in CUSTOM_REQUESTS:
+            reply(
+                msg_id,
+                wire.METHOD_NOT_FOUND,
+                f"method not found: {method} is sent by the server, not to it",
             )
             return
         if method == lsp.SHUTDOWN:
@@ -331,7 +267,21 @@ class Daemon:
         try:
             structured = self.protocol.structure_message(message)
         except JsonRpcException as exc:
-            if msg_id is not None:
+            strict = params_error(exc)
+            if strict is not None and msg_id is not None:
+                custom = CUSTOM_REQUESTS[message["method"]]
+                problems = strict.problems
+                if "params" in message and custom.params is not None:
+                    problems = problems + self._value_problems(
+                        custom.name, message["params"], custom.params
+                    )
+                self.connection.send_error(
+                    msg_id,
+                    wire.INVALID_PARAMS,
+                    "invalid params: " + "; ".join(problems),
+                    {"problems": problems},
+                )
+            elif msg_id is not None:
                 code = wire.INVALID_PARAMS
                 self.connection.send_error(msg_id, code, f"invalid params: {exc.message}")
             else:
@@ -626,7 +576,7 @@ def _configure_logging(level_name: str) -> None:
     root.setLevel(level)
     # pygls logs every message body at INFO; only a debugging session wants that.
     logging.getLogger("pygls").setLevel(level if level <= logging.DEBUG else logging.WARNING)
-    logging.getLogger("pygls.protocol.json_rpc").addFilter(_ExpectedErrors())
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(ExpectedErrors())
 
 
 def main(args: list[str]) -> int:
