@@ -21,8 +21,8 @@ tasks of requests. What it cannot do is done here, on its extension points:
 
 What stays outside pygls, in `server.py`, because pygls has no place for it: the framing
 reader (`jsonrpc_io.py`; pygls's `aio_readline` accepts only `Content-Length: N\\r\\n` and goes
-deaf after a bad frame) and the envelope and lifecycle checks (protocol/README.md,
-"Implementation notes", quotes the pygls code that prevents each).
+deaf after a bad frame) and the envelope and lifecycle checks (ARCHITECTURE.md, "The daemon
+and pygls", quotes the pygls code that prevents each).
 """
 
 from __future__ import annotations

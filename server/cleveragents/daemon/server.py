@@ -1,12 +1,13 @@
 """`cleveragents serve`: the JSON-RPC daemon (LSP base protocol and lifecycle, on pygls).
 
-Bytes come in through our own framing reader (`jsonrpc_io.py`) and every message is checked
-here before pygls sees it: the envelope (-32600), the lifecycle (-32002 before `initialize`),
-the method (-32601) and, for our methods, the params, structured strictly from the top
-level (-32602 naming the field). pygls then dispatches requests to the async handlers below,
-owns their tasks (so `$/cancelRequest` cancels them) and answers. Handlers stay thin: the
-work is the core's (`service/`), reached through `runs.py`, which translates.
-"""
+Bytes come in through our own framing reader (`jsonrpc_io.py`) and each message passes the
+checks pygls has no place for (ARCHITECTURE.md, "The daemon and pygls"): the envelope
+(-32600), the lifecycle (-32002 before `initialize`, -32600 after `shutdown`) and methods
+pygls would not answer (-32601). Then pygls structures it (our methods strictly, through
+`pygls_overrides.py`: -32602 naming every field), dispatches it to the `@server.feature`
+handlers below, owns their tasks (so `$/cancelRequest` cancels them), answers, and runs
+`shutdown` and `exit`. Handlers stay thin: the work is the core's (`service/`), reached
+through `runs.py`, which translates."""
 
 from __future__ import annotations
 
