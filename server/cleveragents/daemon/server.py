@@ -181,13 +181,11 @@ class Daemon:
             return
         if has_id:
             assert msg_id is not None
-            self._on_request(msg_id, method, params, message)
+            self._on_request(msg_id, method, message)
         else:
-            self._on_notification(method, params, message)
+            self._on_notification(method, message)
 
-    def _on_request(
-        self, msg_id: int | str, method: str, params: Any, message: dict[str, Any]
-    ) -> None:
+    def _on_request(self, msg_id: int | str, method: str, message: dict[str, Any]) -> None:
         reply = self.connection.send_error
         if method == lsp.INITIALIZE:
             if self.state != "new":
@@ -226,7 +224,7 @@ class Daemon:
             return
         self._to_pygls(message, msg_id)
 
-    def _on_notification(self, method: str, params: Any, message: dict[str, Any]) -> None:
+    def _on_notification(self, method: str, message: dict[str, Any]) -> None:
         # `exit` (its code: 0 after `shutdown`, else 1) and `$/cancelRequest` are pygls's.
         if method in (lsp.EXIT, lsp.CANCEL_REQUEST):
             self._to_pygls(message, None)
