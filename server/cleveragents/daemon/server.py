@@ -1,12 +1,13 @@
 """`cleveragents serve`: the JSON-RPC daemon (LSP base protocol and lifecycle, on pygls).
 
-Bytes come in through our own framing reader (`jsonrpc_io.py`) and every message is checked
-here before pygls sees it: the envelope (-32600), the lifecycle (-32002 before `initialize`),
-the method (-32601) and, for our methods, the params, structured strictly from the top
-level (-32602 naming the field). pygls then dispatches requests to the async handlers below,
-owns their tasks (so `$/cancelRequest` cancels them) and answers. Handlers stay thin: the
-work is the core's (`service/`), reached through `runs.py`, which translates.
-"""
+Bytes come in through our own framing reader (`jsonrpc_io.py`) and each message passes the
+checks pygls has no place for (ARCHITECTURE.md, "The daemon and pygls"): the envelope
+(-32600), the lifecycle (-32002 before `initialize`, -32600 after `shutdown`) and methods
+pygls would not answer (-32601). Then pygls structures it (our methods strictly, through
+`pygls_overrides.py`: -32602 naming every field), dispatches it to the `@server.feature`
+handlers below, owns their tasks (so `$/cancelRequest` cancels them), answers, and runs
+`shutdown` and `exit`. Handlers stay thin: the work is the core's (`service/`), reached
+through `runs.py`, which translates."""
 
 from __future__ import annotations
 
@@ -20,21 +21,13 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import (
-    JsonRPCNotification,
-    JsonRPCRequestMessage,
-    JsonRPCResponseMessage,
-    LanguageServerProtocol,
-    default_converter,
-    lsp_method,
-)
 
 from .. import __version__
 from ..jsonrpc_errors import as_jsonrpc, wire_field
@@ -59,8 +52,16 @@ from ..toolsets import ToolLoadError, build_registry
 from . import runs, wire
 from .config import declared_client_tools, initialization_settings
 from .connection import Connection
-from .converter import structure, structure_partial, unstructure, without_problems_at
-from .encoded import EncodedResult, response_frame
+from .converter import structure_partial, unstructure, without_problems_at
+from .encoded import EncodedResult
+from .pygls_overrides import (
+    CUSTOM_REQUESTS,
+    DaemonProtocol,
+    DaemonServer,
+    ExpectedErrors,
+    daemon_converter,
+    params_error,
+)
 
 log = logging.getLogger(__name__)
 
@@ -69,45 +70,6 @@ State = Literal["new", "initializing", "initialized", "shutdown"]
 STOP_GRACE_S = 5.0
 FLUSH_TIMEOUT_S = 2.0
 _MISSING = object()
-
-
-class DaemonProtocol(LanguageServerProtocol):
-    """pygls's LSP protocol, advertising our capability in the `initialize` result."""
-
-    capability: dict[str, Any] | None = None
-
-    @lsp_method(lsp.INITIALIZE)
-    def lsp_initialize(
-        self, params: lsp.InitializeParams
-    ) -> Generator[Any, Any, lsp.InitializeResult]:
-        result: lsp.InitializeResult = yield from super().lsp_initialize(params)
-        # Only what we serve: no document sync or commands, which pygls would advertise.
-        capabilities = lsp.ServerCapabilities(experimental={"cleveragents": self.capability})
-        self.server_capabilities = capabilities
-        return lsp.InitializeResult(capabilities=capabilities, server_info=result.server_info)
-
-    def _send_data(self, data: Any) -> None:
-        # A result encoded off the loop (`encoded.py`) goes out as it is: pygls would walk it
-        # with its converter and encode it again, here on the event loop.
-        if isinstance(data, JsonRPCResponseMessage) and isinstance(data.result, EncodedResult):
-            if self.writer is not None:
-                self.writer.write(response_frame(data.id, data.result))
-            return
-        super()._send_data(data)
-
-
-class DaemonServer(LanguageServer):
-    def report_server_error(self, error: Exception, source: Any) -> None:
-        # pygls would toast `window/showMessage` at the user for what is a client's mistake.
-        log.debug("pygls reported %s: %s", getattr(source, "__name__", source), error)
-
-
-class _ExpectedErrors(logging.Filter):
-    """Keep pygls from logging a traceback for every error we answer on purpose."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        return not (isinstance(exc, JsonRpcException) and exc.code != wire.INTERNAL_ERROR)
 
 
 class Daemon:
@@ -132,7 +94,7 @@ class Daemon:
             __version__,
             text_document_sync_kind=lsp.TextDocumentSyncKind.None_,
             protocol_cls=DaemonProtocol,
-            converter_factory=default_converter,
+            converter_factory=daemon_converter,
         )
         self.protocol: DaemonProtocol = self.server.protocol  # type: ignore[assignment]
         self.protocol.set_writer(writer, include_headers=True)
@@ -220,13 +182,11 @@ class Daemon:
             return
         if has_id:
             assert msg_id is not None
-            self._on_request(msg_id, method, params, message)
+            self._on_request(msg_id, method, message)
         else:
-            self._on_notification(method, params, message)
+            self._on_notification(method, message)
 
-    def _on_request(
-        self, msg_id: int | str, method: str, params: Any, message: dict[str, Any]
-    ) -> None:
+    def _on_request(self, msg_id: int | str, method: str, message: dict[str, Any]) -> None:
         reply = self.connection.send_error
         if method == lsp.INITIALIZE:
             if self.state != "new":
@@ -251,37 +211,11 @@ class Daemon:
             )
             return
         custom = wire.METHODS_BY_NAME.get(method)
-        if custom is not None:
-            if custom.direction != "client_to_server" or custom.params is None:
-                reply(
-                    msg_id,
-                    wire.METHOD_NOT_FOUND,
-                    f"method not found: {method} is sent by the server, not to it",
-                )
-                return
-            if params is _MISSING:
-                if not custom.params_optional:
-                    reply(
-                        msg_id,
-                        wire.INVALID_PARAMS,
-                        "invalid params: params: required",
-                        {"problems": ["params: required"]},
-                    )
-                    return
-                params = {}
-            try:
-                typed: Any = structure(params, custom.params)
-            except ParamsError as exc:
-                problems = exc.problems + self._value_problems(method, params, custom.params)
-                reply(
-                    msg_id,
-                    wire.INVALID_PARAMS,
-                    "invalid params: " + "; ".join(problems),
-                    {"problems": problems},
-                )
-                return
-            self.protocol.handle_message(
-                JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=typed)
+        if custom is not None and method not in CUSTOM_REQUESTS:
+            reply(
+                msg_id,
+                wire.METHOD_NOT_FOUND,
+                f"method not found: {method} is sent by the server, not to it",
             )
             return
         if method == lsp.SHUTDOWN:
@@ -291,27 +225,13 @@ class Daemon:
             return
         self._to_pygls(message, msg_id)
 
-    def _on_notification(self, method: str, params: Any, message: dict[str, Any]) -> None:
-        if method == lsp.EXIT:
-            self.stop(0 if self.state == "shutdown" else 1, "exit")
-            return
-        if method == lsp.CANCEL_REQUEST:
-            if isinstance(params, dict) and _valid_id(params.get("id")):
-                self.protocol.handle_message(
-                    JsonRPCNotification(
-                        method=method, jsonrpc="2.0", params=lsp.CancelParams(id=params["id"])
-                    )
-                )
-            else:
-                log.warning("ignoring $/cancelRequest without a valid id")
+    def _on_notification(self, method: str, message: dict[str, Any]) -> None:
+        # `exit` (its code: 0 after `shutdown`, else 1) and `$/cancelRequest` are pygls's.
+        if method in (lsp.EXIT, lsp.CANCEL_REQUEST):
+            self._to_pygls(message, None)
             return
         if self.state in ("new", "initializing"):
             log.warning("ignoring notification %s before initialize", method)
-            return
-        if method == lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL:
-            token = params.get("token") if isinstance(params, dict) else None
-            if self.manager is not None and isinstance(token, int | str):
-                self.manager.cancel_by_token(token)
             return
         if method in wire.METHODS_BY_NAME:
             log.warning("ignoring %s sent as a notification; it is a request", method)
@@ -347,13 +267,32 @@ class Daemon:
         try:
             structured = self.protocol.structure_message(message)
         except JsonRpcException as exc:
-            if msg_id is not None:
+            strict = params_error(exc)
+            if strict is not None and msg_id is not None:
+                custom = CUSTOM_REQUESTS[message["method"]]
+                problems = strict.problems
+                if "params" in message and custom.params is not None:
+                    problems = problems + self._value_problems(
+                        custom.name, message["params"], custom.params
+                    )
+                self.connection.send_error(
+                    msg_id,
+                    wire.INVALID_PARAMS,
+                    "invalid params: " + "; ".join(problems),
+                    {"problems": problems},
+                )
+            elif msg_id is not None:
                 code = wire.INVALID_PARAMS
                 self.connection.send_error(msg_id, code, f"invalid params: {exc.message}")
             else:
                 log.warning("ignoring malformed %s: %s", message.get("method"), exc.message)
             return False
-        self.protocol.handle_message(structured)
+        try:
+            self.protocol.handle_message(structured)
+        except SystemExit as exc:
+            # pygls ends the session with `sys.exit(0 or 1)` in `lsp_exit`; its code is the
+            # exit code, and the daemon winds down (runs, MCP servers, the writer) first.
+            self.stop(exc.code if isinstance(exc.code, int) else 1, "exit")
         return True
 
     # -- handlers ----------------------------------------------------------------------------
@@ -367,6 +306,11 @@ class Daemon:
         @server.feature(lsp.SHUTDOWN)
         async def shutdown(ls: LanguageServer, params: Any) -> None:
             await self.wind_down()
+
+        @server.feature(lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+        def cancel_progress(ls: LanguageServer, params: lsp.WorkDoneProgressCancelParams) -> None:
+            if self.manager is not None:
+                self.manager.cancel_by_token(params.token)
 
         @server.feature("cleveragents/run")
         async def run(ls: LanguageServer, params: wire.RunParams) -> Any:
@@ -632,7 +576,7 @@ def _configure_logging(level_name: str) -> None:
     root.setLevel(level)
     # pygls logs every message body at INFO; only a debugging session wants that.
     logging.getLogger("pygls").setLevel(level if level <= logging.DEBUG else logging.WARNING)
-    logging.getLogger("pygls.protocol.json_rpc").addFilter(_ExpectedErrors())
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(ExpectedErrors())
 
 
 def main(args: list[str]) -> int:
