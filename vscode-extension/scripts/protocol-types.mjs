@@ -3,7 +3,7 @@
 // wire.py -> schema.json -> src/protocol.ts, and a unit test fails when the last link drifts.
 
 const HEADER = `// Generated from protocol/schema.json by \`npm run generate:protocol\`; do not edit by hand.
-// The schema is generated from server/cleveragents/daemon/wire.py.
+// The schema is generated from server/cleveragents/protocol/wire.py.
 /* eslint-disable */
 `;
 

@@ -13,6 +13,22 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..jsonrpc_errors import wire_named
+from ..protocol import wire
+from ..protocol.converter import structure, unstructure
+from ..protocol.translate import (
+    profile,
+    restore_result,
+    run_detail,
+    run_request,
+    run_result,
+    run_summary,
+    tool_info,
+    wire_instructions,
+    wire_plan,
+    wire_record,
+    wire_trusted_server,
+    wire_usage,
+)
 from ..service.client_tools import ClientTool, ClientToolAnswer, ClientToolCall, MalformedAnswer
 from ..service.errors import ParamsError, ServiceError
 from ..service.runs import RunManager, RunPlan
@@ -33,23 +49,7 @@ from ..tool.events import (
 )
 from ..tool.policy import ApprovalDecision, ApprovalRequest
 from ..tool.records import Usage
-from . import wire
-from .converter import structure, unstructure
 from .encoded import EncodedResult
-from .translate import (
-    profile,
-    restore_result,
-    run_detail,
-    run_request,
-    run_result,
-    run_summary,
-    tool_info,
-    wire_instructions,
-    wire_plan,
-    wire_record,
-    wire_trusted_server,
-    wire_usage,
-)
 
 if TYPE_CHECKING:  # Only named here: the trust code loads when a run first needs it.
     from ..service.trust import TrustRequest

@@ -21,8 +21,8 @@ from typing import Any, Literal, get_args, get_origin
 
 import attrs
 
-from . import wire
-from .converter import camel
+from ..protocol import wire
+from ..protocol.converter import camel
 
 PROTOCOL_DIR = Path(__file__).resolve().parents[3] / "protocol"
 SCHEMA_PATH = PROTOCOL_DIR / "schema.json"
@@ -122,7 +122,7 @@ def build_schema() -> dict[str, Any]:
         "title": "cleveragents daemon protocol",
         "description": (
             "Types of the cleveragents JSON-RPC protocol (LSP base protocol). Generated from "
-            "server/cleveragents/daemon/wire.py by `python -m cleveragents.daemon.schema`; "
+            "server/cleveragents/protocol/wire.py by `python -m cleveragents.daemon.schema`; "
             "do not edit by hand. See protocol/README.md."
         ),
         "x-protocolVersion": wire.PROTOCOL_VERSION,

@@ -46,6 +46,8 @@ from ..jsonrpc_io import (
     ThreadedWriter,
     start_fd_reader,
 )
+from ..protocol import wire
+from ..protocol.converter import structure, structure_partial, unstructure, without_problems_at
 from ..providers import PROVIDERS
 from ..service.errors import ErrorKind, ParamsError, ServiceError
 from ..service.history import RunHistory
@@ -55,10 +57,9 @@ from ..service.settings import SessionSettings, open_history
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.registry import ToolRegistry
 from ..toolsets import ToolLoadError, build_registry
-from . import runs, wire
+from . import runs
 from .config import declared_client_tools, initialization_settings
 from .connection import Connection
-from .converter import structure, structure_partial, unstructure, without_problems_at
 from .encoded import EncodedResult, response_frame
 
 log = logging.getLogger(__name__)
