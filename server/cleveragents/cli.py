@@ -628,8 +628,11 @@ def _runs(args: argparse.Namespace) -> int:
             run = history.get_run(args.run_id)
             if run is None:
                 return _fail(f"no run {args.run_id!r} in {history.path}")
-            if args.json:
-                print(json.dumps(run.to_dict(), indent=2, ensure_ascii=False, default=str))
+            if args.json:  # the daemon's `cleveragents/getRun` shape (docs/json-output.md)
+                from .protocol.converter import to_json_text
+                from .protocol.translate import run_detail
+
+                print(to_json_text(run_detail(run)))
                 return EXIT_OK
             from .display import RunDisplay, attachment_lines, image_line, iteration_usage_line
             from .tool.events import ToolCallFinished
@@ -663,8 +666,11 @@ def _runs(args: argparse.Namespace) -> int:
             display.show_checkpoints(run)
             return EXIT_OK
         rows = history.list_runs(limit=args.limit, batch_id=args.batch)
-    if args.json:
-        print(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
+    if args.json:  # `cleveragents/runs`' `RunSummary` shape (docs/json-output.md)
+        from .protocol.converter import to_json_text
+        from .protocol.translate import run_summary
+
+        print(to_json_text([run_summary(r) for r in rows]))
         return EXIT_OK
     from .display import format_cost, format_tokens
 
@@ -981,11 +987,11 @@ def _run(args: argparse.Namespace) -> int:
         if history is not None:
             history.close()
     result = outcome.result
-    if args.json:
-        data = result.to_dict()
-        data["changed_files"] = [c.to_dict() for c in outcome.changed_files]
-        data["checkpoint_warning"] = outcome.checkpoint_warning
-        print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    if args.json:  # the daemon's `RunResult` shape (docs/json-output.md)
+        from .protocol.converter import to_json_text
+        from .protocol.translate import run_result
+
+        print(to_json_text(run_result(outcome, args.continue_from)))
     else:
         display.show_result(
             result.content,
