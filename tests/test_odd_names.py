@@ -262,8 +262,8 @@ def test_run_json_and_the_history_stay_valid_utf8(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     result = json.loads(done.stdout.decode("utf-8"))  # strict: invalid UTF-8 raises
     assert result["messages"][0]["text"] == "look at \ufffd\ufffd"
-    records = result["tool_call_history"]
-    assert [r["tool_name"] for r in records] == [c["name"] for c in calls]
+    records = result["toolCallHistory"]
+    assert [r["toolName"] for r in records] == [c["name"] for c in calls]
     assert all(r["success"] for r in records), records
     listed = {read_back(e["name"]) for e in records[0]["output"]["entries"]}
     assert {os.fsencode(n) for n in listed} == set(CLI_NAMES)
@@ -275,7 +275,7 @@ def test_run_json_and_the_history_stay_valid_utf8(tmp_path: Path) -> None:
     with open(os.path.join(base, b"made\xfe"), "rb") as handle:
         assert handle.read() == b"y"
     shown = subprocess.run(
-        [*CLI, "runs", "show", result["run_id"], "--json", "--history", history],
+        [*CLI, "runs", "show", result["runId"], "--json", "--history", history],
         capture_output=True,
         env=env,
         timeout=60,

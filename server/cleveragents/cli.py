@@ -608,6 +608,14 @@ def _open_history(path: str | None) -> Any:
     return RunHistory(history_path(path))
 
 
+def _restore_json(outcome: Any) -> str:
+    """A restore as `cleveragents/restore` answers it (docs/json-output.md)."""
+    from .protocol.converter import to_json_text
+    from .protocol.translate import restore_result
+
+    return to_json_text(restore_result(outcome))
+
+
 def _runs(args: argparse.Namespace) -> int:
     from datetime import datetime
 
@@ -737,14 +745,14 @@ def _restore(args: argparse.Namespace, undo: Any) -> int:
     )
     if not preview.changed_files:
         if args.json:
-            print(json.dumps(preview.to_dict(), indent=2, ensure_ascii=False))
+            print(_restore_json(preview))
         console.print(f"{preview.sandbox_root} is already as it was {what}: nothing to restore")
         return EXIT_OK
     console.print(f"Restoring {preview.sandbox_root} to how it was {what} changes:")
     show_file_changes(console, preview.changed_files)
     if args.dry_run:
         if args.json:
-            print(json.dumps(preview.to_dict(), indent=2, ensure_ascii=False))
+            print(_restore_json(preview))
         console.print("[dim]dry run: nothing was changed[/]")
         return EXIT_OK
     if not args.yes:
@@ -762,7 +770,7 @@ def _restore(args: argparse.Namespace, undo: Any) -> int:
             return _fail("not restored: nothing was changed")
     outcome = undo.restore(args.run_id, args.iteration)
     if args.json:
-        print(json.dumps(outcome.to_dict(), indent=2, ensure_ascii=False))
+        print(_restore_json(outcome))
         return EXIT_OK
     console.print(f"Restored {len(outcome.changed_files)} file(s) in {outcome.sandbox_root}.")
     for kept in outcome.kept:

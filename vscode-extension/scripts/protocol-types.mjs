@@ -73,6 +73,12 @@ function comment(text, indent) {
 
 function renderDef(name, schema) {
   let out = comment(schema.description, '');
+  if (schema.enum) {
+    // A named enum: its values at run time (for checks and pickers), and its type from them.
+    const values = schema.enum.map((value) => JSON.stringify(value)).join(', ');
+    out += `export const ${name}Values = [${values}] as const;\n`;
+    return `${out}export type ${name} = (typeof ${name}Values)[number];\n`;
+  }
   const properties = schema.properties ?? {};
   const required = new Set(schema.required ?? []);
   const keys = Object.keys(properties);

@@ -7,11 +7,14 @@
 // request has returned) applies whatever is still buffered, marking the holes as gaps.
 
 import type {
+  ApprovalDecision,
   ApproveToolCallParams,
   ChangedFile,
+  FinishReason,
   InstructionFile,
   PlanStep,
   RunDetail,
+  RunKind,
   RunResult,
   ToolCallRecord,
 } from '../protocol';
@@ -27,7 +30,7 @@ export type RunNotification = {
 export type { ChangedFile, InstructionFile, PlanStep, UsageView };
 
 /** `cancel`: the user pressed Stop while asked; the daemon stops the whole run. */
-export type ApprovalDecision = 'allow' | 'deny' | 'allow_for_run' | 'cancel';
+export type { ApprovalDecision };
 
 /** Where an approval stands: waiting, answered (`cancel`: closed by Stop), or withdrawn by the
  * daemon (timeout, run stopped). */
@@ -42,7 +45,8 @@ export interface ApprovalView {
   state: ApprovalState;
 }
 
-export type StopReason = 'final_answer' | 'max_iterations' | 'cancelled' | 'context_exhausted' | 'error';
+/** Why a run ended, as `cleveragents/runFinished` says (the schema's `FinishReason`). */
+export type StopReason = FinishReason;
 
 export type ToolCallStatus = 'running' | 'success' | 'failure';
 
@@ -130,7 +134,7 @@ export interface RunHeader {
   /** Tokens and cost so far (`cleveragents/usage`, then the result); null: none reported. */
   usage: UsageView | null;
   /** A run, or a restore of a folder (a history entry; restoring it undoes it). */
-  kind: 'run' | 'restore';
+  kind: RunKind;
   /** For a restore: the run (or restore) it went back on. */
   restoredRunId: string | null;
   /** The project instructions files (AGENTS.md) in the run's system prompt. */
