@@ -103,12 +103,23 @@ export interface EndEntry {
   checkpointWarning: string | null;
 }
 
-/** What the daemon knows about undoing a finished run (from `getRun`). */
+/** What the daemon knows about undoing a finished run (from its result, or `getRun`). */
 export interface UndoInfo {
   /** Iterations a checkpoint was taken before (a restore's own checkpoint: null). */
   checkpoints: (number | null)[];
   changedFiles: ChangedFile[];
   checkpointWarning: string | null;
+}
+
+/** The undo facts a run's result (protocol 1.3) or its `getRun` detail carries; null from a
+ * daemon too old to send its checkpoints there. */
+export function undoInfoOf(answer: Pick<RunResult, 'changedFiles' | 'checkpointWarning'> & { checkpoints?: RunResult['checkpoints'] }): UndoInfo | null {
+  if (!Array.isArray(answer.checkpoints)) return null;
+  return {
+    checkpoints: answer.checkpoints.map((checkpoint) => checkpoint.iteration),
+    changedFiles: answer.changedFiles ?? [],
+    checkpointWarning: answer.checkpointWarning ?? null,
+  };
 }
 
 export type Entry = IterationEntry | TextEntry | ToolCallEntry | GapEntry | EndEntry;

@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 
 import * as protocol from '../../src/protocol';
 import { AUTOMATION_PROFILES } from '../../src/host/settings';
+import { undoInfoOf } from '../../src/shared/runState';
 import { EXTENSION_ROOT } from './pythonForTests';
 
 interface SchemaDef {
@@ -39,5 +40,18 @@ describe('the protocol enums', () => {
 
   it('are what the settings offer as automation profiles', () => {
     assert.deepEqual([...AUTOMATION_PROFILES], schemaEnums().get('AutomationProfile'));
+  });
+});
+
+describe('the undo facts of a run', () => {
+  it('come from its result, and a result without checkpoints (a daemon before 1.3) gives none', () => {
+    const changedFiles = [{ path: 'notes.txt', change: 'added' as const, ignored: false }];
+    const checkpoints = [{ iteration: 1, createdAt: 1, note: null }];
+    assert.deepEqual(undoInfoOf({ changedFiles, checkpointWarning: null, checkpoints }), {
+      checkpoints: [1],
+      changedFiles,
+      checkpointWarning: null,
+    });
+    assert.equal(undoInfoOf({ changedFiles, checkpointWarning: null }), null);
   });
 });
