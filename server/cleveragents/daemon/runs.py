@@ -261,6 +261,7 @@ class RunStream:
         self.iterations = 0
         self.tool_calls = 0
         # The run's tokens and cost so far (None once a call's price is unknown).
+        # The run's totals as the runtime last counted them (zero before its first call).
         self.usage = Usage()
         self.cost_usd: float | None = 0.0
 
@@ -314,9 +315,7 @@ class RunStream:
             )
             self._progress({"kind": "report", "message": f"step {event.iteration}"})
         elif isinstance(event, ResponseReceived):
-            self.usage.add(event.usage)
-            if self.cost_usd is not None:
-                self.cost_usd = None if event.cost_usd is None else self.cost_usd + event.cost_usd
+            self.usage, self.cost_usd = event.total_usage, event.total_cost_usd
             self._send(
                 "cleveragents/usage",
                 wire.UsageParams(
