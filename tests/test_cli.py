@@ -75,15 +75,15 @@ def test_offline_run_json_writes_the_report_inside_the_sandbox(
     report = (workspace / "cleveragents-offline-report.md").read_text()
     assert "src/inventory.py:12:" in report and "TODO" in report
     assert set(result["toolCallHistory"][0]) >= {
-        "tool_name",
+        "toolName",
         "inputs",
         "output",
-        "duration_ms",
+        "durationMs",
         "success",
         "error",
         "iteration",
-        "call_id",
-        "error_kind",
+        "callId",
+        "errorKind",
     }
 
 

@@ -118,7 +118,9 @@ def test_attached_files_reach_the_first_message(home: Path) -> None:
     (home / "ws" / "notes.md").write_text("# Notes\n")
     done = run(home, "--json", "--file", "app.py:2-3", "--file", "notes.md")
     assert done.returncode == 0, done.stderr
-    first = json.loads(done.stdout)["messages"][0]["text"]
+    run_id = json.loads(done.stdout)["runId"]
+    shown = cli(home, "runs", "show", run_id, "--json", "--history", str(home / "h.sqlite3"))
+    first = json.loads(shown.stdout)["messages"][0]["text"]
     assert "`app.py`, lines 2-3 of 10:\n```\nline 2\nline 3\n```" in first
     assert "`notes.md`, the whole file (1 lines):\n```\n# Notes\n```" in first
     assert first.endswith("\n\nExplain")

@@ -261,7 +261,6 @@ def test_run_json_and_the_history_stay_valid_utf8(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     result = json.loads(done.stdout.decode("utf-8"))  # strict: invalid UTF-8 raises
-    assert result["messages"][0]["text"] == "look at \ufffd\ufffd"
     records = result["toolCallHistory"]
     assert [r["toolName"] for r in records] == [c["name"] for c in calls]
     assert all(r["success"] for r in records), records
@@ -283,4 +282,5 @@ def test_run_json_and_the_history_stay_valid_utf8(tmp_path: Path) -> None:
     )
     assert shown.returncode == 0, shown.stderr.decode(errors="replace")
     stored = json.loads(shown.stdout.decode("utf-8"))
-    assert [r["output"] for r in stored["records"]] == [r["output"] for r in records]
+    assert stored["messages"][0]["text"] == "look at \ufffd\ufffd"
+    assert [r["output"] for r in stored["toolCallHistory"]] == [r["output"] for r in records]

@@ -171,8 +171,12 @@ def test_runs_restore_puts_back_ignored_files_modes_links_and_removes_made_folde
     assert by_path["debug.log"] == {"path": "debug.log", "change": "deleted", "ignored": True}
     assert by_path["latest.log"] == {"path": "latest.log", "change": "deleted", "ignored": True}
     assert by_path["cache/blob.bin"]["change"] == "deleted"
-    assert by_path["app.py"] == {"path": "app.py", "change": "modified"}
-    assert by_path["new/nested/dir/f.txt"] == {"path": "new/nested/dir/f.txt", "change": "added"}
+    assert by_path["app.py"] == {"path": "app.py", "change": "modified", "ignored": False}
+    assert by_path["new/nested/dir/f.txt"] == {
+        "path": "new/nested/dir/f.txt",
+        "change": "added",
+        "ignored": False,
+    }
     assert by_path["node_modules/dep/index.js"] == {
         "path": "node_modules/dep/index.js",
         "change": "modified",
