@@ -21,17 +21,21 @@ PROMPTS = ("Write the notes.", "And again.")
 
 
 def scripted_run(path: Path) -> str:
+    """Two model calls that fill every part of the shapes: a plan, a file written (so a
+    checkpoint and a changed file), a failed call, tokens."""
+    plan = [{"text": "Write the notes", "status": "in_progress"}]
     return write_script(
         path,
         {
-            "text": "Writing the notes.",
+            "text": "Planning, then writing.",
             "tool_calls": [
-                call("write_file", "c_write", path="notes.txt", content="one\ntwo\n"),
-                call("read_file", "c_missing", path="absent.txt"),
+                call("update_plan", "c_plan", steps=plan),
+                call("write_file", "c_notes", path="notes/today.md", content="# Today\n"),
+                call("read_file", "c_absent", path="no/such/file.txt"),
             ],
-            "usage": {"input_tokens": 120, "output_tokens": 12},
+            "usage": {"input_tokens": 300, "output_tokens": 20, "cache_read_tokens": 100},
         },
-        {"text": "Done.", "usage": {"input_tokens": 180, "output_tokens": 4}},
+        {"text": "Written.", "usage": {"input_tokens": 350, "output_tokens": 5}},
     )
 
 
@@ -105,24 +109,11 @@ def cli_answers(home: Path) -> dict[str, Any]:
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
+    replayed = f"--sandbox={sandbox} --provider=replay --script={script} --profile=full-auto"
     results: list[dict[str, Any]] = []
     for prompt in PROMPTS:
-        more = ["--continue", results[-1]["runId"]] if results else []
-        results.append(
-            cli(
-                "run",
-                prompt,
-                "--sandbox",
-                str(sandbox),
-                "--provider",
-                "replay",
-                "--script",
-                script,
-                "--profile",
-                "full-auto",
-                *more,
-            )
-        )
+        more = [f"--continue={results[-1]['runId']}"] if results else []
+        results.append(cli("run", prompt, *replayed.split(" "), *more))
     first = results[0]["runId"]
     return {
         "run": results,
@@ -139,6 +130,7 @@ async def test_a_json_consumer_and_the_daemon_see_the_same_field_names(tmp_path:
         assert key_paths(cli_run) == key_paths(daemon_run)
         check_type("RunResult", cli_run)
     assert daemon["run"][0]["checkpoints"], "a run that wrote a file carries its checkpoints"
+    assert daemon["show"]["plan"] and daemon["show"]["changedFiles"]
     assert key_paths(cli["runs"]) == key_paths(daemon["runs"])
     for row in cli["runs"]:
         check_type("RunSummary", row)
