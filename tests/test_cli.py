@@ -68,22 +68,22 @@ def test_offline_run_json_writes_the_report_inside_the_sandbox(
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    names = [r["tool_name"] for r in result["tool_call_history"]]
+    names = [r["toolName"] for r in result["toolCallHistory"]]
     assert names[:3] == ["list_dir", "glob", "grep"] and "write_file" in names
-    assert all(r["success"] for r in result["tool_call_history"])
-    assert result["stop_reason"] == "final_answer" and result["terminated_by_limit"] is False
+    assert all(r["success"] for r in result["toolCallHistory"])
+    assert result["stopReason"] == "final_answer" and result["terminatedByLimit"] is False
     report = (workspace / "cleveragents-offline-report.md").read_text()
     assert "src/inventory.py:12:" in report and "TODO" in report
-    assert set(result["tool_call_history"][0]) >= {
-        "tool_name",
+    assert set(result["toolCallHistory"][0]) >= {
+        "toolName",
         "inputs",
         "output",
-        "duration_ms",
+        "durationMs",
         "success",
         "error",
         "iteration",
-        "call_id",
-        "error_kind",
+        "callId",
+        "errorKind",
     }
 
 
@@ -117,8 +117,8 @@ def test_iteration_limit_exits_3(workspace: Path, tmp_path: Path) -> None:
     )
     assert done.returncode == 3, done.stderr
     result = json.loads(done.stdout)
-    assert result["terminated_by_limit"] is True and result["iterations"] == 2
-    assert len(result["tool_call_history"]) == 2
+    assert result["terminatedByLimit"] is True and result["iterations"] == 2
+    assert len(result["toolCallHistory"]) == 2
 
 
 def test_usage_and_configuration_errors(workspace: Path, tmp_path: Path) -> None:
@@ -162,9 +162,9 @@ def test_the_history_file_comes_from_cleveragents_history(workspace: Path, tmp_p
         "run", "Look", "--sandbox", str(workspace), "--profile", "read-only", "--json", env=env
     )
     assert done.returncode == 0, done.stderr
-    run_id = json.loads(done.stdout)["run_id"]
+    run_id = json.loads(done.stdout)["runId"]
     listed = cli("runs", "--json", env=env)
-    assert [r["run_id"] for r in json.loads(listed.stdout)] == [run_id]
+    assert [r["runId"] for r in json.loads(listed.stdout)] == [run_id]
     assert chosen.exists() and not (tmp_path / "data" / "cleveragents" / "history.sqlite3").exists()
 
 
@@ -182,7 +182,7 @@ def test_runs_are_stored_listed_shown_and_continued(workspace: Path, tmp_path: P
         history,
     )
     assert first.returncode == 0, first.stderr
-    run_id = json.loads(first.stdout)["run_id"]
+    run_id = json.loads(first.stdout)["runId"]
     second = cli(
         "run",
         "Now again",
@@ -198,18 +198,17 @@ def test_runs_are_stored_listed_shown_and_continued(workspace: Path, tmp_path: P
     )
     assert second.returncode == 0, second.stderr
     continued = json.loads(second.stdout)
-    # The follow-up conversation starts with the whole first run.
-    assert continued["messages"][0] == {"role": "user", "text": "First look"}
+    assert continued["continuedFrom"] == run_id
 
     listed = cli("runs", "--json", "--history", history)
     rows = json.loads(listed.stdout)
-    assert [r["run_id"] for r in rows] == [continued["run_id"], run_id]
-    assert rows[0]["continued_from"] == run_id and rows[1]["status"] == "finished"
+    assert [r["runId"] for r in rows] == [continued["runId"], run_id]
+    assert rows[0]["continuedFrom"] == run_id and rows[1]["status"] == "finished"
 
     shown = cli("runs", "show", run_id, "--json", "--history", history)
     stored = json.loads(shown.stdout)
-    assert [r["call_id"] for r in stored["records"]] == [
-        r["call_id"] for r in json.loads(first.stdout)["tool_call_history"]
+    assert [r["callId"] for r in stored["toolCallHistory"]] == [
+        r["callId"] for r in json.loads(first.stdout)["toolCallHistory"]
     ]
     table = cli("runs", "--history", history)
     assert run_id in table.stdout
@@ -251,7 +250,7 @@ def test_user_tool_modules(workspace: Path, tmp_path: Path) -> None:
         env=env,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["tool_call_history"][0]["output"] == {"result": "HI"}
+    assert json.loads(done.stdout)["toolCallHistory"][0]["output"] == {"result": "HI"}
     broken = cli("tools", "--tools", "no_such_module_here")
     assert broken.returncode == 1 and "cannot import tool module" in broken.stderr
 
@@ -291,8 +290,8 @@ def test_ctrl_c_stops_the_run_and_keeps_what_finished(workspace: Path, tmp_path:
     out, err = process.communicate(timeout=30)
     assert process.returncode == 130, err
     result = json.loads(out)
-    assert result["stop_reason"] == "cancelled"
-    assert [r["tool_name"] for r in result["tool_call_history"]] == ["list_dir"]
+    assert result["stopReason"] == "cancelled"
+    assert [r["toolName"] for r in result["toolCallHistory"]] == ["list_dir"]
 
 
 def test_entry_point_plugins_add_tools(workspace: Path, tmp_path: Path) -> None:
@@ -413,7 +412,7 @@ def test_mcp_servers_of_the_sandbox_are_listed_and_used(workspace: Path, tmp_pat
         env={"CLEVERAGENTS_TRUST_WORKSPACE": "1"},
     )
     assert done.returncode == 0, done.stderr
-    (record,) = json.loads(done.stdout)["tool_call_history"]
+    (record,) = json.loads(done.stdout)["toolCallHistory"]
     assert record["success"] and "42" in json.dumps(record["output"])
     (workspace / ".mcp.json").write_text('{"mcpServers": {"broken": {"command": "/nonexistent"}}}')
     failed = cli("run", "x", "--sandbox", str(workspace), "--no-history", "--trust-workspace")
@@ -536,8 +535,8 @@ def test_without_a_terminal_nothing_starts_unless_pre_trusted(
     assert untrusted.returncode == 0, untrusted.stderr
     assert "not trusted: no terminal to ask at" in untrusted.stderr
     assert "--trust-workspace" in untrusted.stderr
-    (record,) = json.loads(untrusted.stdout)["tool_call_history"]
-    assert record["error_kind"] == "unknown_tool"
+    (record,) = json.loads(untrusted.stdout)["toolCallHistory"]
+    assert record["errorKind"] == "unknown_tool"
     listed = cli("tools", "--sandbox", str(workspace), "--json", env=env)
     assert "demo__echo" not in {r["name"] for r in json.loads(listed.stdout)}
     assert starts(marker) == 0
@@ -547,7 +546,7 @@ def test_without_a_terminal_nothing_starts_unless_pre_trusted(
         *replay_run(workspace, script), "--no-history", "--json", "--trust-workspace", env=env
     )
     assert trusted.returncode == 0, trusted.stderr
-    assert json.loads(trusted.stdout)["tool_call_history"][0]["success"]
+    assert json.loads(trusted.stdout)["toolCallHistory"][0]["success"]
     assert starts(marker) == 1
     bad = cli(*replay_run(workspace, script), env={**env, "CLEVERAGENTS_TRUST_WORKSPACE": "maybe"})
     assert bad.returncode == 2 and "CLEVERAGENTS_TRUST_WORKSPACE" in bad.stderr
@@ -587,13 +586,13 @@ def test_a_run_whose_cli_was_killed_is_listed_interrupted_at_once(
         if process.stderr is not None:
             process.stderr.close()
     (listed,) = json.loads(cli("runs", "--json", "--history", history).stdout)
-    assert listed["run_id"] == alive["run_id"] and listed["status"] == "interrupted"
-    shown = json.loads(cli("runs", "show", alive["run_id"], "--json", "--history", history).stdout)
+    assert listed["runId"] == alive["runId"] and listed["status"] == "interrupted"
+    shown = json.loads(cli("runs", "show", alive["runId"], "--json", "--history", history).stdout)
     assert shown["status"] == "interrupted"
     assert shown["error"] == "the process running this run ended before the run finished"
-    assert [r["tool_name"] for r in shown["records"]] == ["list_dir"]  # nothing lost
+    assert [r["toolName"] for r in shown["toolCallHistory"]] == ["list_dir"]  # nothing lost
     table = cli("runs", "--history", history, env={"COLUMNS": "200"}).stdout
-    assert alive["run_id"] in table and "interrupted" in table
+    assert alive["runId"] in table and "interrupted" in table
 
 
 def test_the_plan_is_a_checklist_and_the_instructions_are_named(
@@ -635,7 +634,7 @@ def test_the_plan_is_a_checklist_and_the_instructions_are_named(
     assert "  ✓ Read the notes\n  ✓ Write the report\n  ✓ Check it" in out
 
     # `runs show` shows the plan as the run left it.
-    run_id = json.loads(cli("runs", "--history", history, "--json").stdout)[0]["run_id"]
+    run_id = json.loads(cli("runs", "--history", history, "--json").stdout)[0]["runId"]
     shown = cli("runs", "show", run_id, "--history", history, env={"COLUMNS": "200"})
     assert shown.returncode == 0, shown.stderr
     assert "last plan 3/3 done" in shown.stdout and "  ✓ Check it" in shown.stdout

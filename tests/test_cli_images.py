@@ -79,10 +79,10 @@ def test_two_images_reach_anthropic_and_the_run_lists_them(tmp_path: Path, sandb
     ]
     assert blocks[0]["source"]["data"] == base64.b64encode(png.read_bytes()).decode()
     assert f"image {png}, PNG 120x80" in done.stderr  # the live view names each image
-    run_id = json.loads(done.stdout)["run_id"]
+    run_id = json.loads(done.stdout)["runId"]
     shown = cli(tmp_path, "runs", "show", run_id, "--json")
     stored = json.loads(shown.stdout)["images"]
-    assert [(i["name"], i["media_type"], i["width"]) for i in stored] == [
+    assert [(i["name"], i["mediaType"], i["width"]) for i in stored] == [
         (str(png), "image/png", 120),
         (str(gif), "image/gif", 16),
     ]

@@ -60,7 +60,7 @@ def test_a_cli_run_with_two_tool_calls_is_traced(tmp_path: Path) -> None:
     result = json.loads(done.stdout)
     [run] = [s for s in spans if s.attributes["gen_ai.operation.name"] == "invoke_agent"]
     assert run.parent_span_id == b""
-    assert run.attributes["cleveragents.run_id"] == result["run_id"]
+    assert run.attributes["cleveragents.run_id"] == result["runId"]
     assert run.attributes["gen_ai.request.model"] == "claude-haiku-4-5"
     check_run_tree(spans, run)
     # Contents are not exported unless asked for.

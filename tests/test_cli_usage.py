@@ -83,15 +83,15 @@ def test_the_summary_json_list_and_show_carry_tokens_and_cost(home: Path) -> Non
     as_json = run(home, "--json", model="my-model")
     assert as_json.returncode == 0, as_json.stderr
     result = json.loads(as_json.stdout)
-    assert result["cost_usd"] is None and result["usage"]["cache_write_tokens"] == 10_000
+    assert result["usage"]["costUsd"] is None and result["usage"]["cacheWriteTokens"] == 10_000
     listed = cli(home, "runs", "list", "--history", str(home / "h.sqlite3"))
     assert listed.returncode == 0, listed.stderr
     newest, oldest = [line for line in listed.stdout.splitlines() if "run_" in line]
     assert "24.5k / 150" in oldest and "$0.0563" in oldest
     assert "24.5k / 150" in newest and "—" in newest and "$" not in newest
     rows = json.loads(cli(home, "runs", "--json", "--history", str(home / "h.sqlite3")).stdout)
-    assert [r["cost_usd"] for r in rows] == [None, pytest.approx(0.05625)]
-    shown = cli(home, "runs", "show", rows[1]["run_id"], "--history", str(home / "h.sqlite3"))
+    assert [r["usage"]["costUsd"] for r in rows] == [None, pytest.approx(0.05625)]
+    shown = cli(home, "runs", "show", rows[1]["runId"], "--history", str(home / "h.sqlite3"))
     assert shown.returncode == 0, shown.stderr
     assert "iteration 1: 12,000 in (10,000 written to cache), 100 out, $0.0450" in shown.stdout
     assert "iteration 2: 12,500 in (10,000 from cache), 50 out, $0.0112" in shown.stdout
@@ -104,21 +104,23 @@ def test_prices_from_a_file_and_from_the_environment(home: Path) -> None:
     by_file = run(home, "--json", "--prices", str(prices), model="my-model")
     assert by_file.returncode == 0, by_file.stderr
     # 24,500 in x $1 + 150 out x $10 per million (cache rates default to the input rate)
-    assert json.loads(by_file.stdout)["cost_usd"] == pytest.approx(0.026)
+    assert json.loads(by_file.stdout)["usage"]["costUsd"] == pytest.approx(0.026)
     by_env = run(
         home,
         "--json",
         model="my-model",
         CLEVERAGENTS_PRICES=json.dumps({"my-model": {"input": 2, "output": 0}}),
     )
-    assert json.loads(by_env.stdout)["cost_usd"] == pytest.approx(0.049)
+    assert json.loads(by_env.stdout)["usage"]["costUsd"] == pytest.approx(0.049)
 
 
 def test_attached_files_reach_the_first_message(home: Path) -> None:
     (home / "ws" / "notes.md").write_text("# Notes\n")
     done = run(home, "--json", "--file", "app.py:2-3", "--file", "notes.md")
     assert done.returncode == 0, done.stderr
-    first = json.loads(done.stdout)["messages"][0]["text"]
+    run_id = json.loads(done.stdout)["runId"]
+    shown = cli(home, "runs", "show", run_id, "--json", "--history", str(home / "h.sqlite3"))
+    first = json.loads(shown.stdout)["messages"][0]["text"]
     assert "`app.py`, lines 2-3 of 10:\n```\nline 2\nline 3\n```" in first
     assert "`notes.md`, the whole file (1 lines):\n```\n# Notes\n```" in first
     assert first.endswith("\n\nExplain")
@@ -165,7 +167,7 @@ def test_a_window_too_small_for_the_attached_file_stops_before_any_call(home: Pa
     done = run(home, "--json", "--context-window", "4096", "--file", "big.txt")
     assert done.returncode == 3, done.stderr  # stopped at a limit
     result = json.loads(done.stdout)
-    assert result["stop_reason"] == "context_exhausted" and result["iterations"] == 0
+    assert result["stopReason"] == "context_exhausted" and result["iterations"] == 0
 
 
 def test_doctor_shows_the_command_flags(home: Path) -> None:

@@ -235,7 +235,7 @@ def test_every_variable_in_the_settings_doc_is_one_the_code_names() -> None:
 
 
 def test_the_protocol_readme_title_has_the_daemons_version() -> None:
-    from cleveragents.daemon.wire import PROTOCOL_VERSION
+    from cleveragents.protocol.wire import PROTOCOL_VERSION
 
     title = (ROOT / "protocol" / "README.md").read_text(encoding="utf-8").splitlines()[0]
     assert title == f"# The cleveragents protocol (v{PROTOCOL_VERSION})"

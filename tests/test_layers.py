@@ -49,11 +49,12 @@ RANKS: dict[str, int] = {
     "cleveragents.jsonrpc_io": 5,  # framing both JSON-RPC fronts share
     "cleveragents.display": 5,  # the terminal's view of a run
     "cleveragents.batch": 5,  # suites of runs over the core (`cleveragents batch`)
-    "cleveragents.daemon": 6,
-    "cleveragents.acp": 6,
-    "cleveragents.cli": 6,
-    "cleveragents.chat": 6,  # the terminal session (`cleveragents` alone, `cleveragents chat`)
-    "cleveragents.launcher": 7,
+    "cleveragents.protocol": 6,  # wire types and the one converter, shared by the fronts
+    "cleveragents.daemon": 7,
+    "cleveragents.acp": 7,
+    "cleveragents.cli": 7,
+    "cleveragents.chat": 7,  # the terminal session (`cleveragents` alone, `cleveragents chat`)
+    "cleveragents.launcher": 8,
 }
 LAUNCHER_RANK = RANKS[LAUNCHER]
 
@@ -296,7 +297,7 @@ def test_a_lazy_import_that_reaches_up_is_caught(tmp_path: Path) -> None:
     }
     write_tree(root, files)
     assert rank_violations(import_graph(root)) == [
-        "cleveragents.cli (rank 6) imports cleveragents.acp.agent (rank 6)",
+        "cleveragents.cli (rank 7) imports cleveragents.acp.agent (rank 7)",
         "cleveragents.odd has no rank in RANKS",
         "cleveragents.workspace.command_policy (rank 1) imports cleveragents.service.history "
         "(rank 4)",

@@ -263,9 +263,8 @@ def test_run_json_and_the_history_stay_valid_utf8(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     result = json.loads(done.stdout.decode("utf-8"))  # strict: invalid UTF-8 raises
-    assert result["messages"][0]["text"] == "look at \ufffd\ufffd"
-    records = result["tool_call_history"]
-    assert [r["tool_name"] for r in records] == [c["name"] for c in calls]
+    records = result["toolCallHistory"]
+    assert [r["toolName"] for r in records] == [c["name"] for c in calls]
     assert all(r["success"] for r in records), records
     listed = {read_back(e["name"]) for e in records[0]["output"]["entries"]}
     assert {os.fsencode(n) for n in listed} == set(CLI_NAMES)
@@ -284,7 +283,7 @@ def test_run_json_and_the_history_stay_valid_utf8(tmp_path: Path) -> None:
     assert ran["exit_code"] == 0 and "raw \ufffd\ufffd" in ran["stdout"]
     assert "bad\ufffd.txt" in ran["stdout"]  # the command's bytes, replaced, never raw
     shown = subprocess.run(
-        [*CLI, "runs", "show", result["run_id"], "--json", "--history", history],
+        [*CLI, "runs", "show", result["runId"], "--json", "--history", history],
         capture_output=True,
         env=env,
         timeout=60,
@@ -292,4 +291,5 @@ def test_run_json_and_the_history_stay_valid_utf8(tmp_path: Path) -> None:
     )
     assert shown.returncode == 0, shown.stderr.decode(errors="replace")
     stored = json.loads(shown.stdout.decode("utf-8"))
-    assert [r["output"] for r in stored["records"]] == [r["output"] for r in records]
+    assert stored["messages"][0]["text"] == "look at \ufffd\ufffd"
+    assert [r["output"] for r in stored["toolCallHistory"]] == [r["output"] for r in records]

@@ -85,7 +85,7 @@ def workspace(tmp_path: Path) -> Path:
 def test_a_command_cannot_plant_the_history_journal(workspace: Path, tmp_path: Path) -> None:
     history = workspace / ".cleveragents" / "history.db"
     first = run_commands(workspace, history, tmp_path, "true")
-    assert first["stop_reason"] == "final_answer"
+    assert first["stopReason"] == "final_answer"
     assert not Path(f"{history}-journal").exists()  # WAL mode: no journal to cover
 
     second = run_commands(
@@ -96,7 +96,7 @@ def test_a_command_cannot_plant_the_history_journal(workspace: Path, tmp_path: P
         PLANT.format(target=".cleveragents/history.db-wal", folder=".cleveragents"),
     )
 
-    outputs = [record["output"] for record in second["tool_call_history"]]
+    outputs = [record["output"] for record in second["toolCallHistory"]]
     for output in outputs:
         # The folder is empty and read-only inside: nothing was planted.
         assert "Read-only file system" in output["stderr"]
@@ -112,7 +112,7 @@ def test_a_history_directly_in_the_sandbox_runs_no_command(workspace: Path, tmp_
         workspace, history, tmp_path, PLANT.format(target="history.db-journal", folder=".")
     )
 
-    [record] = result["tool_call_history"]
+    [record] = result["toolCallHistory"]
     assert record["success"] is False
     assert "lies directly in the sandbox folder" in record["error"]
     assert "--history .cleveragents/history.db" in record["error"]
@@ -130,6 +130,6 @@ def test_the_folder_of_a_history_elsewhere_in_the_sandbox_is_hidden_whole(
 
     result = run_commands(workspace, history, tmp_path, "ls -A data; cat README.md")
 
-    [record] = result["tool_call_history"]
+    [record] = result["toolCallHistory"]
     assert record["output"]["stdout"] == "a project\n"
     shutil.rmtree(workspace / "data")

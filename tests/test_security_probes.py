@@ -63,7 +63,7 @@ def run_cli(script: list[dict[str, Any]], sandbox: Path, *extra: str, **env: str
 
 
 def calls(result: Any) -> dict[str, dict[str, Any]]:
-    return {record["call_id"]: record for record in result["tool_call_history"]}
+    return {record["callId"]: record for record in result["toolCallHistory"]}
 
 
 @needs_git
@@ -128,12 +128,12 @@ def test_a_sandbox_holding_the_data_folder_cannot_reach_the_checkpoint_store_or_
         "glob_key",
         "grep_store",
     ):
-        assert by_id[refused]["error_kind"] == "sandbox_violation", by_id[refused]
+        assert by_id[refused]["errorKind"] == "sandbox_violation", by_id[refused]
     assert str(marker) not in (home / config).read_text()
     names = [entry["name"] for entry in by_id["list_root"]["output"]["entries"]]
     assert "proj" in names and ".ssh" not in names
     assert by_id["list_share"]["output"]["entries"] == []
-    everything = json.dumps(result["tool_call_history"])
+    everything = json.dumps(result["toolCallHistory"])
     assert f"{CANARY} ssh key" not in everything
     assert not any(
         ".ssh" in m or "cleveragents/" in m for m in by_id["glob_all"]["output"]["matches"]
@@ -257,7 +257,7 @@ def test_a_history_moved_into_the_sandbox_is_hidden_from_commands_and_file_tools
     assert "SQLite format" not in output["stdout"]
     assert "WROTE" not in output["stdout"]
     assert output["stdout"].split("\n")[1].strip() == "0"  # the store shows as empty
-    assert by_id["read"]["error_kind"] == "sandbox_violation"
+    assert by_id["read"]["errorKind"] == "sandbox_violation"
     assert not marker.exists()
 
 
@@ -364,7 +364,7 @@ def test_a_hostile_run_cannot_make_runs_restore_write_outside(tmp_path: Path) ->
     assert "SWAPPED" in calls(result)["cmd"]["output"]["stdout"]
     assert (sandbox / "sub").is_symlink()
     restore = subprocess.run(
-        [*CLI, "runs", "restore", result["run_id"], "--yes", "--history", str(history)],
+        [*CLI, "runs", "restore", result["runId"], "--yes", "--history", str(history)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 
 from cleveragents.acp.agent import _requested_profile, _requested_run_options
-from cleveragents.daemon import wire
 from cleveragents.daemon.config import initialization_settings
-from cleveragents.daemon.converter import structure
-from cleveragents.daemon.translate import run_request
+from cleveragents.protocol import wire
+from cleveragents.protocol.converter import structure
+from cleveragents.protocol.translate import run_request
 from cleveragents.service.runs import RunManager, RunPlan, RunRequest
 from cleveragents.service.settings import ResolvedSettings, RunDefaults, shown_setting, shown_value
 from cleveragents.settings_table import BY_NAME, SETTINGS, Level, Setting, render_markdown

@@ -160,19 +160,23 @@ def test_runs_restore_puts_back_ignored_files_modes_links_and_removes_made_folde
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert all(call["success"] for call in result["tool_call_history"]), result
+    assert all(call["success"] for call in result["toolCallHistory"]), result
     # Each checkpoint is shown as a step of its own (files and milliseconds).
     assert "checkpoint before iteration 1: 7 files, " in done.stderr, done.stderr
     assert (workspace / ".env").read_text() == "SECRET=clobbered\n"
     assert (workspace / "made/empty/deep").is_dir()
     # The changed-files list names each change, those git does not see marked.
-    by_path = {c["path"]: c for c in result["changed_files"]}
+    by_path = {c["path"]: c for c in result["changedFiles"]}
     assert by_path[".env"] == {"path": ".env", "change": "modified", "ignored": True}
     assert by_path["debug.log"] == {"path": "debug.log", "change": "deleted", "ignored": True}
     assert by_path["latest.log"] == {"path": "latest.log", "change": "deleted", "ignored": True}
     assert by_path["cache/blob.bin"]["change"] == "deleted"
-    assert by_path["app.py"] == {"path": "app.py", "change": "modified"}
-    assert by_path["new/nested/dir/f.txt"] == {"path": "new/nested/dir/f.txt", "change": "added"}
+    assert by_path["app.py"] == {"path": "app.py", "change": "modified", "ignored": False}
+    assert by_path["new/nested/dir/f.txt"] == {
+        "path": "new/nested/dir/f.txt",
+        "change": "added",
+        "ignored": False,
+    }
     assert by_path["node_modules/dep/index.js"] == {
         "path": "node_modules/dep/index.js",
         "change": "modified",
@@ -184,7 +188,7 @@ def test_runs_restore_puts_back_ignored_files_modes_links_and_removes_made_folde
         "made/empty/deep/",
     }
 
-    restored = cli(tmp_path, "runs", "restore", str(result["run_id"]), "--yes")
+    restored = cli(tmp_path, "runs", "restore", str(result["runId"]), "--yes")
     assert restored.returncode == 0, restored.stderr
     # Every byte, mode bit and link is back; the folders the run made are gone.
     assert folder_state(workspace) == before

@@ -167,7 +167,7 @@ def through_the_cli(tmp_path: Path) -> list[dict[str, Any]]:
             command, capture_output=True, text=True, env=env, cwd=home, timeout=120, check=False
         )
         assert done.returncode == 0, done.stderr
-        previous = json.loads(done.stdout)["run_id"]
+        previous = json.loads(done.stdout)["runId"]
     return stored_rows(history, sandbox)
 
 

@@ -75,7 +75,7 @@ def test_twenty_tasks_locally_with_history_rerun_and_report(
         == 0
     )
     listed = json.loads(capsys.readouterr().out)
-    assert sorted(r["batch"]["task_id"] for r in listed) == sorted(EXPECTED)
+    assert sorted(r["batch"]["taskId"] for r in listed) == sorted(EXPECTED)
     page = report_path.read_text()
     assert "<svg" in page and "write-wrong-2" in page and "65%" in page
 

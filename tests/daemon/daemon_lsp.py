@@ -21,7 +21,7 @@ from pygls.protocol import (
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
-from cleveragents.daemon import wire
+from cleveragents.protocol import wire
 
 NOTIFICATIONS = [m.name for m in wire.METHODS if m.kind == "notification"]
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from cleveragents.assembly import SYSTEM_PROMPT
-from cleveragents.daemon import wire
 from cleveragents.daemon.config import (
     client_declares,
     client_options,
     initialization_settings,
     parse_initialization_options,
 )
+from cleveragents.protocol import wire
 from cleveragents.service.errors import ParamsError
 from cleveragents.service.settings import ClientOptions, history_path, session_settings
 

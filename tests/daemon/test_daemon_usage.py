@@ -13,7 +13,7 @@ import pytest
 from daemon_lsp import lsp_session
 from daemon_support import RawDaemon, call, check_against_schema, replay_options
 
-from cleveragents.daemon import wire
+from cleveragents.protocol import wire
 from cleveragents.tool import Usage
 from cleveragents.tool.models import ModelPrice, price_for
 from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text, ToolUse

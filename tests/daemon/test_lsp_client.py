@@ -20,7 +20,7 @@ from daemon_support import (
 )
 from pygls.exceptions import JsonRpcException
 
-from cleveragents.daemon import wire
+from cleveragents.protocol import wire
 
 # -- streaming ----------------------------------------------------------------------------------
 

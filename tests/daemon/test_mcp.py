@@ -9,7 +9,7 @@ from pathlib import Path
 
 from daemon_support import RawDaemon, replay_options, write_script
 
-from cleveragents.daemon import wire
+from cleveragents.protocol import wire
 
 DEMO_SERVER = str(Path(__file__).parent.parent / "mcp_fixtures" / "demo_server.py")
 

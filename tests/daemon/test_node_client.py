@@ -21,7 +21,7 @@ from daemon_support import (
     write_script,
 )
 
-from cleveragents.daemon import wire
+from cleveragents.protocol import wire
 
 NODE_DIR = DAEMON_TESTS / "node"
 NODE = shutil.which("node")

@@ -8,7 +8,6 @@ import pytest
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 
-from cleveragents.daemon import wire
 from cleveragents.daemon.pygls_overrides import (
     CUSTOM_REQUESTS,
     CustomRequest,
@@ -18,6 +17,7 @@ from cleveragents.daemon.pygls_overrides import (
     daemon_converter,
     params_error,
 )
+from cleveragents.protocol import wire
 
 
 def _protocol() -> DaemonProtocol:

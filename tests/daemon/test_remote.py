@@ -23,8 +23,9 @@ from daemon_support import (
     write_script,
 )
 
-from cleveragents.daemon import remote, wire
+from cleveragents.daemon import remote
 from cleveragents.jsonrpc_io import Frame, FrameError, encode
+from cleveragents.protocol import wire
 
 unix_only = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="needs Unix sockets")
 

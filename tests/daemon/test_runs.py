@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from cleveragents.daemon import runs, wire
+from cleveragents.daemon import runs
+from cleveragents.protocol import wire
 from cleveragents.service.errors import ErrorKind, ServiceError
 from cleveragents.service.history import RunHistory
 from cleveragents.service.runs import RunManager

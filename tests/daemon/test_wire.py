@@ -10,8 +10,9 @@ import attrs
 import pytest
 from daemon_support import SCHEMA_FILE, check_type
 
-from cleveragents.daemon import schema, wire
-from cleveragents.daemon.converter import camel, structure, unstructure
+from cleveragents.daemon import schema
+from cleveragents.protocol import wire
+from cleveragents.protocol.converter import camel, structure, unstructure
 from cleveragents.service.errors import ParamsError
 
 

@@ -415,8 +415,8 @@ async function openRunView(/** @type {import('playwright-core').Page} */ page) {
 /**
  * The runs the daemon stored, read back with the package's own CLI.
  * @param {string} python @param {string} history
- * @returns {{run_id: string, prompt: string, status: string, iterations: number,
- *   tool_call_count: number}[]}
+ * @returns {{runId: string, prompt: string, status: string, iterations: number,
+ *   toolCallCount: number, continuedFrom: string | null}[]}
  */
 function storedRuns(python, history) {
   const listed = spawnSync(
@@ -823,7 +823,7 @@ async function main() {
     const runs = storedRuns(python, sandbox.history);
     const second = runs.find((run) => run.prompt === 'And the notes?');
     const first = runs.find((run) => run.prompt === 'Recap hello.txt in one line.');
-    if (!first || !second || second.continued_from !== first.run_id) {
+    if (!first || !second || second.continuedFrom !== first.runId) {
       fail(`the second prompt did not continue the first: ${JSON.stringify([first, second])}`);
     }
     step('conversation');
@@ -845,12 +845,12 @@ async function main() {
     await view.locator('[data-testid="tool-call"][data-call-id="call_diag"][data-status="success"]').waitFor();
     const diagRun = storedRuns(python, sandbox.history).find((run) => run.prompt === brokenPrompt);
     if (!diagRun) fail('the get_diagnostics run is not in the history');
-    const shown = spawnSync(python, ['-m', 'cleveragents.cli', 'runs', 'show', diagRun.run_id, '--history', sandbox.history, '--json'], {
+    const shown = spawnSync(python, ['-m', 'cleveragents.cli', 'runs', 'show', diagRun.runId, '--history', sandbox.history, '--json'], {
       encoding: 'utf8',
       timeout: 60_000,
     });
     if (shown.status !== 0) fail(`cleveragents runs show failed:\n${shown.stdout}${shown.stderr}`);
-    const diagRecord = JSON.parse(shown.stdout).records.find((/** @type {{call_id: string}} */ r) => r.call_id === 'call_diag');
+    const diagRecord = JSON.parse(shown.stdout).toolCallHistory.find((/** @type {{callId: string}} */ r) => r.callId === 'call_diag');
     const answer = JSON.parse(diagRecord?.output?.text ?? '{}');
     const problems = /** @type {{path: string, severity: string, line: number, source: string | null, message: string}[]} */ (answer.problems ?? []);
     const fromEditor = problems.filter((p) => p.path === 'broken.json' && p.severity === 'error' && p.line === 1);
@@ -1037,13 +1037,13 @@ async function main() {
     const stored = storedRuns(python, sandbox.history);
     const byPrompt = new Map(stored.map((run) => [run.prompt, run]));
     const first = byPrompt.get(RUN1_PROMPT);
-    if (!first || first.status !== 'finished' || first.tool_call_count !== 1) {
+    if (!first || first.status !== 'finished' || first.toolCallCount !== 1) {
       fail(`run 1 is stored as ${JSON.stringify(first)} (all: ${JSON.stringify(stored)})`);
     }
     if (byPrompt.get(RUN2_PROMPT)?.status !== 'cancelled') fail(`the slow run is stored as ${JSON.stringify(byPrompt.get(RUN2_PROMPT))}`);
     if (byPrompt.get('Are you back?')?.status !== 'finished') fail('the run after the restart is not stored as finished');
     const stopped = byPrompt.get(STOP_PROMPT);
-    if (stopped?.status !== 'cancelled' || stopped.tool_call_count !== 1) {
+    if (stopped?.status !== 'cancelled' || stopped.toolCallCount !== 1) {
       fail(`the run stopped while asking is stored as ${JSON.stringify(stopped)}`);
     }
     step('history');

@@ -3,7 +3,7 @@
 // wire.py -> schema.json -> src/protocol.ts, and a unit test fails when the last link drifts.
 
 const HEADER = `// Generated from protocol/schema.json by \`npm run generate:protocol\`; do not edit by hand.
-// The schema is generated from server/cleveragents/daemon/wire.py.
+// The schema is generated from server/cleveragents/protocol/wire.py.
 /* eslint-disable */
 `;
 
@@ -73,6 +73,12 @@ function comment(text, indent) {
 
 function renderDef(name, schema) {
   let out = comment(schema.description, '');
+  if (schema.enum) {
+    // A named enum: its values at run time (for checks and pickers), and its type from them.
+    const values = schema.enum.map((value) => JSON.stringify(value)).join(', ');
+    out += `export const ${name}Values = [${values}] as const;\n`;
+    return `${out}export type ${name} = (typeof ${name}Values)[number];\n`;
+  }
   const properties = schema.properties ?? {};
   const required = new Set(schema.required ?? []);
   const keys = Object.keys(properties);

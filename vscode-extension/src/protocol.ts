@@ -1,9 +1,12 @@
 // Generated from protocol/schema.json by `npm run generate:protocol`; do not edit by hand.
-// The schema is generated from server/cleveragents/daemon/wire.py.
+// The schema is generated from server/cleveragents/protocol/wire.py.
 /* eslint-disable */
 
 /** The protocol version these types describe. */
 export const PROTOCOL_VERSION = "1.3";
+
+export const ApprovalDecisionValues = ["allow", "deny", "allow_for_run", "cancel"] as const;
+export type ApprovalDecision = (typeof ApprovalDecisionValues)[number];
 
 /** Sent by the daemon when the profile needs a human to approve a call. */
 export interface ApproveToolCallParams {
@@ -20,7 +23,7 @@ export interface ApproveToolCallParams {
   /** It runs programs. */
   executesCode: boolean;
   /** The run's profile. */
-  automationProfile: "read-only" | "ask" | "auto-edit" | "full-auto";
+  automationProfile: AutomationProfile;
   /** The iteration asking. */
   iteration: number;
   /** Why this call is asked about beyond the profile's rule, to show the user: e.g. the command would run unconfined (no bubblewrap here), and how to change that. */
@@ -31,8 +34,11 @@ export interface ApproveToolCallParams {
 
 export interface ApproveToolCallResult {
   /** `allow_for_run`: allow this tool without asking again in this run. `cancel`: stop the whole run (as `cleveragents/cancel` does); the call is recorded as cancelled. */
-  decision: "allow" | "deny" | "allow_for_run" | "cancel";
+  decision: ApprovalDecision;
 }
+
+export const AutomationProfileValues = ["read-only", "ask", "auto-edit", "full-auto"] as const;
+export type AutomationProfile = (typeof AutomationProfileValues)[number];
 
 /** Sent when the model calls one of the client's tools, after any approval. Withdrawn with `$/cancelRequest` when the run is stopped or the tool's timeout passes. */
 export interface CallClientToolParams {
@@ -67,12 +73,15 @@ export interface CancelResult {
   cancelled: boolean;
 }
 
+export const ChangeKindValues = ["added", "modified", "deleted"] as const;
+export type ChangeKind = (typeof ChangeKindValues)[number];
+
 /** A file a run (or a restore) added, modified or deleted in its folder. */
 export interface ChangedFile {
   /** Relative to the sandbox root, `/`-separated; ends in `/` for an empty folder. */
   path: string;
   /** added, modified or deleted. */
-  change: "added" | "modified" | "deleted";
+  change: ChangeKind;
   /** A file git does not see (ignored, or in a folder such as node_modules), kept by the checkpoints all the same. */
   ignored?: boolean;
 }
@@ -149,6 +158,12 @@ export interface ConversationMessage {
   results: ToolResultContent[] | null;
 }
 
+export const ErrorKindValues = ["unknown_tool", "invalid_arguments", "validation_error", "execution_error", "timeout", "invalid_output", "denied", "cancelled", "sandbox_violation", "repeated_call"] as const;
+export type ErrorKind = (typeof ErrorKindValues)[number];
+
+export const FinishReasonValues = ["final_answer", "max_iterations", "cancelled", "context_exhausted", "error"] as const;
+export type FinishReason = (typeof FinishReasonValues)[number];
+
 export interface GetRunParams {
   /** The run to read back. */
   runId: string;
@@ -161,7 +176,7 @@ export interface InitializationOptions {
   /** Model name. Default: $CLEVERAGENTS_MODEL, else the provider's. */
   model?: string | null;
   /** Default automation profile. Default: $CLEVERAGENTS_PROFILE, else ask. */
-  automationProfile?: "read-only" | "ask" | "auto-edit" | "full-auto" | null;
+  automationProfile?: AutomationProfile | null;
   /** Default LLM-call limit per run. Default: $CLEVERAGENTS_MAX_ITERATIONS, else 25. */
   maxIterations?: number | null;
   /** Replaces the built-in system prompt. */
@@ -279,12 +294,15 @@ export interface PlanParams {
   explanation: string | null;
 }
 
+export const PlanStatusValues = ["pending", "in_progress", "done"] as const;
+export type PlanStatus = (typeof PlanStatusValues)[number];
+
 /** One step of the model's plan. */
 export interface PlanStep {
   /** What the step does. */
   text: string;
   /** pending, in_progress (at most one) or done. */
-  status: "pending" | "in_progress" | "done";
+  status: PlanStatus;
 }
 
 /** A custom command: a Markdown prompt file; `/name arguments` runs its prompt. */
@@ -351,7 +369,7 @@ export interface RunDetail {
   /** Its prompt. */
   prompt: string;
   /** running, finished, cancelled, limit (maxIterations reached), failed, or interrupted (the daemon running it died). */
-  status: "running" | "finished" | "cancelled" | "limit" | "failed" | "interrupted";
+  status: RunStatus;
   /** When it started (Unix epoch seconds). */
   startedAt: number;
   /** When it ended; null while running. */
@@ -369,7 +387,7 @@ export interface RunDetail {
   /** Tokens used (so far) and their cost; `costUsd` is null for an unknown price and for runs stored before costs were. */
   usage: Usage;
   /** `run`, or `restore`: a `cleveragents/restore` of a folder, whose `prompt` says what it restored; restoring it undoes it. */
-  kind: "run" | "restore";
+  kind: RunKind;
   /** For a restore: the run (or restore) it went back on. */
   restoredRunId: string | null;
   /** For a restore: the iteration it went back to before; null for a whole run. */
@@ -413,7 +431,7 @@ export interface RunFinishedParams {
   /** Per-run sequence number. */
   seq: number;
   /** Why it ended; `error` when the provider or runtime failed. */
-  stopReason: "final_answer" | "max_iterations" | "cancelled" | "context_exhausted" | "error";
+  stopReason: FinishReason;
   /** The final (or partial) answer. */
   content: string;
   /** LLM calls made. */
@@ -440,6 +458,9 @@ export interface RunImage {
   name?: string | null;
 }
 
+export const RunKindValues = ["run", "restore"] as const;
+export type RunKind = (typeof RunKindValues)[number];
+
 /** Start a run. The request stays open until the run ends; notifications stream meanwhile. Every field except `prompt` and `sandboxRoot` overrides the `initializationOptions` value. */
 export interface RunParams {
   /** The user's request; empty only when `images` are attached (1.3). */
@@ -453,7 +474,7 @@ export interface RunParams {
   /** At most this many LLM calls (1 or more). */
   maxIterations?: number | null;
   /** Which tool calls run outright, ask, or never run. */
-  automationProfile?: "read-only" | "ask" | "auto-edit" | "full-auto" | null;
+  automationProfile?: AutomationProfile | null;
   /** A finished run's id: this run continues its conversation. */
   continueFrom?: string | null;
   /** The run's id, chosen by the client (1 to 64 letters, digits, `_`, `-`, `.`, `:`); must be new. Default: generated. */
@@ -511,7 +532,7 @@ export interface RunResult {
   /** The final answer; for a cancelled or limited run, the text so far. */
   content: string;
   /** Why the run ended. */
-  stopReason: "final_answer" | "max_iterations" | "cancelled" | "context_exhausted";
+  stopReason: StopReason;
   /** LLM calls made. */
   iterations: number;
   /** True when `maxIterations` ended the run. */
@@ -526,6 +547,8 @@ export interface RunResult {
   changedFiles: ChangedFile[];
   /** Why this run cannot be wholly undone (git missing, a snapshot failed); null when every checkpoint was taken. */
   checkpointWarning: string | null;
+  /** Its checkpoints, oldest first, as `RunDetail.checkpoints` (1.3): a client offers the run's undo from the result, with no `cleveragents/getRun`. */
+  checkpoints: Checkpoint[];
 }
 
 /** The run began. Always the first notification of a run (`seq` 1). */
@@ -539,7 +562,7 @@ export interface RunStartedParams {
   /** The sandbox root, resolved. */
   sandboxRoot: string;
   /** The profile in force. */
-  automationProfile: "read-only" | "ask" | "auto-edit" | "full-auto";
+  automationProfile: AutomationProfile;
   /** The LLM-call limit in force. */
   maxIterations: number;
   /** The provider in use. */
@@ -554,6 +577,9 @@ export interface RunStartedParams {
   images: StoredImage[];
 }
 
+export const RunStatusValues = ["running", "finished", "cancelled", "limit", "failed", "interrupted"] as const;
+export type RunStatus = (typeof RunStatusValues)[number];
+
 /** One run as the history lists it. Times are Unix epoch seconds. */
 export interface RunSummary {
   /** The run's id. */
@@ -561,7 +587,7 @@ export interface RunSummary {
   /** Its prompt. */
   prompt: string;
   /** running, finished, cancelled, limit (maxIterations reached), failed, or interrupted (the daemon running it died). */
-  status: "running" | "finished" | "cancelled" | "limit" | "failed" | "interrupted";
+  status: RunStatus;
   /** When it started (Unix epoch seconds). */
   startedAt: number;
   /** When it ended; null while running. */
@@ -579,7 +605,7 @@ export interface RunSummary {
   /** Tokens used (so far) and their cost; `costUsd` is null for an unknown price and for runs stored before costs were. */
   usage: Usage;
   /** `run`, or `restore`: a `cleveragents/restore` of a folder, whose `prompt` says what it restored; restoring it undoes it. */
-  kind: "run" | "restore";
+  kind: RunKind;
   /** For a restore: the run (or restore) it went back on. */
   restoredRunId: string | null;
   /** For a restore: the iteration it went back to before; null for a whole run. */
@@ -649,6 +675,9 @@ export interface SnapshotProgressParams {
   elapsedMs: number;
 }
 
+export const StopReasonValues = ["final_answer", "max_iterations", "cancelled", "context_exhausted"] as const;
+export type StopReason = (typeof StopReasonValues)[number];
+
 /** An image of a stored run's prompt: the history keeps it by reference, its bytes in a size-capped image store next to the history (the least recently used go first). */
 export interface StoredImage {
   /** What the user knew it by. */
@@ -704,7 +733,7 @@ export interface ToolCallRecord {
   /** Why it failed, in words; null on success. */
   error: string | null;
   /** Why it failed, machine-readable; null on success. */
-  errorKind: "unknown_tool" | "invalid_arguments" | "validation_error" | "execution_error" | "timeout" | "invalid_output" | "denied" | "cancelled" | "sandbox_violation" | "repeated_call" | null;
+  errorKind: ErrorKind | null;
   /** The loop iteration (LLM call) that asked for it. */
   iteration: number;
 }

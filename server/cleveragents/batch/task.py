@@ -135,13 +135,12 @@ class TaskSink:
             self.events.append(event)
         if isinstance(event, ResponseReceived):
             self.iterations = max(self.iterations, event.iteration)
-            usage = event.usage
-            self.input_tokens += usage.input_tokens
-            self.output_tokens += usage.output_tokens
-            self.cache_read_tokens += usage.cache_read_tokens
-            self.cache_write_tokens += usage.cache_write_tokens
-            if event.cost_usd is not None:
-                self.cost_usd = (self.cost_usd or 0.0) + event.cost_usd
+            total = event.total_usage  # the run's so far, as the runtime counts it
+            self.input_tokens = total.input_tokens
+            self.output_tokens = total.output_tokens
+            self.cache_read_tokens = total.cache_read_tokens
+            self.cache_write_tokens = total.cache_write_tokens
+            self.cost_usd = event.total_cost_usd
         elif isinstance(event, ToolCallFinished):
             self.tool_calls += 1
         elif isinstance(event, RunFinished):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import signal
 import sys
@@ -150,11 +149,11 @@ def run_command(args: argparse.Namespace) -> int:
         if history is not None:
             history.close()
     result = outcome.result
-    if args.json:
-        data = result.to_dict()
-        data["changed_files"] = [c.to_dict() for c in outcome.changed_files]
-        data["checkpoint_warning"] = outcome.checkpoint_warning
-        print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    if args.json:  # the daemon's `RunResult` shape (docs/json-output.md)
+        from ..protocol.converter import to_json_text
+        from ..protocol.translate import run_result
+
+        print(to_json_text(run_result(outcome, args.continue_from)))
     else:
         display.show_result(
             result.content,

@@ -12,7 +12,7 @@ from .flags import FIELD_FLAGS, flag_problems
 
 if TYPE_CHECKING:
     from ..service.history import RunHistory
-    from ..service.undo import Undo
+    from ..service.undo import RestoreOutcome, Undo
 
 
 def open_history(path: str | None) -> RunHistory:
@@ -21,6 +21,14 @@ def open_history(path: str | None) -> RunHistory:
     from ..service.settings import history_path
 
     return RunHistory(history_path(path))
+
+
+def restore_json(outcome: RestoreOutcome) -> str:
+    """A restore as `cleveragents/restore` answers it (docs/json-output.md)."""
+    from ..protocol.converter import to_json_text
+    from ..protocol.translate import restore_result
+
+    return to_json_text(restore_result(outcome))
 
 
 def runs_command(args: argparse.Namespace) -> int:
@@ -43,8 +51,11 @@ def runs_command(args: argparse.Namespace) -> int:
             run = history.get_run(args.run_id)
             if run is None:
                 return fail(f"no run {args.run_id!r} in {history.path}")
-            if args.json:
-                print(json.dumps(run.to_dict(), indent=2, ensure_ascii=False, default=str))
+            if args.json:  # the daemon's `cleveragents/getRun` shape (docs/json-output.md)
+                from ..protocol.converter import to_json_text
+                from ..protocol.translate import run_detail
+
+                print(to_json_text(run_detail(run)))
                 return EXIT_OK
             from ..display import RunDisplay, attachment_lines, image_line, iteration_usage_line
             from ..tool.events import ToolCallFinished
@@ -79,7 +90,11 @@ def runs_command(args: argparse.Namespace) -> int:
             return EXIT_OK
         rows = history.list_runs(limit=args.limit, batch_id=args.batch)
     if args.json:
-        print(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
+        # `cleveragents/runs`' `RunSummary` shape (docs/json-output.md)
+        from ..protocol.converter import to_json_text
+        from ..protocol.translate import run_summary
+
+        print(to_json_text([run_summary(r) for r in rows]))
         return EXIT_OK
     from ..display import format_cost, format_tokens
 
@@ -146,14 +161,14 @@ def restore_command(args: argparse.Namespace, undo: Undo) -> int:
     )
     if not preview.changed_files:
         if args.json:
-            print(json.dumps(preview.to_dict(), indent=2, ensure_ascii=False))
+            print(restore_json(preview))
         console.print(f"{preview.sandbox_root} is already as it was {what}: nothing to restore")
         return EXIT_OK
     console.print(f"Restoring {preview.sandbox_root} to how it was {what} changes:")
     show_file_changes(console, preview.changed_files)
     if args.dry_run:
         if args.json:
-            print(json.dumps(preview.to_dict(), indent=2, ensure_ascii=False))
+            print(restore_json(preview))
         console.print("[dim]dry run: nothing was changed[/]")
         return EXIT_OK
     if not args.yes:
@@ -171,7 +186,7 @@ def restore_command(args: argparse.Namespace, undo: Undo) -> int:
             return fail("not restored: nothing was changed")
     outcome = undo.restore(args.run_id, args.iteration)
     if args.json:
-        print(json.dumps(outcome.to_dict(), indent=2, ensure_ascii=False))
+        print(restore_json(outcome))
         return EXIT_OK
     console.print(f"Restored {len(outcome.changed_files)} file(s) in {outcome.sandbox_root}.")
     for kept in outcome.kept:

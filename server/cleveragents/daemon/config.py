@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..protocol import wire
+from ..protocol.converter import structure, structure_partial, unstructure, without_problems_at
+from ..protocol.translate import command_settings
 from ..service.client_tools import DEFAULT_CLIENT_TOOL_TIMEOUT_S, ClientTool, check_client_tools
 from ..service.errors import ParamsError
 from ..service.settings import ClientOptions, SessionSettings, session_settings
-from . import wire
-from .converter import structure, structure_partial, unstructure, without_problems_at
-from .translate import command_settings
 
 # Keys that look like secrets: refused in initializationOptions with a pointer to the env.
 # (`token` is not one: it is the `--tcp` daemon's access token, see remote.py.)

@@ -44,9 +44,9 @@ from pygls.protocol import (
     lsp_method,
 )
 
+from ..protocol import wire
+from ..protocol.converter import structure
 from ..service.errors import ParamsError
-from . import wire
-from .converter import structure
 from .encoded import EncodedResult, response_frame
 
 log = logging.getLogger(__name__)

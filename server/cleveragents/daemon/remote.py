@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonrpc_io import Frame, FrameError, FrameParser, encode
+from ..protocol.wire import UNAUTHORIZED
 from ..service.history import default_history_path
-from .wire import UNAUTHORIZED
 
 log = logging.getLogger(__name__)
 

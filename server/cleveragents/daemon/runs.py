@@ -13,6 +13,23 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..jsonrpc_errors import wire_named
+from ..protocol import wire
+from ..protocol.converter import structure, unstructure
+from ..protocol.translate import (
+    profile,
+    restore_result,
+    run_detail,
+    run_request,
+    run_result,
+    run_summary,
+    tool_info,
+    wire_image,
+    wire_instructions,
+    wire_plan,
+    wire_record,
+    wire_trusted_server,
+    wire_usage,
+)
 from ..service.client_tools import ClientTool, ClientToolAnswer, ClientToolCall, MalformedAnswer
 from ..service.errors import ParamsError, ServiceError
 from ..service.runs import RunManager, RunPlan
@@ -33,24 +50,7 @@ from ..tool.events import (
 )
 from ..tool.policy import ApprovalDecision, ApprovalRequest
 from ..tool.records import Usage
-from . import wire
-from .converter import structure, unstructure
 from .encoded import EncodedResult
-from .translate import (
-    profile,
-    restore_result,
-    run_detail,
-    run_request,
-    run_result,
-    run_summary,
-    tool_info,
-    wire_image,
-    wire_instructions,
-    wire_plan,
-    wire_record,
-    wire_trusted_server,
-    wire_usage,
-)
 
 if TYPE_CHECKING:  # Only named here: the trust code loads when a run first needs it.
     from ..service.trust import TrustRequest
@@ -262,6 +262,7 @@ class RunStream:
         self.iterations = 0
         self.tool_calls = 0
         # The run's tokens and cost so far (None once a call's price is unknown).
+        # The run's totals as the runtime last counted them (zero before its first call).
         self.usage = Usage()
         self.cost_usd: float | None = 0.0
 
@@ -316,9 +317,7 @@ class RunStream:
             )
             self._progress({"kind": "report", "message": f"step {event.iteration}"})
         elif isinstance(event, ResponseReceived):
-            self.usage.add(event.usage)
-            if self.cost_usd is not None:
-                self.cost_usd = None if event.cost_usd is None else self.cost_usd + event.cost_usd
+            self.usage, self.cost_usd = event.total_usage, event.total_cost_usd
             self._send(
                 "cleveragents/usage",
                 wire.UsageParams(

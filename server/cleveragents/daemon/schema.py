@@ -21,8 +21,8 @@ from typing import Any, Literal, get_args, get_origin
 
 import attrs
 
-from . import wire
-from .converter import camel
+from ..protocol import wire
+from ..protocol.converter import camel
 
 PROTOCOL_DIR = Path(__file__).resolve().parents[3] / "protocol"
 SCHEMA_PATH = PROTOCOL_DIR / "schema.json"
@@ -32,9 +32,32 @@ REFERENCE_END = "<!-- generated reference: end -->"
 _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
+def named_enums() -> dict[str, Any]:
+    """The wire's named string enums (`StopReason = Literal[...]` in wire.py or imported there),
+    by name: each becomes a `$defs` entry, so clients generate one named type for it instead of
+    copying its values. A field's own unnamed `Literal` stays inline."""
+    found: dict[str, Any] = {}
+    for name, value in vars(wire).items():
+        if get_origin(value) is Literal and name[:1].isupper():
+            clash = next((other for other, kind in found.items() if kind == value), None)
+            if clash is not None:
+                raise TypeError(f"{name} and {clash} have the same values: name one of them")
+            found[name] = value
+    return found
+
+
 class _Builder:
     def __init__(self) -> None:
         self.defs: dict[str, Any] = {}
+        self.enums = named_enums()
+
+    def enum_ref(self, kind: Any) -> dict[str, Any] | None:
+        """A `$ref` to the named enum `kind` is (defined on first use), or None if unnamed."""
+        name = next((name for name, value in self.enums.items() if value == kind), None)
+        if name is None:
+            return None
+        self.defs.setdefault(name, {"type": "string", "enum": list(get_args(kind))})
+        return {"$ref": f"#/$defs/{name}"}
 
     def ref(self, cls: type) -> dict[str, Any]:
         name = cls.__name__
@@ -73,8 +96,7 @@ class _Builder:
             return {"type": _SCALARS[kind]}
         origin = get_origin(kind)
         if origin is Literal:
-            values = list(get_args(kind))
-            return {"type": "string", "enum": values}
+            return self.enum_ref(kind) or {"type": "string", "enum": list(get_args(kind))}
         if origin in (typing.Union, types.UnionType):
             members = get_args(kind)
             nullable = type(None) in members
@@ -122,7 +144,7 @@ def build_schema() -> dict[str, Any]:
         "title": "cleveragents daemon protocol",
         "description": (
             "Types of the cleveragents JSON-RPC protocol (LSP base protocol). Generated from "
-            "server/cleveragents/daemon/wire.py by `python -m cleveragents.daemon.schema`; "
+            "server/cleveragents/protocol/wire.py by `python -m cleveragents.daemon.schema`; "
             "do not edit by hand. See protocol/README.md."
         ),
         "x-protocolVersion": wire.PROTOCOL_VERSION,
@@ -148,6 +170,9 @@ def _type_text(kind: Any) -> str:
         return _SCALARS[kind]
     origin = get_origin(kind)
     if origin is Literal:
+        name = next((n for n, value in named_enums().items() if value == kind), None)
+        if name is not None:
+            return f"[{name}](#{name.lower()})"
         return " \\| ".join(json.dumps(v) for v in get_args(kind))
     if origin in (typing.Union, types.UnionType):
         return " \\| ".join(
@@ -216,7 +241,11 @@ def render_reference() -> str:
         )
     lines += ["", "### Types", ""]
     for name in sorted(builder.defs):
-        lines += _type_section(by_name[name])
+        if name in builder.enums:
+            values = ", ".join(f"`{v}`" for v in get_args(builder.enums[name]))
+            lines += [f"#### {name}", "", f"A string, one of: {values}.", ""]
+        else:
+            lines += _type_section(by_name[name])
     lines += ["### Error codes", "", "| code | name | meaning |", "|---|---|---|"]
     lines += [f"| {e.code} | {e.name} | {e.meaning} |" for e in wire.ERROR_CODES]
     return "\n".join(lines) + "\n"

@@ -39,6 +39,8 @@ from ..jsonrpc_io import (
     ThreadedWriter,
     start_fd_reader,
 )
+from ..protocol import wire
+from ..protocol.converter import structure_partial, unstructure, without_problems_at
 from ..providers import PROVIDERS
 from ..service.errors import ErrorKind, ParamsError, ServiceError
 from ..service.history import RunHistory
@@ -49,10 +51,9 @@ from ..settings_table import ENV_HISTORY
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.registry import ToolRegistry
 from ..toolsets import ToolLoadError, build_registry
-from . import runs, wire
+from . import runs
 from .config import declared_client_tools, initialization_settings
 from .connection import Connection
-from .converter import structure_partial, unstructure, without_problems_at
 from .encoded import EncodedResult
 from .pygls_overrides import (
     CUSTOM_REQUESTS,

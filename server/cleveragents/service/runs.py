@@ -48,7 +48,7 @@ from .errors import (
     ServiceError,
     invalid_params,
 )
-from .history import BatchLabel, RunHistory, RunSummary, StoredRun
+from .history import BatchLabel, RunHistory, RunSummary, StoredCheckpoint, StoredRun
 from .image_inputs import ImageInput, check_image_count, load_images
 from .settings import (
     CommandSettings,
@@ -170,12 +170,14 @@ class ActiveRun:
 class RunOutcome:
     """A run's result, and what it changed in its folder (from its checkpoints).
 
-    `checkpoint_warning` says why the run cannot be (wholly) undone, when it cannot.
+    `checkpoint_warning` says why the run cannot be (wholly) undone, when it cannot;
+    `checkpoints` are those it took, oldest first (as `RunHistory` stores them).
     """
 
     result: ToolCallRunResult
     changed_files: list[ChangedFile]
     checkpoint_warning: str | None
+    checkpoints: list[StoredCheckpoint]
 
 
 @dataclass(frozen=True, slots=True)
@@ -586,7 +588,9 @@ class RunManager:
         finally:
             # Still active until the state it left is recorded: no restore comes between.
             await checkpoints.finish()
-        return RunOutcome(result, checkpoints.changed_files, checkpoints.warning)
+        return RunOutcome(
+            result, checkpoints.changed_files, checkpoints.warning, checkpoints.checkpoints
+        )
 
     def llm_caller(self, provider: str, model: str | None, options: dict[str, Any]) -> LLMCaller:
         """The provider's caller; ServiceError (provider unavailable) when it cannot be made."""

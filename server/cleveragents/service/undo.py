@@ -358,6 +358,9 @@ class RunCheckpoints:
         self.warning: str | None = None
         # What the run changed, once `finish` has run.
         self.changed_files: list[ChangedFile] = []
+        # The checkpoints it took, oldest first, as the history stores them: the run's result
+        # carries them, so a client needs no read-back of the run to offer its undo.
+        self.checkpoints: list[StoredCheckpoint] = []
         self._pending: list[Future[None]] = []
         self._mutated = False
         self._files: int | None = None  # files the last snapshot holds
@@ -444,6 +447,7 @@ class RunCheckpoints:
             self._files = checkpoint.files
             stored = stored_checkpoint(checkpoint)
             self.undo.record(lambda history: history.add_checkpoint(self.run_id, stored))
+            self.checkpoints.append(stored)
             beyond = [s for s in checkpoint.skipped if s.reason in ("heavy_folder", "over_bounds")]
             if beyond and self.warning is None:
                 # What a command changes there cannot be undone: the run's warning says so
@@ -486,6 +490,7 @@ class RunCheckpoints:
                 if end is not None:
                     last = stored_checkpoint(end)
                     self.undo.record(lambda history: history.add_checkpoint(self.run_id, last))
+                    self.checkpoints.append(last)
                     changed = store.changed_files(self.run_id)
                 elif self.warning is None:
                     changed = []  # every call that might have changed something was refused

@@ -52,6 +52,8 @@ class ResponseReceived:
 
     Lets a history store rebuild the conversation of a run that never finished. `usage` is
     this model call's tokens; `cost_usd` their price (None when the model's price is unknown).
+    `total_usage` and `total_cost_usd` are the run's so far, counted once by the runtime, so
+    no front keeps a sum of its own.
     """
 
     run_id: str
@@ -59,6 +61,8 @@ class ResponseReceived:
     message: AssistantMessage
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
+    total_usage: Usage = field(default_factory=Usage)
+    total_cost_usd: float | None = None
 
 
 @dataclass(slots=True, frozen=True)

@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from .cancel import CancelToken as CancelToken  # its home before cancel.py
@@ -177,10 +178,14 @@ class _Run:
             stop_reason=stop_reason,
             run_id=self.run_id,
             usage=self.usage,
-            cost_usd=self.price.cost(self.usage) if self.price is not None else None,
+            cost_usd=self.cost_of(self.usage),
             iteration_usage=list(self.iteration_usage),
             messages=list(self.messages),
         )
+
+    def cost_of(self, usage: Usage) -> float | None:
+        """The price of `usage` (a call's, or the run's total); None for an unknown price."""
+        return self.price.cost(usage) if self.price is not None else None
 
     def stop_if_cancelled(self) -> None:
         """At a step boundary: a cancelled run takes no further step.
@@ -460,8 +465,17 @@ class _Run:
             message = AssistantMessage(response.text, tuple(calls), response.provider_data)
             self.messages.append(message)
             guard.append(message)
-            cost = self.price.cost(usage) if self.price is not None else None
-            self.emit(ResponseReceived(self.run_id, iteration, message, usage, cost))
+            self.emit(
+                ResponseReceived(
+                    self.run_id,
+                    iteration,
+                    message,
+                    usage,
+                    self.cost_of(usage),
+                    replace(self.usage),
+                    self.cost_of(self.usage),
+                )
+            )
             if not calls:
                 return self.result(response.text, "final_answer")
             await self.call_tools(calls, iteration)

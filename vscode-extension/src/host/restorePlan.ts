@@ -1,7 +1,7 @@
 // Undo in words: what a restore is called, what its dry run says will change (for the
 // confirmation), and what the daemon's refusals mean for the user. Pure.
 
-import { ErrorCodes, type ChangedFile, type RestoreResult } from '../protocol';
+import { ErrorCodes, type ChangedFile, type RestoreResult, type RunKind } from '../protocol';
 
 /** Files listed by name in the confirmation; the rest are counted. */
 const MAX_LISTED = 30;
@@ -10,7 +10,7 @@ export interface RestoreTarget {
   runId: string;
   /** Restore to before this iteration; null: undo the whole run (or restore). */
   iteration: number | null;
-  kind: 'run' | 'restore';
+  kind: RunKind;
   prompt: string;
 }
 

@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import { ErrorCodes, type PromptCommandInfo, type ApproveToolCallParams, type ApproveToolCallResult, type RestoreResult, type RunParams } from '../protocol';
 import { DaemonUnavailableError, errorText, type DaemonClient } from '../daemon/daemonClient';
 import { conversationOf } from '../shared/conversations';
-import type { ApprovalDecision, RunNotification } from '../shared/runState';
+import { undoInfoOf, type ApprovalDecision, type RunNotification } from '../shared/runState';
 import type { ContextItem, ImageItem, Notice } from '../shared/messages';
 import type { RunResource } from '../shared/wireAdditions';
 import type { ChangeReview } from './changeReview';
@@ -112,18 +112,21 @@ export class RunController {
       .then((result) => {
         log.info(`run ${runId} ended: ${result.stopReason}, ${result.toolCallHistory.length} tool calls`);
         store.settleRun(runId, result);
+        const undo = undoInfoOf(result);
+        // A daemon older than protocol 1.3 sends no checkpoints with the result: read them back.
+        if (undo !== null) store.setUndoInfo(runId, undo);
+        else void this.loadUndoInfo(runId);
       })
       .catch((error: unknown) => {
         const message = runErrorText(error, settings);
         log.error(`run ${runId} failed: ${message}`);
         store.failRun(runId, message);
         this.offerFix(error, settings);
+        void this.loadUndoInfo(runId); // a failed run may have changed files before it failed
       })
       .finally(() => {
-        void this.refreshHistory();
-        void this.loadUndoInfo(runId);
+        void this.refreshHistory(); // once per run, when its row is final
       });
-    void this.refreshHistory();
     return true;
   }
 
@@ -131,12 +134,8 @@ export class RunController {
   private async loadUndoInfo(runId: string): Promise<void> {
     try {
       const detail = await this.deps.daemon.request('cleveragents/getRun', { runId });
-      if (!Array.isArray(detail.checkpoints)) return; // a daemon older than undo
-      this.deps.store.setUndoInfo(runId, {
-        checkpoints: detail.checkpoints.map((checkpoint) => checkpoint.iteration),
-        changedFiles: detail.changedFiles,
-        checkpointWarning: detail.checkpointWarning,
-      });
+      const undo = undoInfoOf(detail);
+      if (undo !== null) this.deps.store.setUndoInfo(runId, undo);
     } catch (error) {
       this.deps.log.warn(`reading the checkpoints of run ${runId}: ${errorText(error)}`);
     }

@@ -3,13 +3,13 @@
 
 import * as path from 'node:path';
 
-import type { InitializationOptions, RunParams } from '../protocol';
+import { AutomationProfileValues, type AutomationProfile, type InitializationOptions, type RunParams } from '../protocol';
 
 export const PROVIDERS = ['offline', 'replay', 'anthropic', 'openai'] as const;
 export type Provider = (typeof PROVIDERS)[number];
 
-export const AUTOMATION_PROFILES = ['read-only', 'ask', 'auto-edit', 'full-auto'] as const;
-export type AutomationProfile = (typeof AUTOMATION_PROFILES)[number];
+export const AUTOMATION_PROFILES = AutomationProfileValues;
+export type { AutomationProfile };
 
 export interface Settings {
   pythonPath: string;

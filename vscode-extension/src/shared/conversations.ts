@@ -9,10 +9,12 @@
 // Pure (no VS Code, no DOM): the host groups its RunStates, the webview the history's
 // summaries, with the same function.
 
+import type { RunKind } from '../protocol';
+
 /** What grouping needs of a run (a RunHeader and a RunSummary both have it). */
 export interface TurnLink {
   runId: string;
-  kind: 'run' | 'restore';
+  kind: RunKind;
   continuedFrom: string | null;
   restoredRunId: string | null;
   /** Unix epoch seconds; null: not known yet (a run being started sorts last). */

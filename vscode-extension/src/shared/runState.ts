@@ -7,11 +7,14 @@
 // request has returned) applies whatever is still buffered, marking the holes as gaps.
 
 import type {
+  ApprovalDecision,
   ApproveToolCallParams,
   ChangedFile,
+  FinishReason,
   InstructionFile,
   PlanStep,
   RunDetail,
+  RunKind,
   RunResult,
   ToolCallRecord,
 } from '../protocol';
@@ -27,7 +30,7 @@ export type RunNotification = {
 export type { ChangedFile, InstructionFile, PlanStep, UsageView };
 
 /** `cancel`: the user pressed Stop while asked; the daemon stops the whole run. */
-export type ApprovalDecision = 'allow' | 'deny' | 'allow_for_run' | 'cancel';
+export type { ApprovalDecision };
 
 /** Where an approval stands: waiting, answered (`cancel`: closed by Stop), or withdrawn by the
  * daemon (timeout, run stopped). */
@@ -47,7 +50,8 @@ export interface ApprovalView {
   state: ApprovalState;
 }
 
-export type StopReason = 'final_answer' | 'max_iterations' | 'cancelled' | 'context_exhausted' | 'error';
+/** Why a run ended, as `cleveragents/runFinished` says (the schema's `FinishReason`). */
+export type StopReason = FinishReason;
 
 export type ToolCallStatus = 'running' | 'success' | 'failure';
 
@@ -104,12 +108,23 @@ export interface EndEntry {
   checkpointWarning: string | null;
 }
 
-/** What the daemon knows about undoing a finished run (from `getRun`). */
+/** What the daemon knows about undoing a finished run (from its result, or `getRun`). */
 export interface UndoInfo {
   /** Iterations a checkpoint was taken before (a restore's own checkpoint: null). */
   checkpoints: (number | null)[];
   changedFiles: ChangedFile[];
   checkpointWarning: string | null;
+}
+
+/** The undo facts a run's result (protocol 1.3) or its `getRun` detail carries; null from a
+ * daemon too old to send its checkpoints there. */
+export function undoInfoOf(answer: Pick<RunResult, 'changedFiles' | 'checkpointWarning'> & { checkpoints?: RunResult['checkpoints'] }): UndoInfo | null {
+  if (!Array.isArray(answer.checkpoints)) return null;
+  return {
+    checkpoints: answer.checkpoints.map((checkpoint) => checkpoint.iteration),
+    changedFiles: answer.changedFiles ?? [],
+    checkpointWarning: answer.checkpointWarning ?? null,
+  };
 }
 
 export type Entry = IterationEntry | TextEntry | ToolCallEntry | GapEntry | EndEntry;
@@ -135,7 +150,7 @@ export interface RunHeader {
   /** Tokens and cost so far (`cleveragents/usage`, then the result); null: none reported. */
   usage: UsageView | null;
   /** A run, or a restore of a folder (a history entry; restoring it undoes it). */
-  kind: 'run' | 'restore';
+  kind: RunKind;
   /** For a restore: the run (or restore) it went back on. */
   restoredRunId: string | null;
   /** The project instructions files (AGENTS.md) in the run's system prompt. */

@@ -20,7 +20,7 @@ import type {
   RunsResult,
   ServerCapability,
 } from '../../src/protocol';
-import { RunState, type ApprovalDecision, type RunNotification } from '../../src/shared/runState';
+import { RunState, undoInfoOf, type ApprovalDecision, type RunNotification } from '../../src/shared/runState';
 import { startTestDaemon, stopTestDaemon } from './daemonForTests';
 
 const scratch = mkdtempSync(join(tmpdir(), 'cleveragents-daemon-test-'));
@@ -139,6 +139,10 @@ describe('the run store against the real daemon', () => {
       );
     assert.deepEqual(summary(stored), summary(live));
     assert.equal(live.header.sandboxRoot, detail.sandboxRoot);
+    // The result carries what undo needs (1.3): the panel reads no `getRun` after a run.
+    assert.ok(result.checkpoints.length > 0, 'the allowed write took a checkpoint');
+    assert.deepEqual(result.checkpoints, detail.checkpoints);
+    assert.deepEqual(undoInfoOf(result), undoInfoOf(detail));
   });
 
   it('continues a finished run and lists both in the history', async () => {

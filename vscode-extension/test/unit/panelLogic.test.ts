@@ -88,6 +88,7 @@ describe('run state: changed files and usage', () => {
       continuedFrom: null,
       changedFiles: [{ path: 'gone.txt', change: 'deleted' }, { path: './src/a.py', change: 'modified' }],
       checkpointWarning: null,
+      checkpoints: [],
     });
     assert.deepEqual(state.end?.changedFiles, [
       { path: 'new.txt', change: 'added' },

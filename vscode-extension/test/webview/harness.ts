@@ -303,5 +303,6 @@ export function runResult(runId: string, content: string, iterations = 1): RunRe
     continuedFrom: null,
     changedFiles: [],
     checkpointWarning: null,
+    checkpoints: [],
   };
 }

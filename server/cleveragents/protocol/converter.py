@@ -8,6 +8,7 @@ field, so `false`, `0` and `[]` stay on the wire.
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from collections.abc import Callable
@@ -299,3 +300,9 @@ def without_problems_at(problems: list[str], paths: set[str]) -> list[str]:
         for problem in problems
         if not any(problem.startswith(path) and problem[len(path)] in ":[." for path in paths)
     ]
+
+
+def to_json_text(value: Any) -> str:
+    """A wire object (or a list of them) as the indented JSON the CLI's `--json` prints: the
+    same camelCase shapes the daemon sends (docs/json-output.md)."""
+    return json.dumps(unstructure(value), indent=2, ensure_ascii=False)

@@ -648,6 +648,12 @@ class RunResult:
             "every checkpoint was taken."
         )
     )
+    checkpoints: list[Checkpoint] = attrs.field(
+        metadata=doc(
+            "Its checkpoints, oldest first, as `RunDetail.checkpoints` (1.3): a client offers "
+            "the run's undo from the result, with no `cleveragents/getRun`."
+        )
+    )
 
 
 # -- notifications (server to client), each with runId and a per-run seq ----------------------

@@ -140,6 +140,7 @@ def run_result(outcome: RunOutcome, continued_from: str | None) -> wire.RunResul
         continued_from=continued_from,
         changed_files=wire_changes(outcome.changed_files),
         checkpoint_warning=outcome.checkpoint_warning,
+        checkpoints=wire_checkpoints(outcome.checkpoints),
     )
 
 
