@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from cleveragents.providers.replay import ReplayCaller, parse_script
-from cleveragents.service.history import _MIGRATIONS, SCHEMA_VERSION, RunHistory
+from cleveragents.service.history import SCHEMA_VERSION, RunHistory
+from cleveragents.service.history.schema import MIGRATIONS as _MIGRATIONS
 from cleveragents.tool import (
     CancelToken,
     ToolActorContext,

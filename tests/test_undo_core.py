@@ -20,7 +20,8 @@ from cleveragents.service.errors import (
     RUN_ACTIVE,
     ServiceError,
 )
-from cleveragents.service.history import _MIGRATIONS, SCHEMA_VERSION, RunHistory
+from cleveragents.service.history import SCHEMA_VERSION, RunHistory
+from cleveragents.service.history.schema import MIGRATIONS as _MIGRATIONS
 from cleveragents.service.runs import RunManager, RunOutcome, RunRequest, RunSink
 from cleveragents.service.settings import RunDefaults
 from cleveragents.service.undo import Undo

@@ -28,19 +28,15 @@ import logging
 import os
 import socket
 import sqlite3
-import sys
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any
 
-# Re-exported: the data folder is paths.py's; callers of old import it from here.
-from ..paths import default_history_path as default_history_path
-from ..tool.events import (
+from ...paths import default_history_path
+from ...tool.events import (
     IterationStarted,
     PlanUpdated,
     ResponseReceived,
@@ -54,397 +50,44 @@ from ..tool.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from ..tool.images import ImageAttachment
-from ..tool.messages import (
-    AssistantMessage,
+from ...tool.images import ImageAttachment
+from ...tool.messages import (
     Message,
-    ToolResult,
-    ToolResultsMessage,
-    UserMessage,
-    message_from_dict,
     message_to_dict,
 )
-from ..tool.records import ERROR_KINDS, ErrorKind, ToolCallRecord, ToolCallRunResult, Usage
-from ..tool.resources import Resource, prompt_with_resources
-from ..tool.router import result_from_record
-from ..tool.runtime import close_dangling_calls
-from ..workspace.private import keep_private, private_file, private_folder
-from .changes import CHANGE_KINDS, ChangedFile
-from .image_store import DEFAULT_MAX_BYTES as DEFAULT_IMAGE_STORE_BYTES
-from .image_store import ImageStore
+from ...tool.records import ToolCallRunResult
+from ...tool.runtime import close_dangling_calls
+from ...workspace.private import keep_private, private_file, private_folder
+from ..changes import ChangedFile
+from ..image_store import DEFAULT_MAX_BYTES as DEFAULT_IMAGE_STORE_BYTES
+from ..image_store import ImageStore
+from . import queries
+from .owners import INTERRUPTED_ERROR, OWNER_STARTED, PROCESS_TOKEN, add_sql_functions, owner_gone
+from .queries import (
+    run_chain,
+    run_exists,
+)
+from .records import (
+    BatchLabel,
+    BatchTaskRecord,
+    ConversationSummary,
+    RestoreRecord,
+    RunStatus,
+    RunSummary,
+    StoredCheckpoint,
+    StoredRun,
+)
+from .rows import (
+    changed_files_to_json,
+    dumps_json,
+    storable_text,
+)
+from .schema import MIGRATIONS, SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
-RunStatus = Literal["running", "finished", "cancelled", "limit", "failed", "interrupted"]
-RunKind = Literal["run", "restore"]
-StoredCheckpointKind = Literal["iteration", "end", "restore"]
-
 # How long a write waits for another process (a second daemon) holding the write lock.
 BUSY_TIMEOUT_S = 5.0
-INTERRUPTED_ERROR = "the process running this run ended before the run finished"
-
-# Tells this process apart from an earlier one that had the same pid (containers restart
-# daemons with the same pid), so `mark_interrupted` can recognise that earlier one as dead.
-_PROCESS_TOKEN = uuid.uuid4().hex
-
-
-def process_start_key(pid: int) -> str | None:
-    """What tells a process apart from any other that has had or will have its pid: the boot
-    and the moment (in clock ticks since boot) the process started, from Linux's /proc. None
-    where that cannot be read (another system, a process that is gone): then a run's owner
-    is judged by whether its pid exists."""
-    state = _process_state(pid)
-    return None if state is None else state[1]
-
-
-def _process_state(pid: int) -> tuple[str, str] | None:
-    """A process's state letter (R, S, Z, ...) and `process_start_key`, from /proc."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
-            boot = handle.read().strip()
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            stat_line = handle.read()
-    except OSError:
-        return None
-    # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after the last.
-    fields = stat_line[stat_line.rfind(")") + 2 :].split()
-    if len(fields) < 20:
-        return None
-    return fields[0], f"{boot}:{fields[19]}"  # fields 3 and 22 of stat: state, starttime
-
-
-_OWNER_STARTED = process_start_key(os.getpid())
-
-# Migration i takes the database from user_version i to i + 1. Append, never edit: a
-# database already at version n has run the first n entries. Statements run one by one in a
-# single transaction (`executescript` would commit half way).
-_MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """
-        CREATE TABLE runs (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT,
-            run_id TEXT NOT NULL UNIQUE,
-            prompt TEXT NOT NULL,
-            plan_id TEXT NOT NULL,
-            sandbox_root TEXT,
-            automation_profile TEXT NOT NULL,
-            max_iterations INTEGER NOT NULL,
-            status TEXT NOT NULL,
-            started_at REAL NOT NULL,
-            finished_at REAL,
-            iterations INTEGER NOT NULL DEFAULT 0,
-            content TEXT,
-            stop_reason TEXT,
-            error TEXT,
-            error_type TEXT,
-            input_tokens INTEGER NOT NULL DEFAULT 0,
-            output_tokens INTEGER NOT NULL DEFAULT 0,
-            continued_from TEXT REFERENCES runs (run_id) ON DELETE SET NULL,
-            owner_host TEXT NOT NULL,
-            owner_pid INTEGER NOT NULL,
-            owner_token TEXT NOT NULL
-        )
-        """,
-        "CREATE INDEX runs_by_status ON runs (status)",
-        """
-        CREATE TABLE assistant_messages (
-            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
-            iteration INTEGER NOT NULL,
-            message TEXT NOT NULL,
-            received_at REAL NOT NULL,
-            PRIMARY KEY (run_id, iteration)
-        )
-        """,
-        """
-        CREATE TABLE tool_calls (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT,
-            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
-            iteration INTEGER NOT NULL,
-            call_id TEXT NOT NULL,
-            tool_name TEXT NOT NULL,
-            inputs TEXT NOT NULL,
-            output TEXT NOT NULL,
-            duration_ms REAL NOT NULL,
-            success INTEGER NOT NULL,
-            error TEXT,
-            error_kind TEXT,
-            recorded_at REAL NOT NULL
-        )
-        """,
-        "CREATE INDEX tool_calls_by_run ON tool_calls (run_id, seq)",
-    ),
-    (
-        # Undo: restores are listed with the runs; each run keeps its checkpoints (the
-        # snapshots themselves are in the checkpoint store) and the files it changed.
-        "ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'run'",
-        "ALTER TABLE runs ADD COLUMN changed_files TEXT",
-        "ALTER TABLE runs ADD COLUMN checkpoint_warning TEXT",
-        "ALTER TABLE runs ADD COLUMN restored_run_id TEXT",
-        "ALTER TABLE runs ADD COLUMN restored_iteration INTEGER",
-        """
-        CREATE TABLE checkpoints (
-            checkpoint_id TEXT PRIMARY KEY,
-            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
-            kind TEXT NOT NULL,
-            iteration INTEGER,
-            created_at REAL NOT NULL,
-            note TEXT
-        )
-        """,
-        "CREATE INDEX checkpoints_by_run ON checkpoints (run_id, created_at)",
-    ),
-    (
-        # Usage and cost: the cache tokens and estimated USD of each run (summed as its model
-        # calls come, so a failed run keeps what it spent) and of each model call; and the
-        # files attached to a run's prompt (its first message shows them).
-        "ALTER TABLE runs ADD COLUMN cache_read_tokens INTEGER NOT NULL DEFAULT 0",
-        "ALTER TABLE runs ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0",
-        "ALTER TABLE runs ADD COLUMN cost_usd REAL",
-        "ALTER TABLE runs ADD COLUMN resources TEXT",
-        "ALTER TABLE assistant_messages ADD COLUMN usage TEXT",
-        "ALTER TABLE assistant_messages ADD COLUMN cost_usd REAL",
-    ),
-    (
-        # When the owning process started (`process_start_key`), so a run whose pid now
-        # belongs to another process is seen as dead. NULL: unknown (older rows, or a system
-        # that does not say): then only whether the pid exists counts.
-        "ALTER TABLE runs ADD COLUMN owner_started TEXT",
-    ),
-    (
-        # Batches (`cleveragents batch`): each run names its batch, task and configuration;
-        # each task's outcome (its check, its attempts) is kept so a re-run can skip it.
-        "ALTER TABLE runs ADD COLUMN batch_id TEXT",
-        "ALTER TABLE runs ADD COLUMN task_id TEXT",
-        "ALTER TABLE runs ADD COLUMN batch_config TEXT",
-        "CREATE INDEX runs_by_batch ON runs (batch_id, seq)",
-        """
-        CREATE TABLE batch_tasks (
-            batch_id TEXT NOT NULL,
-            task_id TEXT NOT NULL,
-            config TEXT NOT NULL,
-            fingerprint TEXT NOT NULL,
-            run_id TEXT,
-            passed INTEGER NOT NULL,
-            outcome TEXT NOT NULL,
-            finished_at REAL NOT NULL,
-            PRIMARY KEY (batch_id, task_id, config)
-        )
-        """,
-    ),
-    (
-        # Images attached to a run's prompt, by reference (JSON list of
-        # `ImageAttachment.reference()`); the bytes are in the image store (image_store.py).
-        "ALTER TABLE runs ADD COLUMN images TEXT",
-    ),
-)
-SCHEMA_VERSION = len(_MIGRATIONS)
-
-
-@dataclass(slots=True, frozen=True)
-class RunSummary:
-    """One row of the run list. Times are Unix epoch seconds."""
-
-    run_id: str
-    prompt: str
-    status: RunStatus
-    started_at: float
-    finished_at: float | None
-    iterations: int
-    tool_call_count: int
-    sandbox_root: str | None
-    plan_id: str
-    automation_profile: str
-    continued_from: str | None
-    # "restore" for a restore of a folder (see `record_restore`); it names what it restored.
-    kind: RunKind
-    restored_run_id: str | None
-    restored_iteration: int | None
-    # Tokens and estimated USD so far (None: the model's price is unknown, or an old run).
-    usage: Usage
-    cost_usd: float | None
-    # The batch, task and configuration a `cleveragents batch` run belongs to (else None).
-    batch: BatchLabel | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "prompt": self.prompt,
-            "status": self.status,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-            "iterations": self.iterations,
-            "tool_call_count": self.tool_call_count,
-            "sandbox_root": self.sandbox_root,
-            "plan_id": self.plan_id,
-            "automation_profile": self.automation_profile,
-            "continued_from": self.continued_from,
-            "kind": self.kind,
-            "restored_run_id": self.restored_run_id,
-            "restored_iteration": self.restored_iteration,
-            "usage": self.usage.to_dict(),
-            "cost_usd": self.cost_usd,
-            "batch": self.batch.to_dict() if self.batch is not None else None,
-        }
-
-
-@dataclass(slots=True, frozen=True)
-class BatchLabel:
-    """Which batch, task and configuration a run was started for."""
-
-    batch_id: str
-    task_id: str
-    config: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"batch_id": self.batch_id, "task_id": self.task_id, "config": self.config}
-
-
-@dataclass(slots=True, frozen=True)
-class BatchTaskRecord:
-    """A batch task's last finished outcome: `outcome` is the batch's own JSON report row."""
-
-    batch_id: str
-    task_id: str
-    config: str
-    fingerprint: str
-    run_id: str | None
-    passed: bool
-    outcome: dict[str, Any]
-    finished_at: float
-
-
-@dataclass(slots=True, frozen=True)
-class IterationUsage:
-    """One model call's tokens and estimated USD (None when the price is unknown)."""
-
-    iteration: int
-    usage: Usage
-    cost_usd: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "iteration": self.iteration,
-            "usage": self.usage.to_dict(),
-            "cost_usd": self.cost_usd,
-        }
-
-
-@dataclass(slots=True, frozen=True)
-class StoredCheckpoint:
-    """A checkpoint a run took, as the history lists it (the snapshot is in the store).
-
-    `kind`: "iteration" (the folder before `iteration` changed it), "end" (the state the run
-    left) or "restore" (the folder just before a restore: restoring it undoes the restore).
-    """
-
-    checkpoint_id: str
-    kind: StoredCheckpointKind
-    iteration: int | None
-    created_at: float
-    note: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "checkpoint_id": self.checkpoint_id,
-            "kind": self.kind,
-            "iteration": self.iteration,
-            "created_at": self.created_at,
-            "note": self.note,
-        }
-
-
-@dataclass(slots=True, frozen=True)
-class RestoreRecord:
-    """A restore of a folder, stored as a history entry of kind "restore"."""
-
-    restore_id: str
-    sandbox_root: str
-    description: str
-    restored_run_id: str
-    restored_iteration: int | None
-    started_at: float
-    finished_at: float
-    status: RunStatus
-    content: str
-    changed_files: Sequence[ChangedFile]
-    error: str | None
-    # The folder as it was just before the restore (None when the restore wrote nothing).
-    checkpoint: StoredCheckpoint | None
-
-
-@dataclass(slots=True, frozen=True)
-class StoredRun(RunSummary):
-    """A whole stored run.
-
-    `records` are in request order (as in `ToolCallRunResult.tool_call_history`), and
-    `messages` is this run's own conversation: its prompt onwards, without the runs it
-    continued (`RunHistory.conversation` has those too).
-    """
-
-    max_iterations: int
-    content: str | None
-    stop_reason: str | None
-    error: str | None
-    error_type: str | None
-    records: list[ToolCallRecord] = field(default_factory=list)
-    messages: list[Message] = field(default_factory=list)
-    # Undo: the checkpoints, oldest first; the files it changed (None while unknown: the run
-    # is going, or ended without its end checkpoint); why it cannot be wholly undone.
-    checkpoints: list[StoredCheckpoint] = field(default_factory=list)
-    changed_files: list[ChangedFile] | None = None
-    checkpoint_warning: str | None = None
-    resources: list[Resource] = field(default_factory=list)
-    iteration_usage: list[IterationUsage] = field(default_factory=list)
-    # The prompt's images, with their bytes while the image store has them.
-    images: list[ImageAttachment] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = RunSummary.to_dict(self)
-        data.update(
-            {
-                "max_iterations": self.max_iterations,
-                "content": self.content,
-                "stop_reason": self.stop_reason,
-                "error": self.error,
-                "error_type": self.error_type,
-                "records": [r.to_dict() for r in self.records],
-                "messages": [message_to_dict(m) for m in self.messages],
-                "checkpoints": [c.to_dict() for c in self.checkpoints],
-                "changed_files": (
-                    None
-                    if self.changed_files is None
-                    else [c.to_dict() for c in self.changed_files]
-                ),
-                "checkpoint_warning": self.checkpoint_warning,
-                "resources": [r.to_dict() for r in self.resources],
-                "iteration_usage": [u.to_dict() for u in self.iteration_usage],
-                "images": [i.reference() for i in self.images],
-            }
-        )
-        return data
-
-
-@dataclass(slots=True, frozen=True)
-class ConversationSummary:
-    """One conversation: a first run (its root) and every run continuing it, at any depth.
-
-    `latest_run_id` is the newest of them (by start): continuing the conversation continues
-    that run. `title` is the root's prompt, cut to `TITLE_CHARS`; `updated_at` is when the
-    latest run finished (or started, while it runs), Unix epoch seconds. `position` orders
-    conversations by their latest activity (higher is newer) and pages through them.
-    """
-
-    root_run_id: str
-    latest_run_id: str
-    sandbox_root: str | None
-    title: str
-    run_count: int
-    latest_status: RunStatus
-    updated_at: float
-    position: int
-
-
-TITLE_CHARS = 200
 
 
 # Events the history does not store (text deltas: the answer is stored whole; a call is
@@ -498,7 +141,7 @@ class RunHistory:
             check_same_thread=False,  # guarded by self._lock
         )
         try:
-            _add_functions(self._conn)
+            add_sql_functions(self._conn)
             self._configure()
             self._migrate()
         except BaseException:
@@ -525,7 +168,7 @@ class RunHistory:
                     f"run history {self.path} has schema version {version}; this "
                     f"cleveragents knows up to {SCHEMA_VERSION}. Upgrade cleveragents."
                 )
-            for target, statements in enumerate(_MIGRATIONS[version:], start=version + 1):
+            for target, statements in enumerate(MIGRATIONS[version:], start=version + 1):
                 for statement in statements:
                     conn.execute(statement)
                 # PRAGMA takes no parameters; `target` is an int we computed.
@@ -569,7 +212,7 @@ class RunHistory:
                     check_same_thread=False,  # closed by `close`, from another thread
                 )
                 conn.execute("PRAGMA query_only=ON")
-                _add_functions(conn)
+                add_sql_functions(conn)
                 self._readers.append(conn)
             self._local.conn = conn
         return conn
@@ -635,7 +278,7 @@ class RunHistory:
             self._local.nowait = False
 
     def _execute(self, sql: str, parameters: Sequence[Any]) -> None:
-        storable = [_text(p) if isinstance(p, str) else p for p in parameters]
+        storable = [storable_text(p) if isinstance(p, str) else p for p in parameters]
         with self._transaction(immediate=True) as conn:
             conn.execute(sql, storable)
 
@@ -662,13 +305,13 @@ class RunHistory:
                 continued_from,
                 socket.gethostname(),
                 os.getpid(),
-                _PROCESS_TOKEN,
-                _OWNER_STARTED,
-                _dumps([r.to_dict() for r in event.resources]) if event.resources else None,
+                PROCESS_TOKEN,
+                OWNER_STARTED,
+                dumps_json([r.to_dict() for r in event.resources]) if event.resources else None,
                 batch.batch_id if batch else None,
                 batch.task_id if batch else None,
                 batch.config if batch else None,
-                _dumps([i.reference() for i in event.images]) if event.images else None,
+                dumps_json([i.reference() for i in event.images]) if event.images else None,
             ),
         )
         with self._state_lock:
@@ -685,9 +328,9 @@ class RunHistory:
                 (
                     event.run_id,
                     event.iteration,
-                    _text(_dumps(message_to_dict(event.message))),
+                    storable_text(dumps_json(message_to_dict(event.message))),
                     time.time(),
-                    _dumps(usage.to_dict()),
+                    dumps_json(usage.to_dict()),
                     event.cost_usd,
                 ),
             )
@@ -720,8 +363,8 @@ class RunHistory:
                 record.iteration,
                 record.call_id,
                 record.tool_name,
-                _dumps(record.inputs),
-                _dumps(record.output),
+                dumps_json(record.inputs),
+                dumps_json(record.output),
                 record.duration_ms,
                 record.success,
                 record.error,
@@ -770,15 +413,15 @@ class RunHistory:
         # A read first: the usual case (the run is not stored yet) never waits for the write
         # lock, which another process may hold.
         with self._transaction(immediate=False) as conn:
-            if not _run_exists(conn, continued_from):
+            if not run_exists(conn, continued_from):
                 raise KeyError(continued_from)
-            stored = _run_exists(conn, run_id)
+            stored = run_exists(conn, run_id)
         if not stored:
             with self._state_lock:
                 self._pending_continuations[run_id] = continued_from
             return
         with self._transaction(immediate=True) as conn:
-            if run_id in _chain(conn, continued_from):
+            if run_id in run_chain(conn, continued_from):
                 raise ValueError(f"run {run_id!r} is already an ancestor of {continued_from!r}")
             conn.execute(
                 "UPDATE runs SET continued_from = ? WHERE run_id = ?", (continued_from, run_id)
@@ -802,7 +445,7 @@ class RunHistory:
                 record.fingerprint,
                 record.run_id,
                 record.passed,
-                _dumps(record.outcome),
+                dumps_json(record.outcome),
                 record.finished_at,
             ),
         )
@@ -863,7 +506,7 @@ class RunHistory:
         """Record the files a run changed (None: not known) and why it cannot be undone."""
         self._execute(
             "UPDATE runs SET changed_files = ?, checkpoint_warning = ? WHERE run_id = ?",
-            (_changed_files_to_json(changed_files), warning, run_id),
+            (changed_files_to_json(changed_files), warning, run_id),
         )
 
     def record_restore(self, record: RestoreRecord) -> None:
@@ -877,20 +520,20 @@ class RunHistory:
                 "'restore', ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.restore_id,
-                    _text(record.description),
-                    _text(record.sandbox_root),
+                    storable_text(record.description),
+                    storable_text(record.sandbox_root),
                     record.status,
                     record.started_at,
                     record.finished_at,
-                    _text(record.content),
-                    _text(record.error),
-                    _changed_files_to_json(record.changed_files),
+                    storable_text(record.content),
+                    storable_text(record.error),
+                    changed_files_to_json(record.changed_files),
                     record.restored_run_id,
                     record.restored_iteration,
                     socket.gethostname(),
                     os.getpid(),
-                    _PROCESS_TOKEN,
-                    _OWNER_STARTED,
+                    PROCESS_TOKEN,
+                    OWNER_STARTED,
                 ),
             )
             if record.checkpoint is not None:
@@ -950,7 +593,7 @@ class RunHistory:
     def has_run(self, run_id: str) -> bool:
         """Whether the history holds this run (cheap: nothing of it is loaded)."""
         with self._transaction(immediate=False) as conn:
-            return _run_exists(conn, run_id)
+            return run_exists(conn, run_id)
 
     def list_runs(
         self, limit: int = 50, offset: int = 0, *, batch_id: str | None = None
@@ -958,60 +601,12 @@ class RunHistory:
         """Runs, newest first; only a batch's with `batch_id`."""
         if limit < 0 or offset < 0:
             raise ValueError(f"limit and offset must not be negative, got {limit}, {offset}")
-        where, parameters = (
-            ("WHERE batch_id = ? ", (batch_id,)) if batch_id is not None else ("", ())
-        )
         with self._transaction(immediate=False) as conn:
-            rows = conn.execute(
-                f"SELECT {_SUMMARY_COLUMNS} FROM runs {where}ORDER BY seq DESC LIMIT ? OFFSET ?",
-                (*parameters, limit, offset),
-            ).fetchall()
-        return [_summary(row) for row in rows]
+            return queries.list_runs(conn, limit, offset, batch_id)
 
     def get_run(self, run_id: str) -> StoredRun | None:
         with self._transaction(immediate=False) as conn:
-            row = conn.execute(
-                f"SELECT {_SUMMARY_COLUMNS}, max_iterations, content, stop_reason, "
-                f"CASE WHEN status != 'running' THEN error WHEN {_OWNER_GONE} THEN ? "
-                "ELSE error END, "
-                "error_type, resources, changed_files, checkpoint_warning, images FROM runs "
-                "WHERE run_id = ?",
-                (INTERRUPTED_ERROR, run_id),
-            ).fetchone()
-            if row is None:
-                return None
-            summary = _summary(row[:_SUMMARY_WIDTH])
-            (
-                max_iterations,
-                content,
-                stop_reason,
-                error,
-                error_type,
-                resources,
-                changed_files,
-                checkpoint_warning,
-                images,
-            ) = row[_SUMMARY_WIDTH:]
-            attached = _resources(resources)
-            pictures = self._images(images)
-            stored = _load_own_run(conn, run_id, summary.prompt, attached, pictures)
-            checkpoints = _load_checkpoints(conn, run_id)
-        return StoredRun(
-            **{f.name: getattr(summary, f.name) for f in fields(RunSummary)},
-            max_iterations=max_iterations,
-            content=content,
-            stop_reason=stop_reason,
-            error=error,
-            error_type=error_type,
-            records=stored.records,
-            messages=stored.messages,
-            resources=attached,
-            images=pictures,
-            iteration_usage=stored.iteration_usage,
-            checkpoints=checkpoints,
-            changed_files=_changed_files_from_json(changed_files),
-            checkpoint_warning=checkpoint_warning,
-        )
+            return queries.get_run(conn, run_id, self._images)
 
     def conversation(self, run_id: str) -> list[Message]:
         """The run's provider-neutral conversation, with the runs it continued first.
@@ -1021,18 +616,7 @@ class RunHistory:
         `close_dangling_calls` to fix up when continuing. KeyError for an unknown run.
         """
         with self._transaction(immediate=False) as conn:
-            if not _run_exists(conn, run_id):
-                raise KeyError(run_id)
-            chain = _chain(conn, run_id)
-            parts = []
-            for chained_id in reversed(chain):  # oldest first
-                (prompt, resources, images) = conn.execute(
-                    "SELECT prompt, resources, images FROM runs WHERE run_id = ?", (chained_id,)
-                ).fetchone()
-                own = _load_own_run(
-                    conn, chained_id, prompt, _resources(resources), self._images(images)
-                )
-                parts.append(own.messages)
+            parts = queries.conversation_parts(conn, run_id, self._images)
         earlier = [message for part in parts[:-1] for message in part]
         return [*close_dangling_calls(earlier), *parts[-1]] if earlier else parts[-1]
 
@@ -1043,9 +627,9 @@ class RunHistory:
     def chain(self, run_id: str) -> list[str]:
         """The run ids from the conversation's first run down to `run_id`; KeyError if unknown."""
         with self._transaction(immediate=False) as conn:
-            if not _run_exists(conn, run_id):
+            if not queries.run_exists(conn, run_id):
                 raise KeyError(run_id)
-            return list(reversed(_chain(conn, run_id)))
+            return list(reversed(queries.run_chain(conn, run_id)))
 
     def list_conversations(
         self,
@@ -1070,315 +654,9 @@ class RunHistory:
         return next((c for c in self._conversations() if c.root_run_id == root_run_id), None)
 
     def _conversations(self) -> list[ConversationSummary]:
-        # One pass over the runs' small columns: each run joins its parent's conversation. A
-        # history holds thousands of runs, not millions, and a recursive query would scan the
-        # runs once per level without an index on continued_from.
         with self._transaction(immediate=False) as conn:
-            rows = conn.execute(
-                # Restores are no conversations: they undo runs of one, and are no turn of it.
-                "SELECT seq, run_id, continued_from, sandbox_root, substr(prompt, 1, ?), "
-                f"{_STATUS}, started_at, finished_at FROM runs WHERE kind != 'restore' "
-                "ORDER BY seq",
-                (TITLE_CHARS,),
-            ).fetchall()
-        parent = {row[1]: row[2] for row in rows}
-        roots: dict[str, str] = {}
-
-        def root_of(run_id: str) -> str:
-            path: list[str] = []
-            node = run_id
-            while node not in roots:
-                above = parent.get(node)
-                # A parent that is gone (SET NULL does that) or a loop ends the climb.
-                if above is None or above not in parent or above == node or above in path:
-                    roots[node] = node
-                    break
-                path.append(node)
-                node = above
-            for below in path:
-                roots[below] = roots[node]
-            return roots[run_id]
-
-        first: dict[str, tuple[Any, ...]] = {}
-        latest: dict[str, tuple[Any, ...]] = {}
-        counts: dict[str, int] = {}
-        for row in rows:
-            root = root_of(row[1])
-            if root == row[1]:
-                first[root] = row
-            latest[root] = row  # rows come oldest first
-            counts[root] = counts.get(root, 0) + 1
-        return [
-            ConversationSummary(
-                root_run_id=root,
-                latest_run_id=latest[root][1],
-                sandbox_root=row[3],
-                title=row[4],
-                run_count=counts[root],
-                latest_status=latest[root][5],
-                updated_at=latest[root][7] or latest[root][6],
-                position=latest[root][0],
-            )
-            for root, row in first.items()
-        ]
-
-
-# -- helpers -------------------------------------------------------------------------------
-# A run's status as every read shows it: "running" only while its owning process lives.
-_OWNER_GONE = "owner_gone(owner_host, owner_pid, owner_token, owner_started)"
-_STATUS = (
-    f"CASE WHEN status != 'running' THEN status WHEN {_OWNER_GONE} THEN 'interrupted' "
-    "ELSE status END"
-)
-_SUMMARY_COLUMNS = (
-    f"run_id, prompt, {_STATUS}, started_at, finished_at, iterations, "
-    "(SELECT COUNT(*) FROM tool_calls WHERE tool_calls.run_id = runs.run_id), "
-    "sandbox_root, plan_id, automation_profile, continued_from, kind, restored_run_id, "
-    "restored_iteration, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
-    "cost_usd, batch_id, task_id, batch_config"
-)
-# The RunSummary fields the columns before the token counts fill, in order.
-_SUMMARY_HEAD = (
-    "run_id",
-    "prompt",
-    "status",
-    "started_at",
-    "finished_at",
-    "iterations",
-    "tool_call_count",
-    "sandbox_root",
-    "plan_id",
-    "automation_profile",
-    "continued_from",
-    "kind",
-    "restored_run_id",
-    "restored_iteration",
-)
-_SUMMARY_WIDTH = len(_SUMMARY_HEAD) + 8
-
-
-def _summary(row: Sequence[Any]) -> RunSummary:
-    """A `_SUMMARY_COLUMNS` row as a RunSummary (the four token counts become its Usage, the
-    batch columns its BatchLabel)."""
-    head = dict(zip(_SUMMARY_HEAD, row[: len(_SUMMARY_HEAD)], strict=True))
-    counts = row[len(_SUMMARY_HEAD) : len(_SUMMARY_HEAD) + 4]
-    cost_usd, batch_id, task_id, config = row[len(_SUMMARY_HEAD) + 4 : _SUMMARY_WIDTH]
-    batch = BatchLabel(batch_id, task_id, config or "") if batch_id is not None else None
-    return RunSummary(**head, usage=Usage(*counts), cost_usd=cost_usd, batch=batch)
-
-
-def _resources(stored: str | None) -> list[Resource]:
-    return [Resource.from_dict(item) for item in json.loads(stored)] if stored else []
-
-
-def _dumps(value: Any) -> str:
-    # default=str: a value JSON cannot hold is stored as its text rather than losing the row;
-    # ASCII escapes keep lone surrogates (non-UTF-8 file names) storable.
-    return json.dumps(value, ensure_ascii=True, default=str)
-
-
-def _text(value: str | None) -> str | None:
-    """A string SQLite can store: lone surrogates become U+FFFD instead of failing the write."""
-    if value is None:
-        return None
-    return value.encode("utf-8", "replace").decode("utf-8")
-
-
-def _changed_files_to_json(changed_files: Sequence[ChangedFile] | None) -> str | None:
-    if changed_files is None:
-        return None
-    return _dumps([[c.path, c.change, *([1] if c.ignored else [])] for c in changed_files])
-
-
-def _changed_files_from_json(text: str | None) -> list[ChangedFile] | None:
-    if text is None:
-        return None
-    return [
-        ChangedFile(entry[0], entry[1], bool(entry[2]) if len(entry) > 2 else False)
-        for entry in json.loads(text)
-        if entry[1] in CHANGE_KINDS  # a kind a later version added: left out, not guessed
-    ]
-
-
-def _load_checkpoints(conn: sqlite3.Connection, run_id: str) -> list[StoredCheckpoint]:
-    return [
-        StoredCheckpoint(checkpoint_id, kind, iteration, created_at, note)
-        for checkpoint_id, kind, iteration, created_at, note in conn.execute(
-            "SELECT checkpoint_id, kind, iteration, created_at, note FROM checkpoints "
-            "WHERE run_id = ? ORDER BY created_at, rowid",
-            (run_id,),
-        )
-    ]
-
-
-def _run_exists(conn: sqlite3.Connection, run_id: str) -> bool:
-    return conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
-
-
-def _chain(conn: sqlite3.Connection, run_id: str) -> list[str]:
-    """`run_id`, the run it continued, that run's predecessor, and so on."""
-    chain = [run_id]
-    while True:
-        row = conn.execute(
-            "SELECT continued_from FROM runs WHERE run_id = ?", (chain[-1],)
-        ).fetchone()
-        if row is None or row[0] is None or row[0] in chain:
-            return chain
-        chain.append(row[0])
-
-
-@dataclass(slots=True)
-class _OwnRun:
-    records: list[ToolCallRecord]
-    messages: list[Message]
-    iteration_usage: list[IterationUsage]
-
-
-def _load_own_run(
-    conn: sqlite3.Connection,
-    run_id: str,
-    prompt: str,
-    resources: Sequence[Resource],
-    images: Sequence[ImageAttachment] = (),
-) -> _OwnRun:
-    """Records in request order and the conversation of this one run."""
-    responses: dict[int, AssistantMessage] = {}
-    usages: list[IterationUsage] = []
-    for iteration, text, usage, cost_usd in conn.execute(
-        "SELECT iteration, message, usage, cost_usd FROM assistant_messages WHERE run_id = ? "
-        "ORDER BY iteration",
-        (run_id,),
-    ):
-        message = message_from_dict(json.loads(text))
-        if not isinstance(message, AssistantMessage):
-            raise ValueError(f"run {run_id}: stored response {iteration} is not an assistant's")
-        responses[iteration] = message
-        if usage is not None:  # None: stored before usage was
-            usages.append(IterationUsage(iteration, Usage(**json.loads(usage)), cost_usd))
-    arrived = [
-        ToolCallRecord(
-            tool_name=tool_name,
-            inputs=json.loads(inputs),
-            output=json.loads(output),
-            duration_ms=duration_ms,
-            success=bool(success),
-            error=error,
-            iteration=iteration,
-            call_id=call_id,
-            error_kind=cast(ErrorKind, error_kind) if error_kind in ERROR_KINDS else None,
-        )
-        for (
-            tool_name,
-            inputs,
-            output,
-            duration_ms,
-            success,
-            error,
-            iteration,
-            call_id,
-            error_kind,
-        ) in conn.execute(
-            "SELECT tool_name, inputs, output, duration_ms, success, error, iteration, "
-            "call_id, error_kind FROM tool_calls WHERE run_id = ? ORDER BY seq",
-            (run_id,),
-        )
-    ]
-    records = _request_order(arrived, responses)
-    messages: list[Message] = [UserMessage(prompt_with_resources(prompt, resources), tuple(images))]
-    by_iteration: dict[int, list[ToolCallRecord]] = {}
-    for record in records:
-        by_iteration.setdefault(record.iteration, []).append(record)
-    for iteration, response in responses.items():
-        messages.append(response)
-        results: list[ToolResult] = [result_from_record(r) for r in by_iteration.get(iteration, [])]
-        if results:
-            messages.append(ToolResultsMessage(tuple(results)))
-    return _OwnRun(records, messages, usages)
-
-
-def _request_order(
-    arrived: list[ToolCallRecord], responses: dict[int, AssistantMessage]
-) -> list[ToolCallRecord]:
-    """Sort records (stored as they completed) into the order the model asked for them."""
-    keys: list[tuple[int, int, int]] = []
-    taken: set[tuple[int, int]] = set()
-    for arrival, record in enumerate(arrived):
-        calls = responses[record.iteration].tool_calls if record.iteration in responses else ()
-        position = next(
-            (
-                index
-                for index, call in enumerate(calls)
-                if call.call_id == record.call_id and (record.iteration, index) not in taken
-            ),
-            len(calls),  # a record its response does not name goes after the named ones
-        )
-        taken.add((record.iteration, position))
-        keys.append((record.iteration, position, arrival))
-    order = sorted(range(len(arrived)), key=keys.__getitem__)
-    return [arrived[i] for i in order]
-
-
-def owner_gone(host: str, pid: int, token: str, started: str | None = None) -> bool:
-    """Whether the process that started a run is gone, so the run can never finish: what
-    every reader of the history calls a run's "interrupted" (the SQL function `owner_gone`
-    in every read, and `mark_interrupted`).
-
-    Runs of other hosts are left alone (their processes cannot be seen from here). Gone: our
-    own pid with another process's token (an earlier process that had our pid), a pid that no
-    longer exists (or is a zombie), or a pid that now belongs to a process started at
-    another moment than the run's owner (`started`, from `process_start_key`).
-    """
-    if host != socket.gethostname():
-        return False
-    if pid == os.getpid():
-        return token != _PROCESS_TOKEN
-    if not _process_alive(pid):
-        return True
-    state = _process_state(pid)
-    if state is None:  # no /proc to ask: the pid exists, so the owner is taken to live
-        return False
-    letter, now = state
-    if letter in ("Z", "X"):  # killed, not yet reaped by its parent: it runs no more
-        return True
-    return started is not None and now != started
-
-
-def _add_functions(conn: sqlite3.Connection) -> None:
-    def gone(host: Any, pid: Any, token: Any, started: Any) -> int:
-        try:
-            return int(owner_gone(str(host), int(pid), str(token), started))
-        except Exception:  # a read must not fail over one odd row: it stays as stored
-            log.exception("run history: cannot tell whether pid %r is alive", pid)
-            return 0
-
-    conn.create_function("owner_gone", 4, gone)
-
-
-def _process_alive(pid: int) -> bool:
-    """Whether a process with this pid exists on this host (True when unsure)."""
-    if sys.platform == "win32":
-        import ctypes
-
-        # os.kill(pid, 0) on Windows would terminate the process, so ask the kernel.
-        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
-        process_query_limited_information, still_active, access_denied = 0x1000, 259, 5
-        handle = kernel32.OpenProcess(process_query_limited_information, False, pid)
-        if not handle:
-            return bool(ctypes.get_last_error() == access_denied)
-        try:
-            code = ctypes.c_ulong()
-            if not kernel32.GetExitCodeProcess(handle, ctypes.byref(code)):
-                return True
-            return bool(code.value == still_active)
-        finally:
-            kernel32.CloseHandle(handle)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
+            rows = queries.conversation_rows(conn)
+        return queries.conversations_from_rows(rows)
 
 
 @contextmanager
