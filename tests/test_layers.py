@@ -68,6 +68,14 @@ INNER_RANKS: dict[str, dict[str, int]] = {
         "queries": 2,  # reads over one connection
         "store": 3,  # connections, transactions, writes
     },
+    "cleveragents.service.checkpoints": {
+        "records": 0,  # checkpoints, restores, errors
+        "files": 0,  # heavy folders, modes, obstacles, sizes, the lock
+        "git": 1,  # the shadow repository and the clean git runner
+        "catalog": 1,  # the SQLite catalog
+        "state": 1,  # what a snapshot holds beyond git's view
+        "store": 2,  # snapshots, restores, pruning
+    },
 }
 
 
