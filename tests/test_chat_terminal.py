@@ -25,8 +25,8 @@ import pytest
 
 from cleveragents.chat.lines import PROMPT as LINE_PROMPT
 from cleveragents.service.history import RunHistory
-from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text, ToolUse
-from pseudo_terminal import spawn_on_pty
+from support.fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text, ToolUse
+from support.pseudo_terminal import spawn_on_pty
 
 CLI = [sys.executable, "-m", "cleveragents"]
 CEILING_S = 60.0  # against hangs, never a timing assertion

@@ -32,13 +32,6 @@ def store(tmp_path: Path) -> CheckpointStore:
     return CheckpointStore(tmp_path / "data")
 
 
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
-
-
 def folder_state(root: Path) -> dict[str, Entry]:
     """Every entry under `root` but `.git`: files with bytes and mode, links, folders."""
     state: dict[str, Entry] = {}

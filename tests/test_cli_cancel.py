@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from cleveragents.service.history import RunHistory
-from pseudo_terminal import spawn_on_pty
+from support.pseudo_terminal import spawn_on_pty
 
 CLI = [sys.executable, "-m", "cleveragents"]
 EXIT_CANCELLED = 130

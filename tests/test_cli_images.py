@@ -10,20 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from PIL import Image
 
-from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text
-from fake_openai import FakeOpenAIServer, text_reply
+from support.fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text
+from support.fake_openai import FakeOpenAIServer, text_reply
 
 CLI = [sys.executable, "-m", "cleveragents"]
-
-
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Path:
-    folder = tmp_path / "work"
-    folder.mkdir()
-    return folder
 
 
 def image_file(tmp_path: Path, name: str, kind: str, size: tuple[int, int]) -> Path:

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-from otlp_receiver import TWO_CALLS, check_run_tree, otlp_receiver
+from support.otlp_receiver import TWO_CALLS, check_run_tree, otlp_receiver
 
 
 def test_a_cli_run_with_two_tool_calls_is_traced(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ from cleveragents.workspace import (
 )
 from cleveragents.workspace.cgroups import cgroup_support
 from cleveragents.workspace.command import CommandTool, process_rlimit, run_in_sandbox
-from live_processes import wait_until_gone
+from support.live_processes import wait_until_gone
 
 BWRAP = bubblewrap_status()
 needs_bwrap = pytest.mark.skipif(

@@ -11,8 +11,6 @@ from typing import Any
 
 import pytest
 
-import fake_anthropic
-import fake_openai
 from cleveragents.providers.anthropic import AnthropicCaller
 from cleveragents.providers.openai import OpenAICaller
 from cleveragents.service.history import RunHistory
@@ -40,6 +38,7 @@ from cleveragents.tool.context_guard import (
 from cleveragents.tool.messages import ToolResult
 from cleveragents.tool.models import DEFAULT_CONTEXT_WINDOW
 from cleveragents.workspace import register_builtin_tools
+from support import fake_anthropic, fake_openai
 from test_context_guard import assert_calls_answered, input_limit
 
 

@@ -15,7 +15,7 @@ from cleveragents.tool import ToolActorContext, ToolCallRequest, ToolError, Tool
 from cleveragents.workspace import Sandbox, register_builtin_tools
 from cleveragents.workspace.grep_engine import GrepRequest, compile_line_pattern, re2_available
 from cleveragents.workspace.search import grep, search_files
-from live_processes import wait_until_gone
+from support.live_processes import wait_until_gone
 
 needs_re2 = pytest.mark.skipif(not re2_available(), reason="google-re2 is not installed")
 CATASTROPHIC_LINE = "a" * 30_000 + "b\n"

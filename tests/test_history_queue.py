@@ -7,7 +7,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from tests.sqlite_lock import WriteLockHolder
 
 from cleveragents.service.history import RunHistory
 from cleveragents.service.history_queue import QueuedHistory
@@ -22,6 +21,7 @@ from cleveragents.tool import (
 )
 from cleveragents.tool.events import ToolCallFinished
 from cleveragents.tool.records import ToolCallRunResult
+from support.sqlite_lock import WriteLockHolder
 
 
 def counting_runtime(calls: int) -> ToolCallingRuntime:

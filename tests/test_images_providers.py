@@ -16,9 +16,9 @@ from cleveragents.service.image_inputs import ImageInput
 from cleveragents.service.runs import RunManager, RunRequest
 from cleveragents.service.settings import RunDefaults
 from cleveragents.tool import ToolRegistry
-from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text
-from fake_openai import FakeOpenAIServer, text_reply
-from fake_tokens import image_problem
+from support.fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text
+from support.fake_openai import FakeOpenAIServer, text_reply
+from support.fake_tokens import image_problem
 
 
 def picture(tmp_path: Path, kind: str = "PNG", name: str = "shot.png") -> Path:
@@ -27,13 +27,6 @@ def picture(tmp_path: Path, kind: str = "PNG", name: str = "shot.png") -> Path:
     path = tmp_path / name
     path.write_bytes(out.getvalue())
     return path
-
-
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Path:
-    folder = tmp_path / "work"
-    folder.mkdir()
-    return folder
 
 
 async def run_once(defaults: RunDefaults, request: RunRequest) -> None:

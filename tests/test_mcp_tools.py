@@ -68,13 +68,6 @@ def write_config(root: Path, servers: dict[str, Any]) -> None:
     (root / ".mcp.json").write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
 
 
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
-
-
 def process_running(pid: int) -> bool:
     """Whether `pid` is a live process (a zombie waiting to be reaped is not)."""
     try:

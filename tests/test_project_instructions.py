@@ -29,8 +29,8 @@ from cleveragents.workspace.instructions import (
     MAX_RUN_CHARS,
     ProjectInstructions,
 )
-from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text, ToolUse
-from fake_openai import FakeOpenAIServer, text_reply, tool_call_reply
+from support.fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text, ToolUse
+from support.fake_openai import FakeOpenAIServer, text_reply, tool_call_reply
 
 ROOT_RULE = "RULE-ROOT: run the tests with `make check`."
 SRC_RULE = "RULE-SRC: every module under src/ keeps type hints."

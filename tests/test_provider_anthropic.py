@@ -30,7 +30,7 @@ from cleveragents.tool import (
     ToolSchema,
     UserMessage,
 )
-from fake_anthropic import (
+from support.fake_anthropic import (
     API_KEY,
     ErrorReply,
     FakeAnthropic,

@@ -28,7 +28,7 @@ from cleveragents.tool import (
     ToolSchema,
     UserMessage,
 )
-from fake_openai import (
+from support.fake_openai import (
     ChunkScript,
     DropConnection,
     ErrorReply,

@@ -20,7 +20,7 @@ from cleveragents.tool import ToolActorContext, ToolCallRequest, ToolError, Tool
 from cleveragents.tool.records import ToolCallRecord
 from cleveragents.workspace import Sandbox, bubblewrap_status, register_builtin_tools
 from cleveragents.workspace.command import probe_bubblewrap, run_in_sandbox
-from live_processes import live_processes_with, wait_until_gone
+from support.live_processes import live_processes_with, wait_until_gone
 
 BWRAP = bubblewrap_status()
 needs_bwrap = pytest.mark.skipif(

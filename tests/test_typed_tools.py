@@ -8,6 +8,7 @@ import dataclasses
 import datetime
 import enum
 import json
+import os
 import subprocess
 import sys
 import typing
@@ -17,7 +18,6 @@ from typing import Annotated, Any, Literal
 import pytest
 from jsonschema import validators
 from pydantic import BaseModel, Field
-from tests.conftest import ROOT
 
 import typed_tools
 from cleveragents.tool import (
@@ -34,6 +34,7 @@ from cleveragents.tool import (
 from cleveragents.tool.registry import spec_of
 from cleveragents.tool.schema import _read_simple_docstring, _read_with_griffe, parse_docstring
 from cleveragents.tool.validation import ArgumentValidator
+from support import ROOT
 from typed_tools import Address, Colour, Line, Parcel
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "plain_tool_schemas.json"
@@ -105,9 +106,9 @@ GOOD_ORDER: dict[str, Any] = {
 
 
 def test_plain_tools_keep_their_schemas_byte_for_byte() -> None:
-    import plain_tool_signatures
     from cleveragents.tool.registry import make_spec
     from cleveragents.workspace.builtins import builtin_tools
+    from support import plain_tool_signatures
 
     snapshot = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
     current: dict[str, ToolSpec] = {
@@ -123,8 +124,8 @@ def test_plain_tools_keep_their_schemas_byte_for_byte() -> None:
 
 def test_plain_tools_and_the_built_ins_load_neither_pydantic_nor_griffe() -> None:
     code = (
-        "import sys; sys.path.insert(0, 'tests')\n"
-        "import plain_tool_signatures\n"
+        "import sys\n"
+        "from support import plain_tool_signatures\n"
         "from cleveragents.tool import ToolRegistry\n"
         "from cleveragents.workspace.builtins import register_builtin_tools\n"
         "registry = ToolRegistry()\n"
@@ -132,8 +133,9 @@ def test_plain_tools_and_the_built_ins_load_neither_pydantic_nor_griffe() -> Non
         "register_builtin_tools(registry)\n"
         "print(sorted(m for m in ('pydantic', 'griffe') if m in sys.modules))\n"
     )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}  # `support`, as pytest finds it
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
 
@@ -535,9 +537,9 @@ def test_the_fast_reader_gives_what_griffe_gives() -> None:
     """The docstrings read without griffe (to spare its import) read the same with it."""
     import inspect
 
-    import plain_tool_signatures
     from cleveragents.tool.schema import _simple_reader_fits, docstring_style
     from cleveragents.workspace.builtins import builtin_tools
+    from support import plain_tool_signatures
 
     corpus = list(DOCSTRINGS.values())
     corpus += [inspect.getdoc(s.handler) or "" for s in builtin_tools()]
@@ -639,7 +641,7 @@ async def run_through(registry: ToolRegistry, caller: Any) -> Any:
 
 async def test_anthropic_takes_the_schemas_and_the_loop_runs_through_the_sdk() -> None:
     from cleveragents.providers.anthropic import AnthropicCaller
-    from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text, ToolUse
+    from support.fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text, ToolUse
 
     registry = registry_of(typed_tools.ship_order, typed_tools.label)
     with FakeAnthropic() as fake:
@@ -672,7 +674,7 @@ async def test_anthropic_takes_the_schemas_and_the_loop_runs_through_the_sdk() -
 
 async def test_openai_takes_the_schemas_and_the_loop_runs_through_the_sdk() -> None:
     from cleveragents.providers.openai import OpenAICaller
-    from fake_openai import ChunkScript, FakeOpenAIServer
+    from support.fake_openai import ChunkScript, FakeOpenAIServer
 
     registry = registry_of(typed_tools.ship_order, typed_tools.stamp)
     with FakeOpenAIServer() as server:

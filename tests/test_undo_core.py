@@ -83,13 +83,6 @@ def request(sandbox: Path, run_id: str) -> RunRequest:
     )
 
 
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Path:
-    folder = tmp_path / "sandbox"
-    folder.mkdir()
-    return folder
-
-
 async def test_a_cancelled_run_still_records_what_it_changed_and_can_be_undone(
     sandbox: Path, tmp_path: Path
 ) -> None:

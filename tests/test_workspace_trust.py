@@ -42,13 +42,6 @@ from cleveragents.tool.llm import FunctionLLMCaller
 from cleveragents.tool.policy import ApprovalDecision, ApprovalRequest
 
 
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
-
-
 class Asker:
     """Answers trust questions from a list (None: no answer), keeping what it was asked."""
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import attrs
 import pytest
-from daemon_support import SCHEMA_FILE, check_type
 
 from cleveragents.daemon import schema, wire
 from cleveragents.daemon.converter import camel, structure, unstructure
 from cleveragents.service.errors import ParamsError
+from support.daemon_support import SCHEMA_FILE, check_type
 
 
 def test_camel() -> None:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import cattrs
-from daemon_support import WAIT_S, daemon_command, daemon_env
 from lsprotocol import types
 from pygls.protocol import (
     JsonRPCNotification,
@@ -22,6 +21,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
 from cleveragents.daemon import wire
+from support.daemon_support import WAIT_S, daemon_command, daemon_env
 
 NOTIFICATIONS = [m.name for m in wire.METHODS if m.kind == "notification"]
 

@@ -34,7 +34,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
-ACP_TESTS = Path(__file__).resolve().parent
+ACP_TESTS = Path(__file__).resolve().parents[1] / "acp"  # acp_tools.py, the schema
 REPO = ACP_TESTS.parents[1]
 SCHEMA_FILE = ACP_TESTS / "schema" / "acp-v1.schema.json"
 WAIT_S = 60.0  # a ceiling against hangs, never a timing assertion

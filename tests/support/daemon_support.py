@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonschema
 
-DAEMON_TESTS = Path(__file__).resolve().parent
+DAEMON_TESTS = Path(__file__).resolve().parents[1] / "daemon"  # daemon_tools.py, node/
 REPO = DAEMON_TESTS.parents[1]
 SCHEMA_FILE = REPO / "protocol" / "schema.json"
 WAIT_S = 60.0  # a ceiling against hangs, never a timing assertion

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from fake_tokens import Block, CacheUse, PrefixCache, image_problem, prefixes
+from support.fake_tokens import Block, CacheUse, PrefixCache, image_problem, prefixes
 
 CHAT_PATH = "/v1/chat/completions"
 MIN_CACHED_TOKENS = 1024

@@ -36,7 +36,14 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from fake_tokens import Block, CacheUse, PrefixCache, image_problem, message_blocks, prefixes
+from support.fake_tokens import (
+    Block,
+    CacheUse,
+    PrefixCache,
+    image_problem,
+    message_blocks,
+    prefixes,
+)
 
 API_KEY = "sk-ant-fake-test-key"
 MAX_CACHE_BREAKPOINTS = 4
