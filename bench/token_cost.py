@@ -3,7 +3,8 @@
 A scripted 25-iteration coding task runs on a copy of this project's own sources (server/):
 it lists and globs the tree, reads several of the largest files, greps, runs a command that
 prints about 300 KB, and writes a file. The model is a script of tool calls served by the
-fake Anthropic and OpenAI servers (tests/support/fake_anthropic.py, tests/support/fake_openai.py), so the
+fake Anthropic and OpenAI servers (tests/support/fake_anthropic.py,
+tests/support/fake_openai.py), so the
 rest is the product's real path: the runtime (result budget, context guard) -> the provider
 -> the official SDK -> HTTP -> a server that counts tokens, enforces the window and runs a
 prompt cache by the service's documented rules (the fakes' docstrings give the rules and
