@@ -41,7 +41,7 @@ from cleveragents.workspace.doctor import command_policy_report, render_report
 from cleveragents.workspace.files import write_file
 from cleveragents.workspace.seccomp import seccomp_status
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).with_name("host_probe.py")
 SYSTEM_PYTHON = "/usr/bin/python3"
 BWRAP = bubblewrap_status()

@@ -49,7 +49,7 @@ from cleveragents.tool.registry import ToolRegistry
 from cleveragents.tool.runner import ToolRunner
 from cleveragents.toolsets import ToolLoadError
 
-DEMO_SERVER = str(Path(__file__).parent / "mcp_fixtures" / "demo_server.py")
+DEMO_SERVER = str(Path(__file__).resolve().parents[1] / "mcp_fixtures" / "demo_server.py")
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # A guard against hangs only: every operation under it finishes in seconds when it works.
 HANG_GUARD_S = 60.0

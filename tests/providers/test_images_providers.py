@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from tests.test_token_settings import Sink
+from tests.service.test_token_settings import Sink
 
 from cleveragents.service.errors import ServiceError
 from cleveragents.service.image_inputs import ImageInput

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from PIL import Image
-from tests.test_token_settings import Sink
+from tests.service.test_token_settings import Sink
 
 from cleveragents.service.errors import ServiceError
 from cleveragents.service.history import RunHistory

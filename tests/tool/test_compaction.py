@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_context_guard import assert_calls_answered, input_limit
 
 from cleveragents.providers.anthropic import AnthropicCaller
 from cleveragents.providers.openai import OpenAICaller
@@ -39,7 +40,6 @@ from cleveragents.tool.messages import ToolResult
 from cleveragents.tool.models import DEFAULT_CONTEXT_WINDOW
 from cleveragents.workspace import register_builtin_tools
 from support import fake_anthropic, fake_openai
-from test_context_guard import assert_calls_answered, input_limit
 
 
 # -- the 2,000-iteration run ------------------------------------------------------------------

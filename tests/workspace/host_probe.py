@@ -1,4 +1,5 @@
-"""Run inside the command wall (by tests/test_command_host.py): every way to change the host.
+"""Run inside the command wall (by tests/workspace/test_command_host.py): every way to change
+the host.
 
 Prints one JSON object: what each attempt gave. Nothing here changes the host when the wall
 holds, and even when it does not: sysctls are written with their own current value, and the

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pytest
+import typed_tools
 from jsonschema import validators
 from pydantic import BaseModel, Field
+from typed_tools import Address, Colour, Line, Parcel
 
-import typed_tools
 from cleveragents.tool import (
     LLMRequest,
     LLMResponse,
@@ -35,7 +36,6 @@ from cleveragents.tool.registry import spec_of
 from cleveragents.tool.schema import _read_simple_docstring, _read_with_griffe, parse_docstring
 from cleveragents.tool.validation import ArgumentValidator
 from support import ROOT
-from typed_tools import Address, Colour, Line, Parcel
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "plain_tool_schemas.json"
 

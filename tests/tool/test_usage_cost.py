@@ -190,7 +190,7 @@ def test_the_documented_price_table_is_the_code_s() -> None:
 
     from cleveragents.tool.models import MODEL_CONTEXT_WINDOWS, MODEL_PRICES
 
-    readme = (Path(__file__).resolve().parent.parent / "docs" / "tokens.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "tokens.md").read_text()
     rows = re.findall(
         r"^\| `([\w.-]+)` \| ([\d,]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$",
         readme,
