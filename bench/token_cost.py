@@ -3,7 +3,8 @@
 A scripted 25-iteration coding task runs on a copy of this project's own sources (server/):
 it lists and globs the tree, reads several of the largest files, greps, runs a command that
 prints about 300 KB, and writes a file. The model is a script of tool calls served by the
-fake Anthropic and OpenAI servers (tests/fake_anthropic.py, tests/fake_openai.py), so the
+fake Anthropic and OpenAI servers (tests/support/fake_anthropic.py,
+tests/support/fake_openai.py), so the
 rest is the product's real path: the runtime (result budget, context guard) -> the provider
 -> the official SDK -> HTTP -> a server that counts tokens, enforces the window and runs a
 prompt cache by the service's documented rules (the fakes' docstrings give the rules and
@@ -43,16 +44,15 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # the fake servers
+sys.path.insert(0, str(ROOT / "tests"))  # `support`: the fake servers
 
-import fake_anthropic  # noqa: E402
-import fake_openai  # noqa: E402
 from cleveragents.assembly import build_runtime  # noqa: E402
 from cleveragents.providers.anthropic import AnthropicCaller  # noqa: E402
 from cleveragents.providers.openai import OpenAICaller  # noqa: E402
 from cleveragents.tool import ContextPolicy, ToolActorContext, ToolCallRunResult  # noqa: E402
 from cleveragents.tool.models import context_window_for, price_for  # noqa: E402
 from cleveragents.toolsets import build_registry  # noqa: E402
+from support import fake_anthropic, fake_openai  # noqa: E402
 
 CLAUDE = "claude-sonnet-4-5"
 GPT = "gpt-4.1"

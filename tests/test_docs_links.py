@@ -27,7 +27,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from tests.conftest import ROOT
+
+from support import ROOT
 
 DOCS = [
     ROOT / "README.md",

@@ -58,6 +58,28 @@ RANKS: dict[str, int] = {
 }
 LAUNCHER_RANK = RANKS[LAUNCHER]
 
+# Inside a part, the packages split into modules of one job each: each module's rank among its
+# siblings. A module imports only siblings of a lower rank (the package's `__init__`, which
+# re-exports them, is above them all), so the seams stay where the split put them.
+INNER_RANKS: dict[str, dict[str, int]] = {
+    "cleveragents.service.history": {
+        "schema": 0,  # the migrations
+        "records": 0,  # what the history hands back
+        "rows": 1,  # values as the columns hold them
+        "owners": 0,  # whether a run's process is gone
+        "queries": 2,  # reads over one connection
+        "store": 3,  # connections, transactions, writes
+    },
+    "cleveragents.service.checkpoints": {
+        "records": 0,  # checkpoints, restores, errors
+        "files": 0,  # heavy folders, modes, obstacles, sizes, the lock
+        "git": 1,  # the shadow repository and the clean git runner
+        "catalog": 1,  # the SQLite catalog
+        "state": 1,  # what a snapshot holds beyond git's view
+        "store": 2,  # snapshots, restores, pruning
+    },
+}
+
 
 def module_name(path: Path, root: Path) -> str:
     parts = list(path.relative_to(root.parent).with_suffix("").parts)
@@ -180,6 +202,33 @@ def rank_violations(graph: Graph) -> list[str]:
     return problems
 
 
+def inner_rank_violations(graph: Graph, inner_ranks: dict[str, dict[str, int]]) -> list[str]:
+    """Within each package of `inner_ranks`: imports of a sibling at the same or a higher
+    rank, and modules with no rank."""
+    problems = []
+    for package, ranks in sorted(inner_ranks.items()):
+        for module, targets in sorted(graph.items()):
+            if module == package or not _within(module, package):
+                continue
+            name = module[len(package) + 1 :].split(".")[0]
+            if name not in ranks:
+                problems.append(f"{module} has no rank in INNER_RANKS[{package!r}]")
+                continue
+            for target in sorted(targets):
+                if target == package:
+                    problems.append(f"{module} imports its package's __init__ {package}")
+                    continue
+                if not _within(target, package):
+                    continue
+                sibling = target[len(package) + 1 :].split(".")[0]
+                if sibling != name and ranks.get(sibling, len(ranks)) >= ranks[name]:
+                    problems.append(
+                        f"{module} (rank {ranks[name]}) imports {target} "
+                        f"(rank {ranks.get(sibling)})"
+                    )
+    return problems
+
+
 def cycles(graph: Graph) -> list[list[str]]:
     """Every circle of imports (one per strongly connected group), as a path."""
     index: dict[str, int] = {}
@@ -241,6 +290,29 @@ def test_no_front_reaches_into_another_and_nothing_below_reaches_up(graph: Graph
 
 def test_every_module_imports_only_lower_ranks(graph: Graph) -> None:
     assert rank_violations(graph) == []
+
+
+def test_split_packages_import_only_lower_siblings(graph: Graph) -> None:
+    assert inner_rank_violations(graph, INNER_RANKS) == []
+
+
+def test_the_sibling_order_catches_an_import_up(tmp_path: Path) -> None:
+    root = tmp_path / "cleveragents"
+    write_tree(
+        root,
+        {
+            "__init__.py": "",
+            "store/__init__.py": "from .writes import W\n",
+            "store/schema.py": "def f():\n    from .writes import W\n",  # lazy, still caught
+            "store/writes.py": "from .schema import S\n",
+            "store/extra.py": "",
+        },
+    )
+    ranks = {"cleveragents.store": {"schema": 0, "writes": 1}}
+    assert inner_rank_violations(import_graph(root), ranks) == [
+        "cleveragents.store.extra has no rank in INNER_RANKS['cleveragents.store']",
+        "cleveragents.store.schema (rank 0) imports cleveragents.store.writes (rank 1)",
+    ]
 
 
 def test_no_import_circles(graph: Graph) -> None:

@@ -6,7 +6,7 @@ import re
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from support import ROOT
 
 
 def test_readme_python_example_runs_as_printed() -> None:

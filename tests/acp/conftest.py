@@ -1,22 +1,12 @@
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from acp_support import AgentProcess, RecordingClient, StartAgent, check_messages
 
-# fake_openai.py (the OpenAI wire-format fake) lives one folder up.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Path:
-    folder = tmp_path / "sandbox"
-    folder.mkdir()
-    return folder
+from support.acp_support import AgentProcess, RecordingClient, StartAgent, check_messages
 
 
 @pytest.fixture

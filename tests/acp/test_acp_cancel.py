@@ -18,7 +18,11 @@ from typing import Any
 import pytest
 from acp import text_block
 from acp.schema import PermissionOption, ToolCallUpdate
-from acp_support import (
+from test_acp_loop import open_session, ours
+from tests.mcp_fixtures.marked import starts, write_demo_config
+
+from cleveragents.service.history import RunHistory
+from support.acp_support import (
     TO_AGENT,
     TO_CLIENT,
     AgentProcess,
@@ -28,10 +32,6 @@ from acp_support import (
     replay_env,
     write_script,
 )
-from test_acp_loop import open_session, ours
-from tests.mcp_fixtures.marked import starts, write_demo_config
-
-from cleveragents.service.history import RunHistory
 
 PROMPTS = 20
 PERMISSION = "session/request_permission"

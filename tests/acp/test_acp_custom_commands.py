@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from acp import PROTOCOL_VERSION, text_block
-from acp_support import RecordingClient, StartAgent, agent_env
 
-from fake_openai import FakeOpenAIServer, text_reply
+from support.acp_support import RecordingClient, StartAgent, agent_env
+from support.fake_openai import FakeOpenAIServer, text_reply
 
 
 async def test_custom_commands_are_advertised_and_expand_their_arguments(

@@ -17,9 +17,9 @@ from typing import Any
 
 from acp import PROTOCOL_VERSION, text_block
 from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
-from acp_support import WAIT_S, RecordingClient, StartAgent, call, replay_env, write_script
 
 from cleveragents.workspace import bubblewrap_status
+from support.acp_support import WAIT_S, RecordingClient, StartAgent, call, replay_env, write_script
 
 
 async def open_session(conn: Any, cwd: Path, capabilities: ClientCapabilities) -> str:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, image_block, text_block
-from acp_support import RecordingClient, StartAgent, agent_env
 from PIL import Image
 
-from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text
-from fake_openai import FakeOpenAIServer, text_reply
+from support.acp_support import RecordingClient, StartAgent, agent_env
+from support.fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text
+from support.fake_openai import FakeOpenAIServer, text_reply
 
 
 def png(size: tuple[int, int] = (20, 10)) -> bytes:

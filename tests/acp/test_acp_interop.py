@@ -14,17 +14,22 @@ import json
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION, text_block
-from acp_support import RecordingClient, StartAgent, agent_command, call, replay_env, write_script
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-from daemon_support import RawDaemon, daemon_command, daemon_env, frame
+from support.acp_support import (
+    RecordingClient,
+    StartAgent,
+    agent_command,
+    call,
+    replay_env,
+    write_script,
+)
+from support.daemon_support import RawDaemon, daemon_command, daemon_env, frame
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

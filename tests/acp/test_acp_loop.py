@@ -15,7 +15,10 @@ from typing import Any
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.schema import ClientCapabilities, Implementation, PermissionOption, ToolCallUpdate
-from acp_support import (
+
+from cleveragents import jsonrpc_errors as codes
+from cleveragents.service.history import RunHistory
+from support.acp_support import (
     TO_AGENT,
     TO_CLIENT,
     RecordingClient,
@@ -25,9 +28,6 @@ from acp_support import (
     replay_env,
     write_script,
 )
-
-from cleveragents import jsonrpc_errors as codes
-from cleveragents.service.history import RunHistory
 
 
 async def open_session(conn: Any, cwd: Path, **meta: Any) -> str:
@@ -173,7 +173,7 @@ def _keys(direction: str, message: dict[str, Any]) -> list[tuple[str, Any]]:
 async def test_always_allow_lasts_the_session_and_the_second_prompt_continues_the_first(
     tmp_path: Path, sandbox: Path, start_agent: StartAgent
 ) -> None:
-    from fake_openai import FakeOpenAIServer, text_reply, tool_call_reply
+    from support.fake_openai import FakeOpenAIServer, text_reply, tool_call_reply
 
     client = RecordingClient()
 
@@ -371,7 +371,7 @@ async def test_the_profile_comes_from_meta_env_or_set_mode(
 async def test_a_provider_error_is_a_json_rpc_error_and_the_session_survives(
     tmp_path: Path, sandbox: Path, start_agent: StartAgent
 ) -> None:
-    from fake_openai import FakeOpenAIServer, openai_error, text_reply
+    from support.fake_openai import FakeOpenAIServer, openai_error, text_reply
 
     with FakeOpenAIServer() as fake:
         fake.enqueue(openai_error(400, "this model does not exist"), text_reply("Fine now."))
@@ -451,7 +451,7 @@ async def test_resources_in_prompts_and_tool_prints_stay_off_stdout(
 ) -> None:
     from acp import embedded_text_resource, resource_block, resource_link_block
 
-    from fake_openai import FakeOpenAIServer, text_reply, tool_call_reply
+    from support.fake_openai import FakeOpenAIServer, text_reply, tool_call_reply
 
     with FakeOpenAIServer() as fake:
         fake.enqueue(tool_call_reply("call_s", "shout", '{"text": "boo"}'), text_reply("Done."))
@@ -656,7 +656,7 @@ async def test_sigterm_mid_run_answers_cancelled_records_it_and_exits_143(
 ) -> None:
     import signal
 
-    from acp_support import WAIT_S, AgentProcess, check_messages
+    from support.acp_support import WAIT_S, AgentProcess, check_messages
 
     script = write_script(
         tmp_path / "script.json",

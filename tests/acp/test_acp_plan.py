@@ -9,7 +9,8 @@ from typing import Any
 
 from acp import PROTOCOL_VERSION, text_block
 from acp.schema import ClientCapabilities, Implementation
-from acp_support import RecordingClient, StartAgent, call, replay_env, write_script
+
+from support.acp_support import RecordingClient, StartAgent, call, replay_env, write_script
 
 STEPS = ["Read the notes", "Write the summary"]
 

@@ -15,15 +15,6 @@ from typing import Any
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.schema import ClientCapabilities, Implementation
-from acp_support import (
-    TO_AGENT,
-    TO_CLIENT,
-    RecordingClient,
-    StartAgent,
-    agent_env,
-    replay_env,
-    write_script,
-)
 
 from cleveragents import jsonrpc_errors as codes
 from cleveragents.service.history import RunHistory
@@ -35,6 +26,15 @@ from cleveragents.tool import (
     ToolCallingRuntime,
     ToolRegistry,
     ToolRunner,
+)
+from support.acp_support import (
+    TO_AGENT,
+    TO_CLIENT,
+    RecordingClient,
+    StartAgent,
+    agent_env,
+    replay_env,
+    write_script,
 )
 
 RESOURCE_NOT_FOUND = -32002
@@ -82,7 +82,7 @@ def shape(update: Any) -> tuple[Any, ...]:
 async def test_a_session_lists_loads_with_its_replay_and_continues(
     tmp_path: Path, sandbox: Path, start_agent: StartAgent
 ) -> None:
-    from fake_openai import ChunkScript, FakeOpenAIServer, text_reply
+    from support.fake_openai import ChunkScript, FakeOpenAIServer, text_reply
 
     (sandbox / "notes.txt").write_text("the notes\n")
     with FakeOpenAIServer() as fake:

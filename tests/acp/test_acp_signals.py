@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from acp import PROTOCOL_VERSION, text_block
-from acp_support import (
+
+from cleveragents.service.history import RunHistory
+from support.acp_support import (
     TO_AGENT,
     TO_CLIENT,
     WAIT_S,
@@ -27,8 +29,6 @@ from acp_support import (
     replay_env,
     write_script,
 )
-
-from cleveragents.service.history import RunHistory
 
 ATTEMPTS = 4  # the race this guards against showed in 5 of 6 tries
 

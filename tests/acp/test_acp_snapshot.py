@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 from acp import PROTOCOL_VERSION, text_block
-from acp_support import RecordingClient, StartAgent, call, replay_env, write_script
+
+from support.acp_support import RecordingClient, StartAgent, call, replay_env, write_script
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

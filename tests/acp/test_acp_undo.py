@@ -8,9 +8,16 @@ from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION, text_block
-from acp_support import TO_CLIENT, RecordingClient, StartAgent, call, replay_env, write_script
 
 from cleveragents.service.history import RunHistory
+from support.acp_support import (
+    TO_CLIENT,
+    RecordingClient,
+    StartAgent,
+    call,
+    replay_env,
+    write_script,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from acp import RequestError, text_block
 from acp.schema import PermissionOption, ToolCallUpdate
-from acp_support import RecordingClient, StartAgent, agent_env, call, replay_env
 from test_acp_loop import open_session, ours
 
 from cleveragents import jsonrpc_errors as codes
 from cleveragents.tool import Usage
 from cleveragents.tool.models import price_for
+from support.acp_support import RecordingClient, StartAgent, agent_env, call, replay_env
 
 SONNET = "claude-sonnet-4-5"
 FIRST = {"input_tokens": 12_000, "output_tokens": 100, "cache_write_tokens": 10_000}

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from acp import PROTOCOL_VERSION, text_block
 from acp.schema import PermissionOption, ToolCallUpdate
-from acp_support import RecordingClient, StartAgent, call, replay_env, write_script
 from tests.mcp_fixtures.marked import (
     DEMO_ENV_SHOWN,
     DEMO_SERVER,
@@ -21,6 +20,8 @@ from tests.mcp_fixtures.marked import (
     starts,
     write_demo_config,
 )
+
+from support.acp_support import RecordingClient, StartAgent, call, replay_env, write_script
 
 
 async def test_the_editor_is_asked_and_nothing_starts_until_it_trusts_the_file(

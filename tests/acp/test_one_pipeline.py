@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from acp import PROTOCOL_VERSION, text_block
-from acp_support import AgentProcess, agent_env, call, write_script
 
 from cleveragents.service.history import RunHistory
+from support.acp_support import AgentProcess, agent_env, call, write_script
 
 # The daemon's raw client lives with the daemon tests.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-from daemon_support import RawDaemon
+from support.daemon_support import RawDaemon
 
 PROMPTS = ("Write the notes.", "And again.")
 # Ids and times differ by nature; where the run happened differs by design.

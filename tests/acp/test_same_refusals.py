@@ -12,15 +12,13 @@ from pathlib import Path
 
 import pytest
 from acp import PROTOCOL_VERSION, RequestError
-from acp_support import AgentProcess, agent_env
 
 from cleveragents import jsonrpc_errors as codes
 from cleveragents.service.runs import check_sandbox_root
 from cleveragents.tool import ToolError
 from cleveragents.workspace.sandbox import Sandbox
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-from daemon_support import RawDaemon
+from support.acp_support import AgentProcess, agent_env
+from support.daemon_support import RawDaemon
 
 
 def refused_folders(home: Path) -> list[Path]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from acp_support import TO_AGENT, TO_CLIENT, check_messages
+
+from support.acp_support import TO_AGENT, TO_CLIENT, check_messages
 
 PROMPT = {
     "jsonrpc": "2.0",

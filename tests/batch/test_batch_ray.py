@@ -19,7 +19,7 @@ from batch_suite import EXPECTED, build_suite, comparable
 
 from cleveragents.cli import main
 from cleveragents.service.history import RunHistory
-from otlp_receiver import Receiver, otlp_receiver
+from support.otlp_receiver import Receiver, otlp_receiver
 
 ray = pytest.importorskip("ray")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from otlp_receiver import TWO_CALLS, check_run_tree, otlp_receiver
+from support.otlp_receiver import TWO_CALLS, check_run_tree, otlp_receiver
 
 pytest.importorskip("opentelemetry.sdk")
 

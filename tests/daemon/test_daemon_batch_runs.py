@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from daemon_support import RawDaemon, check_against_schema
 
 from cleveragents.cli import main
+from support.daemon_support import RawDaemon, check_against_schema
 
 
 def write_suite(folder: Path, name: str, tasks: int) -> Path:

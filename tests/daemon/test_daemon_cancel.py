@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_support import RawDaemon, call, frame, replay_options, write_script
 from tests.mcp_fixtures.marked import starts, write_demo_config
 
-from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text
+from support.daemon_support import RawDaemon, call, frame, replay_options, write_script
+from support.fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text
 
 SEEDS = 20
 APPROVE = "cleveragents/approveToolCall"

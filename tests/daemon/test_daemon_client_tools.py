@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from daemon_support import (
+from support.daemon_support import (
     RawDaemon,
     call,
     check_against_schema,

@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from daemon_lsp import lsp_session
-from daemon_support import call, replay_options, write_script
 
 from cleveragents.workspace import CommandPolicy, bubblewrap_status
 from cleveragents.workspace.cgroups import cgroup_support
 from cleveragents.workspace.command import process_rlimit
+from support.daemon_lsp import lsp_session
+from support.daemon_support import call, replay_options, write_script
 
 BWRAP = bubblewrap_status()
 needs_bwrap = pytest.mark.skipif(

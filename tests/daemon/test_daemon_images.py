@@ -10,10 +10,10 @@ import io
 from pathlib import Path
 from typing import Any
 
-from daemon_support import RawDaemon, check_against_schema
 from PIL import Image
 
-from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text
+from support.daemon_support import RawDaemon, check_against_schema
+from support.fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text
 
 
 def gif(size: tuple[int, int] = (9, 7)) -> str:

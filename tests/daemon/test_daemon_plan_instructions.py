@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from daemon_support import RawDaemon, call, check_against_schema, check_type, write_script
+from support.daemon_support import RawDaemon, call, check_against_schema, check_type, write_script
 
 PLANS = [
     [

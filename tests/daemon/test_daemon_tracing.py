@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from daemon_support import RawDaemon, call, write_script
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from support.daemon_support import RawDaemon, call, write_script
 
 pytest.importorskip("opentelemetry.sdk")
 
-from otlp_receiver import TWO_CALLS, check_run_tree, otlp_receiver
+from support.otlp_receiver import TWO_CALLS, check_run_tree, otlp_receiver
 
 
 async def test_a_daemon_run_with_two_tool_calls_is_traced(tmp_path: Path) -> None:

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_lsp import lsp_session
-from daemon_support import RawDaemon, call, check_against_schema, replay_options
 
 from cleveragents.protocol import wire
 from cleveragents.tool import Usage
 from cleveragents.tool.models import ModelPrice, price_for
-from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text, ToolUse
+from support.daemon_lsp import lsp_session
+from support.daemon_support import RawDaemon, call, check_against_schema, replay_options
+from support.fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text, ToolUse
 
 SONNET = "claude-sonnet-4-5"
 FIRST = {"input_tokens": 12_000, "output_tokens": 100, "cache_write_tokens": 10_000}

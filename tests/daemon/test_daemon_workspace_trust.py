@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from daemon_support import RawDaemon, call, check_against_schema, replay_options, write_script
 from tests.mcp_fixtures.marked import (
     DEMO_ENV_SHOWN,
     DEMO_SERVER,
@@ -24,6 +23,13 @@ from tests.mcp_fixtures.marked import (
 
 from cleveragents.mcp import read_mcp_config
 from cleveragents.service.trust import trust_digest
+from support.daemon_support import (
+    RawDaemon,
+    call,
+    check_against_schema,
+    replay_options,
+    write_script,
+)
 
 TRUST = "cleveragents/trustWorkspace"
 DECLARES_TRUST = {"experimental": {"cleveragents": {"trust": True}}}

@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_support import WAIT_S, daemon_command, daemon_env
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from cleveragents.jsonrpc_io import MAX_BODY, Frame, FrameError, FrameParser
 from cleveragents.protocol import wire
+from support.daemon_support import WAIT_S, daemon_command, daemon_env
 
 PARSER_LIMIT = 256  # a small limit, so that bodies over it are cheap to generate
 _ANNOUNCEMENT = re.compile(rb"content-length[ \t]*:[ \t]*(\d+)", re.IGNORECASE)

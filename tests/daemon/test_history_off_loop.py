@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from daemon_support import RawDaemon, call, replay_options, write_script
-from tests.sqlite_lock import WriteLockHolder
-
 from cleveragents.service.history import RunHistory
 from cleveragents.tool.events import (
     IterationStarted,
@@ -18,6 +15,8 @@ from cleveragents.tool.events import (
 )
 from cleveragents.tool.messages import AssistantMessage, ToolCallRequest
 from cleveragents.tool.records import ToolCallRecord, ToolCallRunResult
+from support.daemon_support import RawDaemon, call, replay_options, write_script
+from support.sqlite_lock import WriteLockHolder
 
 PING = ("cleveragents/cancel", {"runId": "no-such-run"})
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from daemon_support import RawDaemon, call, check_type, daemon_env, write_script
+from support.daemon_support import RawDaemon, call, check_type, daemon_env, write_script
 
 PROMPTS = ("Write the notes.", "And again.")
 

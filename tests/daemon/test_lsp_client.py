@@ -9,8 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_lsp import lsp_session
-from daemon_support import (
+from pygls.exceptions import JsonRpcException
+
+from cleveragents.protocol import wire
+from support.daemon_lsp import lsp_session
+from support.daemon_support import (
     WAIT_S,
     call,
     check_against_schema,
@@ -18,9 +21,6 @@ from daemon_support import (
     replay_options,
     write_script,
 )
-from pygls.exceptions import JsonRpcException
-
-from cleveragents.protocol import wire
 
 # -- streaming ----------------------------------------------------------------------------------
 
@@ -509,7 +509,7 @@ async def test_profiles_decide_who_is_asked(
 async def test_history_reads_runs_back_and_a_run_can_continue_another(
     tmp_path: Path, sandbox: Path
 ) -> None:
-    from fake_openai import FakeOpenAIServer, text_reply, tool_call_reply
+    from support.fake_openai import FakeOpenAIServer, text_reply, tool_call_reply
 
     with FakeOpenAIServer() as fake:
         fake.enqueue(tool_call_reply("call_1", "pause", '{"seconds": 0, "label": "one"}'))

@@ -7,9 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from daemon_support import RawDaemon, replay_options, write_script
-
 from cleveragents.protocol import wire
+from support.daemon_support import RawDaemon, replay_options, write_script
 
 DEMO_SERVER = str(Path(__file__).parent.parent / "mcp_fixtures" / "demo_server.py")
 

@@ -11,7 +11,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from daemon_support import (
+
+from cleveragents.protocol import wire
+from support.daemon_support import (
     DAEMON_TESTS,
     call,
     check_against_schema,
@@ -20,8 +22,6 @@ from daemon_support import (
     replay_options,
     write_script,
 )
-
-from cleveragents.protocol import wire
 
 NODE_DIR = DAEMON_TESTS / "node"
 NODE = shutil.which("node")

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_support import (
+
+from cleveragents.protocol import wire
+from support.daemon_support import (
     MISSING,
     RawDaemon,
     call,
@@ -20,8 +22,6 @@ from daemon_support import (
     replay_options,
     write_script,
 )
-
-from cleveragents.protocol import wire
 
 
 def simple_script(tmp_path: Path) -> str:

@@ -13,7 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_support import (
+
+from cleveragents.daemon import remote
+from cleveragents.jsonrpc_io import Frame, FrameError, encode
+from cleveragents.protocol import wire
+from support.daemon_support import (
     WAIT_S,
     call,
     daemon_command,
@@ -22,10 +26,6 @@ from daemon_support import (
     replay_options,
     write_script,
 )
-
-from cleveragents.daemon import remote
-from cleveragents.jsonrpc_io import Frame, FrameError, encode
-from cleveragents.protocol import wire
 
 unix_only = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="needs Unix sockets")
 
@@ -469,7 +469,7 @@ async def test_a_client_that_sends_nothing_is_refused_after_the_handshake_timeou
 
 
 async def test_a_token_over_stdio_is_accepted_and_ignored(tmp_path: Path, sandbox: Path) -> None:
-    from daemon_support import RawDaemon
+    from support.daemon_support import RawDaemon
 
     raw = await RawDaemon.start(tmp_path)
     try:

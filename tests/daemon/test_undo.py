@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_support import (
+
+from support.daemon_support import (
     RawDaemon,
     call,
     check_against_schema,

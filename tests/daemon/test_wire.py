@@ -8,12 +8,12 @@ from typing import Any
 
 import attrs
 import pytest
-from daemon_support import SCHEMA_FILE, check_type
 
 from cleveragents.daemon import schema
 from cleveragents.protocol import wire
 from cleveragents.protocol.converter import camel, structure, unstructure
 from cleveragents.service.errors import ParamsError
+from support.daemon_support import SCHEMA_FILE, check_type
 
 
 def test_camel() -> None:

@@ -1,4 +1,4 @@
-"""Runs tests/fake_anthropic.py for the e2e test: prints its base URL, answers each request
+"""Runs tests/support/fake_anthropic.py for the e2e test: prints its base URL, answers each request
 with one text reply (a wrong or missing key gets the API's 401), and prints every request's
 key check and the media types of its image blocks as a JSON line."""
 
@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text  # noqa: E402
+from support.fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text  # noqa: E402
 
 with FakeAnthropic() as server:
     for _ in range(20):

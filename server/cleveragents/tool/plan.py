@@ -119,7 +119,7 @@ def plan_tool_spec() -> ToolSpec:
         input_schema=PLAN_SCHEMA,
         timeout_s=10.0,
         source="builtin",
-        schema_checked=True,  # tests/test_registry_schema.py checks every built-in schema
+        schema_checked=True,  # tests/tool/test_registry_schema.py checks every built-in schema
     )
 
 

@@ -149,7 +149,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     are left out of both.
 
     griffe costs 100 to 250 ms to import here, so two shapes skip it, giving what griffe
-    gives (tests/test_typed_tools.py checks they agree): a docstring with no section at all
+    gives (tests/tool/test_typed_tools.py checks they agree): a docstring with no section at all
     (its text is the description), and the usual Google `Args:` or Sphinx `:param x:`
     docstring whose section titles are all ones griffe knows.
     """

@@ -46,7 +46,7 @@ def _spec(
         executes_code=executes_code,
         timeout_s=timeout_s,
         source="builtin",
-        schema_checked=True,  # tests/test_registry_schema.py checks every built-in schema
+        schema_checked=True,  # tests/tool/test_registry_schema.py checks every built-in schema
         changes_paths=changes_paths,
     )
 
