@@ -76,6 +76,7 @@ INNER_RANKS: dict[str, dict[str, int]] = {
         "git": 1,  # the shadow repository and the clean git runner
         "catalog": 1,  # the SQLite catalog
         "state": 1,  # what a snapshot holds beyond git's view
+        "git_folder_files": 1,  # files inside a `.git` the file tools changed (opt-in)
         "store": 2,  # snapshots, restores, pruning
     },
 }

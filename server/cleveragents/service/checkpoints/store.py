@@ -50,6 +50,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
+from ...tool.errors import ToolError
 from ...workspace.command_policy import never_visible_to_tools
 from ...workspace.private import keep_private, private_folder
 from ..changes import ChangedFile, ChangeKind
@@ -69,6 +70,7 @@ from .files import (
     tree_size,
 )
 from .git import GIT_TIMEOUT_S, GitFailed, GitRunner, ShadowRepo, join_z, split_z
+from .git_folder_files import GitFolderFiles, git_folder_changes, inside_git_folder
 from .records import (
     Checkpoint,
     CheckpointError,
@@ -203,6 +205,7 @@ class CheckpointStore:
             checkpoint, _state = self._snapshot_locked(
                 repo, run_id, kind, iteration, restored_to=None, pins=self._run_pins(run_id)
             )
+            self._keep_git_folder_files(repo, checkpoint.id, self._git_folder_paths(run_id))
             return checkpoint
 
     def pin(
@@ -218,16 +221,26 @@ class CheckpointStore:
         Returns what could not be kept (larger than the per-file bound), as sentences.
         """
         repo = self._repo(sandbox_root)
-        wanted = sorted({p for p in paths if p and p != "." and not self._hidden(repo, p)})
-        if not wanted:
+        given = {p for p in paths if p and p != "."}
+        wanted = sorted(p for p in given if not self._hidden(repo, p))
+        # git cannot hold a path inside a `.git` (written with the protected-writes opt-in):
+        # the side store keeps those.
+        in_git_folders = sorted(
+            p for p in given if inside_git_folder(p) and not self._private(repo, p)
+        )
+        if not wanted and not in_git_folders:
             return []
         with self._locked(repo):
             self._ensure_repo(repo)
             steps = [cp for cp in self.checkpoints(run_id) if cp.kind == "iteration"]
             problems: list[str] = []
+            side_problems: list[str] = []
             for checkpoint in steps:
-                problems = self._pin_into(repo, checkpoint, wanted)
-            return problems
+                if wanted:
+                    problems = self._pin_into(repo, checkpoint, wanted)
+                if in_git_folders:
+                    side_problems = self._keep_git_folder_files(repo, checkpoint.id, in_git_folders)
+            return problems + side_problems
 
     def finish_run(self, sandbox_root: str | os.PathLike[str], run_id: str) -> Checkpoint | None:
         """Record the state a run left, if it took any checkpoint (else None: it changed
@@ -283,12 +296,20 @@ class CheckpointStore:
         self._check_belongs(repo, from_checkpoint)
         with self._locked(repo):
             self._ensure_repo(repo)
+            side = self._git_folder_files(repo)
+            side_before = side.kept(from_checkpoint.id)
             if to is None:
                 target = self._capture(repo, self._run_pins(from_checkpoint.run_id))
+                side_after, _unread = side.read(repo.sandbox, side_before)
             else:
                 self._check_belongs(repo, to)
                 target = self._state_of(repo, to)
-            return self._changes(repo, self._state_of(repo, from_checkpoint), target)
+                side_after = side.kept(to.id)
+            changes = self._changes(repo, self._state_of(repo, from_checkpoint), target)
+            if not side_before:
+                return changes
+            inside = git_folder_changes(side_before, side_after)
+            return sorted([*changes, *inside], key=lambda c: c.path)
 
     def changed_files(self, run_id: str) -> list[ChangedFile]:
         """The files a run changed: its first checkpoint against the state it left (its
@@ -330,6 +351,8 @@ class CheckpointStore:
                 )
             undo: Checkpoint | None = None
             wanted = self._state_of(repo, checkpoint)
+            side = self._git_folder_files(repo)
+            side_wanted = side.kept(checkpoint.id)
             # The state before the restore holds whatever the restore may overwrite: the
             # run's pinned files, and every file beyond git's view the checkpoint holds
             # (else one beyond the bounds now would be "in the way" and not restored).
@@ -345,6 +368,12 @@ class CheckpointStore:
                     restored_to=checkpoint.id,
                     pins=pins,
                 )
+                # The restore's own checkpoint keeps what it may overwrite inside a `.git`,
+                # so a restore of the restore puts it back.
+                side_paths = set(side_wanted) | self._git_folder_paths(checkpoint.run_id)
+                self._keep_git_folder_files(repo, undo.id, side_paths)
+            side_now, _unread = side.read(repo.sandbox, side_wanted)
+            side_changes = git_folder_changes(side_now, side_wanted)
             plain = current.extras_tree == _EMPTY_TREE and wanted.extras_tree == _EMPTY_TREE
             current_full = current.tree if plain else self._combine(repo, current)
             target_full = wanted.tree if plain else self._combine(repo, wanted)
@@ -353,13 +382,21 @@ class CheckpointStore:
             # Every object the restore will write must be there before anything is written.
             self._check_objects(repo, checkpoint, [c.new_id for c in changes if c.new_id])
             changed = self._changes(repo, current, wanted, entries=(current_full, target))
+            if side_changes:
+                changed = sorted([*changed, *side_changes], key=lambda c: c.path)
             if undo is not None and changed:
                 try:
                     if changes:
                         self._move_work_tree(repo, current, current_full, target, plain)
                     apply_modes(repo.sandbox, changes, current.meta, wanted.meta)
                     apply_folders(repo.sandbox, current.meta, wanted.meta)
-                except (GitFailed, OSError) as exc:
+                    if side_changes:
+                        changed_paths = {c.path for c in side_changes}
+                        side.put_back(
+                            repo.sandbox,
+                            {p: s for p, s in side_wanted.items() if p in changed_paths},
+                        )
+                except (GitFailed, OSError, ToolError) as exc:
                     raise RestoreFailed(
                         f"{exc}. Restore checkpoint {undo.id} to get the folder back as it "
                         "was before this restore.",
@@ -403,6 +440,7 @@ class CheckpointStore:
                     ).fetchall()
                     gone = [str(cp_id) for cp_id, run_id in rows if run_id in doomed]
                     conn.executemany("DELETE FROM checkpoints WHERE id = ?", [(i,) for i in gone])
+                self._git_folder_files(repo).drop(gone)
                 removed += len(gone)
                 if len(gone) == len(rows):
                     # Nothing left to restore here: drop the whole repository (the lock file
@@ -1008,8 +1046,10 @@ class CheckpointStore:
     def _hidden(self, repo: ShadowRepo, path: str) -> bool:
         """True for a path (relative to the sandbox) no snapshot may hold: our data folder,
         a never-visible path, or anything inside a `.git`."""
-        if ".git" in path.split("/"):
-            return True
+        return inside_git_folder(path) or self._private(repo, path)
+
+    def _private(self, repo: ShadowRepo, path: str) -> bool:
+        """True for our data folder and the never-visible paths (and what is inside them)."""
         prefixes = self._hidden_prefixes.get(repo.key)
         if prefixes is None:
             prefixes = self._refresh_hidden(repo)
@@ -1342,6 +1382,29 @@ class CheckpointStore:
         return entries
 
     # -- pins ----------------------------------------------------------------------------------
+    def _git_folder_files(self, repo: ShadowRepo) -> GitFolderFiles:
+        return GitFolderFiles(repo.home, self.max_file_bytes)
+
+    def _git_folder_paths(self, run_id: str) -> set[str]:
+        """Every path inside a `.git` the run's file tools changed (see `pin`)."""
+        steps = self.checkpoints(run_id)
+        if not steps:
+            return set()
+        repo = self._repo(steps[0].sandbox_root)
+        return self._git_folder_files(repo).paths(cp.id for cp in steps)
+
+    def _keep_git_folder_files(
+        self, repo: ShadowRepo, checkpoint_id: str, paths: Collection[str]
+    ) -> list[str]:
+        """Keep `paths` (inside a `.git`) in the side store as they are now; returns what
+        could not be kept."""
+        if not paths:
+            return []
+        try:
+            return self._git_folder_files(repo).keep(checkpoint_id, repo.sandbox, paths)
+        except (OSError, ToolError) as exc:
+            return [f"{', '.join(sorted(paths))}: {exc}: a change cannot be undone"]
+
     def _run_pins(self, run_id: str) -> set[str]:
         """Every path the run's file tools changed (see `pin`): every later snapshot of the
         run, and of a restore of it, holds them."""
