@@ -163,3 +163,26 @@ def test_the_side_store_bounds_links_and_prune(repo: Path, tmp_path: Path) -> No
     assert kept & undo_ids
     store.prune(keep_run_ids={"undo"})
     assert {p.name for p in store.root.glob("*/git-folder-files/*")} == kept & undo_ids
+
+
+def test_a_restore_never_writes_through_a_folder_made_a_link(repo: Path, tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "store")
+    store.snapshot(repo, "run", 1)
+    store.pin(repo, "run", [".git/hooks/pre-commit", ".git/info/exclude"])
+    exclude = repo / ".git" / "info" / "exclude"
+    exclude_before = file_state(exclude)
+    exclude.write_text("changed\n")
+    (repo / ".git" / "hooks" / "pre-commit").write_text(HOOK)
+    # The hooks folder becomes a link to a folder outside holding a pre-commit of its own.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "pre-commit").write_text("theirs\n")
+    shutil.rmtree(repo / ".git" / "hooks")
+    (repo / ".git" / "hooks").symlink_to(outside)
+    first = store.checkpoint_before("run")
+    assert first is not None
+    result = store.restore(repo, first, restore_id="undo")
+    assert file_state(exclude) == exclude_before
+    assert (outside / "pre-commit").read_text() == "theirs\n"
+    listed = {c.path for c in result.changed_files}
+    assert ".git/info/exclude" in listed and ".git/hooks/pre-commit" not in listed

@@ -10,6 +10,7 @@ never through a symbolic link.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import stat
@@ -22,6 +23,8 @@ from ...workspace.sandbox import Sandbox, SandboxPath, closing_fd
 from ..changes import ChangedFile
 
 _MANIFEST = "manifest.json"
+
+log = logging.getLogger(__name__)
 
 
 def literal_path(path: str) -> SandboxPath:
@@ -156,36 +159,50 @@ class GitFolderFiles:
                     found[path] = KeptFile(data, stat.S_IMODE(os.fstat(fd).st_mode))
         return found, problems
 
-    def put_back(self, sandbox: Path, wanted: dict[str, KeptFile]) -> None:
-        """Make each path as `wanted` says: its bytes and bits, or removed."""
+    def put_back(self, sandbox: Path, wanted: dict[str, KeptFile]) -> list[str]:
+        """Make each path as `wanted` says: its bytes and bits, or removed. Returns those
+        left as they are (a folder on the way is now a link: never followed)."""
         box = Sandbox(str(sandbox))
+        left: list[str] = []
         for path, state in sorted(wanted.items()):
             if state.other:
                 continue  # not kept: left as it is
-            resolved = literal_path(path)
             try:
-                parent = box.open_parent(resolved)
-            except ToolError:
-                parent = None  # its folder is gone: so is the file
-            if parent is not None:
-                with closing_fd(parent):
-                    try:
-                        info = os.stat(resolved.name, dir_fd=parent, follow_symlinks=False)
-                    except FileNotFoundError:
-                        info = None
-                    # What stands there now goes unless it is a file being rewritten (a link
-                    # itself is removed, never its target; a folder is not ours to remove).
-                    if info is not None and not stat.S_ISDIR(info.st_mode):
-                        if state.content is None or not stat.S_ISREG(info.st_mode):
-                            os.unlink(resolved.name, dir_fd=parent)
-            if state.content is None:
-                continue
-            box.write_bytes(resolved, state.content, create_dirs=True)
+                self._put_back_one(box, path, state)
+            except ToolError as exc:
+                log.warning("restore left %s as it is: %s", path, exc)
+                left.append(path)
+        return left
+
+    def _put_back_one(self, box: Sandbox, path: str, state: KeptFile) -> None:
+        resolved = literal_path(path)
+        try:
             parent = box.open_parent(resolved)
+        except ToolError:
+            # Its folder is gone (so is the file; a write makes it again), or a folder on
+            # the way is now a link (the write refuses it too).
+            if state.content is None and os.path.lexists(os.path.join(box.root, path)):
+                raise
+            parent = None
+        if parent is not None:
             with closing_fd(parent):
-                fd = os.open(resolved.name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=parent)
-                with closing_fd(fd):
-                    os.fchmod(fd, state.mode)
+                try:
+                    info = os.stat(resolved.name, dir_fd=parent, follow_symlinks=False)
+                except FileNotFoundError:
+                    info = None
+                # What stands there now goes unless it is a file being rewritten (a link
+                # itself is removed, never its target; a folder is not ours to remove).
+                if info is not None and not stat.S_ISDIR(info.st_mode):
+                    if state.content is None or not stat.S_ISREG(info.st_mode):
+                        os.unlink(resolved.name, dir_fd=parent)
+        if state.content is None:
+            return
+        box.write_bytes(resolved, state.content, create_dirs=True)
+        parent = box.open_parent(resolved)
+        with closing_fd(parent):
+            fd = os.open(resolved.name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=parent)
+            with closing_fd(fd):
+                os.fchmod(fd, state.mode)
 
     def drop(self, checkpoint_ids: Iterable[str]) -> None:
         """Forget what the checkpoints kept (they were pruned)."""

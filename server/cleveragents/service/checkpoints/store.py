@@ -372,6 +372,8 @@ class CheckpointStore:
                 # so a restore of the restore puts it back.
                 side_paths = set(side_wanted) | self._git_folder_paths(checkpoint.run_id)
                 self._keep_git_folder_files(repo, undo.id, side_paths)
+            # What was not kept (a link) is left as it is.
+            side_wanted = {p: s for p, s in side_wanted.items() if not s.other}
             side_now, _unread = side.read(repo.sandbox, side_wanted)
             side_changes = git_folder_changes(side_now, side_wanted)
             plain = current.extras_tree == _EMPTY_TREE and wanted.extras_tree == _EMPTY_TREE
@@ -392,10 +394,11 @@ class CheckpointStore:
                     apply_folders(repo.sandbox, current.meta, wanted.meta)
                     if side_changes:
                         changed_paths = {c.path for c in side_changes}
-                        side.put_back(
+                        left = side.put_back(
                             repo.sandbox,
                             {p: s for p, s in side_wanted.items() if p in changed_paths},
                         )
+                        changed = [c for c in changed if c.path not in left]
                 except (GitFailed, OSError, ToolError) as exc:
                     raise RestoreFailed(
                         f"{exc}. Restore checkpoint {undo.id} to get the folder back as it "
