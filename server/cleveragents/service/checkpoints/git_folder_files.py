@@ -121,10 +121,13 @@ class GitFolderFiles:
     def read(self, sandbox: Path, paths: Iterable[str]) -> tuple[dict[str, KeptFile], list[str]]:
         """The state of `paths` in the sandbox now, and what could not be read (a link or
         folder is `other`)."""
-        box = Sandbox(str(sandbox))
+        wanted = list(paths)
         found: dict[str, KeptFile] = {}
         problems: list[str] = []
-        for path in paths:
+        if not wanted:
+            return found, problems
+        box = Sandbox(str(sandbox))
+        for path in wanted:
             try:
                 resolved = literal_path(path)
                 parent = box.open_parent(resolved)
