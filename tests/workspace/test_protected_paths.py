@@ -424,14 +424,14 @@ def cli_run(
 @needs_bwrap
 def test_through_the_cli_refused_then_allowed_with_the_setting(repo: Path, tmp_path: Path) -> None:
     refused = cli_run(repo, tmp_path, {})
-    writes, command = refused["tool_call_history"][:2], refused["tool_call_history"][2]
-    assert [r["error_kind"] for r in writes] == ["denied", "denied"]
+    writes, command = refused["toolCallHistory"][:2], refused["toolCallHistory"][2]
+    assert [r["errorKind"] for r in writes] == ["denied", "denied"]
     assert "Read-only file system" in command["output"]["stderr"]
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
     assert "fsmonitor" not in (repo / ".git" / "config").read_text()
 
     allowed = cli_run(repo, tmp_path, {"CLEVERAGENTS_ALLOW_PROTECTED_WRITES": "1"})
-    assert [r["success"] for r in allowed["tool_call_history"][:2]] == [True, True]
+    assert [r["success"] for r in allowed["toolCallHistory"][:2]] == [True, True]
     assert (repo / ".git" / "hooks" / "pre-commit").read_text() == HOOK
     assert "fsmonitor" in (repo / ".git" / "config").read_text()
 
