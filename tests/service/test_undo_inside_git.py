@@ -186,3 +186,24 @@ def test_a_restore_never_writes_through_a_folder_made_a_link(repo: Path, tmp_pat
     assert (outside / "pre-commit").read_text() == "theirs\n"
     listed = {c.path for c in result.changed_files}
     assert ".git/info/exclude" in listed and ".git/hooks/pre-commit" not in listed
+
+
+def test_a_restore_to_before_an_iteration_puts_back_only_what_came_after(
+    repo: Path, tmp_path: Path
+) -> None:
+    store = CheckpointStore(tmp_path / "store")
+    config, hook = repo / ".git" / "config", repo / ".git" / "hooks" / "pre-commit"
+    store.snapshot(repo, "run", 1)
+    store.pin(repo, "run", [".git/config"])
+    config.write_text(config.read_text() + FSMONITOR)
+    after_first = file_state(config)
+    store.snapshot(repo, "run", 2)
+    store.pin(repo, "run", [".git/hooks/pre-commit"])
+    hook.write_text(HOOK)
+    store.finish_run(repo, "run")
+    second = store.checkpoint_before("run", 2)
+    assert second is not None
+    result = store.restore(repo, second, restore_id="undo")
+    assert {c.path: c.change for c in result.changed_files} == {".git/hooks/pre-commit": "deleted"}
+    assert not hook.exists()
+    assert file_state(config) == after_first
