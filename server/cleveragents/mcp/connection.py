@@ -18,10 +18,9 @@ from collections.abc import Iterator
 from typing import Any, Protocol, TextIO
 
 import anyio
+from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CONNECTION_CLOSED, Implementation, PaginatedRequestParams, Tool
-
-from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from .. import __version__
 from ..tool.errors import ToolError
