@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 RUN = [sys.executable, "-m", "cleveragents", "run", "--profile", "read-only"]
+SHOW = [sys.executable, "-m", "cleveragents", "runs", "show"]
 
 
 def test_run_expands_a_workspace_command_and_leaves_other_slashes(tmp_path: Path) -> None:
@@ -26,8 +27,9 @@ def test_run_expands_a_workspace_command_and_leaves_other_slashes(tmp_path: Path
 
     def first_message(prompt: str) -> object:
         """The first message of the run's conversation: what the model was sent."""
+        history = str(tmp_path / "history.db")
         done = subprocess.run(
-            [*RUN, prompt, "--sandbox", str(workspace), "--json", "--no-history"],
+            [*RUN, prompt, "--sandbox", str(workspace), "--json", "--history", history],
             capture_output=True,
             text=True,
             timeout=60,
@@ -35,9 +37,19 @@ def test_run_expands_a_workspace_command_and_leaves_other_slashes(tmp_path: Path
             check=False,
         )
         assert done.returncode == 0, done.stderr
-        messages = json.loads(done.stdout)["messages"]
+        # `run --json` is the daemon's RunResult; the conversation is in `runs show --json`.
+        shown = subprocess.run(
+            [*SHOW, json.loads(done.stdout)["runId"], "--history", history, "--json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
+        assert shown.returncode == 0, shown.stderr
+        messages = json.loads(shown.stdout)["messages"]
         assert isinstance(messages, list) and messages
-        return messages[0]
+        return {"role": messages[0]["role"], "text": messages[0]["text"]}
 
     assert first_message("/review app.py quickly") == {
         "role": "user",

@@ -355,7 +355,7 @@ def test_through_the_cli_under_full_auto(folder: Path, tmp_path: Path) -> None:
         {"tool_calls": [{"name": "run_command", "arguments": {"command": attack(marker)}}]},
         {"text": "done"},
     ]
-    [record] = cli_run(folder, tmp_path, {}, responses)["tool_call_history"]
+    [record] = cli_run(folder, tmp_path, {}, responses)["toolCallHistory"]
 
     assert record["output"]["protected_writes"] == [
         {
