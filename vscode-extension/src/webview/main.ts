@@ -214,7 +214,10 @@ function showRun(snapshot: RunSnapshot | null, turns: ThreadTurns): void {
   if (run !== null) {
     stopHeaderListener = run.onHeader(() => scheduleStatus());
   }
+  // The heading and the buttons change together: a heading that says "New conversation" over a
+  // Run button still disabled for the previous run's turn would be a frame of lies.
   renderHeader();
+  renderControls();
 }
 
 function showNotice(value: Notice | null): void {
