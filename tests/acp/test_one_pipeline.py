@@ -14,6 +14,7 @@ from typing import Any
 from acp import PROTOCOL_VERSION, text_block
 
 from cleveragents.service.history import RunHistory
+from cleveragents.tool.serialization import to_data
 from support.acp_support import AgentProcess, agent_env, call, write_script
 
 # The daemon's raw client lives with the daemon tests.
@@ -63,7 +64,7 @@ def stored_rows(history_file: Path, sandbox: Path) -> list[dict[str, Any]]:
     rows = []
     for run in runs:
         assert run is not None
-        row = _without_ids(run.to_dict(), str(sandbox))
+        row = _without_ids(to_data(run), str(sandbox))
         row["continues_a_run"] = run.continued_from is not None
         row["checkpoint_count"] = len(run.checkpoints)
         rows.append(row)

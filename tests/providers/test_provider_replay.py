@@ -18,6 +18,7 @@ from cleveragents.tool import (
     ToolRegistry,
     ToolRunner,
 )
+from cleveragents.tool.serialization import to_data
 
 
 def write(tmp_path: Path, data: Any) -> Path:
@@ -133,8 +134,8 @@ def test_scripted_usage_and_model_price_the_run(tmp_path: Path) -> None:
     first = runtime.run_tool_loop("add")
     second = runtime.run_tool_loop("add")  # every run gets its own counts
     assert (
-        first.usage.to_dict()
-        == second.usage.to_dict()
+        to_data(first.usage)
+        == to_data(second.usage)
         == {
             "input_tokens": 4_100,
             "output_tokens": 15,

@@ -32,8 +32,8 @@ from cleveragents.workspace.bubblewrap import CommandIdentity
 from cleveragents.workspace.command_policy import CommandView, Mount
 from cleveragents.workspace.repository_guard import ProtectedChange
 
-IMAGE = ImageAttachment("shot.png", "image/png", 3, 2, 120, "ab" * 32, b"\x89PNG")
-EVICTED = ImageAttachment("gone.webp", "image/webp", 640, 480, 9000, "cd" * 32, None)
+IMAGE = ImageAttachment("shot.png", "image/png", 3, 2, 120, "ab" * 30, b"\x89PNG")
+EVICTED = ImageAttachment("gone.webp", "image/webp", 640, 480, 9000, "cd" * 30, None)
 USAGE = Usage(1200, 80, 1000, 150)
 RECORD = ToolCallRecord(
     "read_file",

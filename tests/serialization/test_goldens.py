@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cleveragents.tool.images import ImageAttachment
+from cleveragents.tool.serialization import to_data
 from cleveragents.workspace.repository_guard import ProtectedChange
 
 from .goldens import GOLDENS
@@ -16,11 +16,9 @@ from .samples import SAMPLES
 
 
 def serialised(value: Any) -> Any:
-    if isinstance(value, ImageAttachment):
-        return value.reference()
-    if isinstance(value, ProtectedChange):
-        return value.to_dict("blocked")
-    return value.to_dict()
+    if isinstance(value, ProtectedChange):  # the guard adds the outcome it decided
+        return {**to_data(value), "outcome": "blocked"}
+    return to_data(value)
 
 
 def test_every_sample_has_a_golden() -> None:

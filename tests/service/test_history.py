@@ -46,6 +46,7 @@ from cleveragents.tool import (
     UserMessage,
 )
 from cleveragents.tool.runtime import close_dangling_calls
+from cleveragents.tool.serialization import to_data
 
 
 def make_runtime(
@@ -165,8 +166,8 @@ async def test_full_run_is_stored_and_read_back(tmp_path: Path) -> None:
     assert stored.finished_at is not None and stored.finished_at >= stored.started_at
     assert stored.error is None and stored.continued_from is None
 
-    data = json.loads(json.dumps(stored.to_dict()))
-    assert data["records"] == [r.to_dict() for r in result.tool_call_history]
+    data = json.loads(json.dumps(to_data(stored)))
+    assert data["records"] == to_data(result.tool_call_history)
     assert data["status"] == "finished" and data["usage"] == {
         "input_tokens": 30,
         "output_tokens": 3,

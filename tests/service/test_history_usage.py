@@ -24,6 +24,7 @@ from cleveragents.tool import (
 )
 from cleveragents.tool.models import price_for
 from cleveragents.tool.resources import Resource, prompt_with_resources
+from cleveragents.tool.serialization import to_data
 
 SONNET = "claude-sonnet-4-5"
 FIRST = {"input_tokens": 12_000, "output_tokens": 100, "cache_write_tokens": 10_000}
@@ -122,8 +123,8 @@ async def test_each_call_and_the_run_keep_tokens_and_cost(tmp_path: Path) -> Non
     ]
     assert stored.usage == result.usage
     assert stored.cost_usd == pytest.approx(price.cost(first) + price.cost(second))
-    assert stored.to_dict()["cost_usd"] == stored.cost_usd
-    assert stored.to_dict()["iteration_usage"][0]["usage"] == first.to_dict()
+    assert to_data(stored)["cost_usd"] == stored.cost_usd
+    assert to_data(stored)["iteration_usage"][0]["usage"] == to_data(first)
 
 
 async def test_an_unknown_model_stores_no_cost(tmp_path: Path) -> None:

@@ -34,8 +34,9 @@ from cleveragents.tool.images import (
     sniff,
 )
 from cleveragents.tool.llm import FunctionLLMCaller
-from cleveragents.tool.messages import message_from_dict, message_to_dict
+from cleveragents.tool.messages import message_from_dict
 from cleveragents.tool.router import ToolCallRouter
+from cleveragents.tool.serialization import to_data
 
 
 def encoded(kind: str, size: tuple[int, int] = (3, 2), **options: Any) -> bytes:
@@ -204,13 +205,22 @@ def test_each_provider_gets_its_own_format() -> None:
 
 def test_a_message_serialises_its_images_by_reference() -> None:
     image = ImageAttachment.from_bytes(encoded("PNG"), "a.png")
-    stored = message_to_dict(UserMessage("hi", (image,)))
-    assert stored["images"] == [image.reference()]
+    stored = to_data(UserMessage("hi", (image,)))
+    assert stored["images"] == [
+        {
+            "name": "a.png",
+            "media_type": "image/png",
+            "width": image.width,
+            "height": image.height,
+            "size": image.size,
+            "sha256": image.sha256,
+        }
+    ]
     assert "data" not in str(stored["images"])
     back = message_from_dict(stored)
     assert isinstance(back, UserMessage) and back.images[0].sha256 == image.sha256
     assert back.images[0].data is None  # the bytes live in the image store
-    assert message_to_dict(UserMessage("plain")) == {"role": "user", "text": "plain"}
+    assert to_data(UserMessage("plain")) == {"role": "user", "text": "plain"}
 
 
 # -- the store ---------------------------------------------------------------------------
@@ -276,7 +286,7 @@ async def test_a_runs_images_are_stored_by_reference_and_shown_again(tmp_path: P
         assert stored is not None
         assert [(i.name, i.width, i.height) for i in stored.images] == [("shot.webp", 64, 48)]
         assert stored.images[0].data == picture.read_bytes()
-        assert stored.to_dict()["images"][0]["sha256"] == stored.images[0].sha256
+        assert to_data(stored)["images"][0]["sha256"] == stored.images[0].sha256
         # Evicted: the run still loads, and the model is told the image is gone.
         history.images.folder.joinpath(stored.images[0].sha256).unlink()
         (message, *_) = history.conversation(again.result.run_id)

@@ -26,13 +26,14 @@ from cleveragents.tool import (
     price_for,
 )
 from cleveragents.tool.models import model_key
+from cleveragents.tool.serialization import to_data
 
 
 def test_usage_adds_all_four_counts_and_knows_the_uncached_part() -> None:
     total = Usage()
     total.add(Usage(input_tokens=1_000, output_tokens=50, cache_read_tokens=600))
     total.add(Usage(input_tokens=2_000, output_tokens=70, cache_write_tokens=1_500))
-    assert total.to_dict() == {
+    assert to_data(total) == {
         "input_tokens": 3_000,
         "output_tokens": 120,
         "cache_read_tokens": 600,
@@ -145,7 +146,7 @@ def test_each_model_call_reports_its_usage_and_cost_and_the_run_sums_them() -> N
     assert result.cost_usd == pytest.approx(sum(e.cost_usd for e in received))
     # uncached 3,000 x $1 + written 600 x $1.25 + read 2,400 x $0.10 + out 300 x $5
     assert result.cost_usd == pytest.approx((3_000 + 750 + 240 + 1_500) / 1e6)
-    data = json.loads(json.dumps(result.to_dict()))
+    data = json.loads(json.dumps(to_data(result)))
     assert data["cost_usd"] == pytest.approx(result.cost_usd)
     assert data["iteration_usage"][2] == {
         "input_tokens": 3_000,
@@ -161,7 +162,7 @@ def test_a_model_without_a_price_has_no_cost_but_keeps_its_tokens() -> None:
     run = result.run_tool_loop("go")
     assert run.cost_usd is None and run.usage.input_tokens == 6_000
     assert all(e.cost_usd is None for e in events if isinstance(e, ResponseReceived))
-    assert json.loads(json.dumps(run.to_dict()))["cost_usd"] is None
+    assert json.loads(json.dumps(to_data(run)))["cost_usd"] is None
     priced = make_runtime(
         Priced(three_calls, "my-local-model"),
         prices={"my-local-model": {"input": 1, "output": 1, "cache_write": 1, "cache_read": 1}},

@@ -32,6 +32,7 @@ from cleveragents.tool import (
     ToolRunner,
 )
 from cleveragents.tool.records import ToolCallRecord
+from cleveragents.tool.serialization import to_data
 from cleveragents.workspace import (
     CommandPolicy,
     ResourceLimits,
@@ -514,7 +515,7 @@ def test_doctor_shows_the_policy_commands_get(
     assert main(["doctor", "--json", "--sandbox", str(root)]) == 0
     report = json.loads(capsys.readouterr().out)
     view = command_mounts(CommandPolicy.from_environment(), str(root))
-    assert report["mounts"] == [mount.to_dict() for mount in view.mounts]
+    assert report["mounts"] == to_data(view.mounts)
     assert report["confined"] is BWRAP.available
     assert "MY_SETTING" in report["environment"]["passed"]
     assert "GITHUB_PAT" in report["environment"]["dropped"]

@@ -39,6 +39,7 @@ from ..jsonrpc_errors import as_jsonrpc
 from ..service.errors import INVALID_PARAMS, ServiceError
 from ..service.runs import RunManager
 from ..service.undo import RestoreOutcome
+from ..tool.serialization import to_data
 from ..workspace.names import shown_path
 from ..workspace.prompt_commands import PromptCommand, load_prompt_commands
 from .session import AcpSession
@@ -131,7 +132,7 @@ async def run_slash_command(
         text = f"Not restored: {message}"
     else:
         meta["restoreId"] = outcome.restore_id
-        meta["changedFiles"] = [c.to_dict() for c in outcome.changed_files]
+        meta["changedFiles"] = to_data(outcome.changed_files)
         if outcome.restore_id is not None:
             session.last_restore_id = outcome.restore_id
         text = _describe(outcome)

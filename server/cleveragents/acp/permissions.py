@@ -31,6 +31,7 @@ from acp.schema import (
 from ..service.trust import TrustRequest
 from ..tool.policy import ApprovalDecision, ApprovalRequest
 from ..tool.registry import ToolSpec
+from ..tool.serialization import to_data
 from .updates import META_KEY, one_line, tool_kind, tool_locations, tool_title
 
 log = logging.getLogger(__name__)
@@ -148,7 +149,7 @@ def _trust_input(request: TrustRequest) -> dict[str, object]:
         "sandboxRoot": request.sandbox_root,
         "configPath": request.config_path,
         "configHash": request.config_hash,
-        "servers": [server.to_dict() for server in request.servers],
+        "servers": to_data(request.servers),
     }
 
 

@@ -15,6 +15,8 @@ import signal
 import sys
 from typing import Any
 
+from ..tool.serialization import to_data
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -230,7 +232,7 @@ async def _batch(args: argparse.Namespace, suite: Any) -> int:
             print(f"cleveragents: cannot write {args.report}: {exc}", file=sys.stderr)
             return EXIT_FAILED
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        print(json.dumps(to_data(report), indent=2))
     else:
         print_report(report, Console())
     if report.cancelled:

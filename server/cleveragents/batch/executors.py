@@ -23,6 +23,7 @@ from ..service import tracing
 from ..service.history import BatchLabel, RunHistory
 from ..service.runs import RunManager
 from ..service.settings import RunDefaults
+from ..tool.serialization import to_data
 from .suite import Job
 from .task import TaskOutcome, TaskSink, prepare_workspace, run_job
 
@@ -294,6 +295,6 @@ async def _ray_task(spec: dict[str, Any]) -> dict[str, Any]:
         finally:
             await manager.aclose()
         outcome.workspace = sandbox if spec["sandbox"] is not None else None
-        return {"outcome": outcome.to_dict(), "events": sink.events}
+        return {"outcome": to_data(outcome), "events": sink.events}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..service import tracing
 from ..service.history import BatchTaskRecord, RunHistory
+from ..tool.serialization import override, register_shape, to_data
 from .executors import Executor, WorkItem
 from .suite import Job, Suite
 from .task import TaskOutcome
@@ -64,18 +65,27 @@ class BatchReport:
             "skipped": sum(o.skipped for o in rows),
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "batch_id": self.batch_id,
-            "suite": self.suite,
-            "executor": self.executor,
-            "planned": self.planned,
-            "cancelled": self.cancelled,
-            "duration_s": self.duration_s,
-            "totals": self.totals(),
-            "configurations": {c: self.totals(c) for c in self.configurations},
-            "tasks": [o.to_dict() for o in self.outcomes],
-        }
+
+# The JSON report: the batch, its totals and each configuration's, then every task's row.
+register_shape(
+    BatchReport,
+    outcomes=override(rename="tasks"),
+    extra={
+        "totals": lambda report: report.totals(),
+        "configurations": lambda report: {c: report.totals(c) for c in report.configurations},
+    },
+    order=(
+        "batch_id",
+        "suite",
+        "executor",
+        "planned",
+        "cancelled",
+        "duration_s",
+        "totals",
+        "configurations",
+        "tasks",
+    ),
+)
 
 
 def percentile(sorted_values: Sequence[float], pct: float) -> float | None:
@@ -146,7 +156,7 @@ async def run_batch(
                 fingerprints[outcome.key],
                 outcome.run_id,
                 outcome.passed,
-                outcome.to_dict(),
+                to_data(outcome),
                 time.time(),
             )
             try:

@@ -30,6 +30,7 @@ from ..tool.events import (
     ToolCallFinished,
 )
 from ..tool.policy import ApprovalDecision, ApprovalRequest
+from ..tool.serialization import register_shape
 from ..workspace.command import CommandTool
 from ..workspace.command_policy import CommandPolicy
 from .suite import Job, Workspace
@@ -61,7 +62,7 @@ class CheckResult:
 
 @dataclass(slots=True)
 class TaskOutcome:
-    """A task's row of the report (and what the history keeps of it: `to_dict`)."""
+    """A task's row of the report (and what the history keeps of it: its data)."""
 
     task_id: str
     config: str
@@ -95,13 +96,13 @@ class TaskOutcome:
     def key(self) -> str:
         return f"{self.task_id}@{self.config}"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "passed": self.passed}
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskOutcome:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+
+register_shape(TaskOutcome, extra={"passed": lambda outcome: outcome.passed})
 
 
 class TaskSink:

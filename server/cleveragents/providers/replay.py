@@ -22,7 +22,7 @@ import asyncio
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..tool.llm import TextSink
@@ -161,5 +161,5 @@ class ReplayCaller:
             tool_calls=list(scripted.tool_calls),
             stop_reason="tool_use" if scripted.tool_calls else "end_turn",
             # A fresh one per response: one script serves many runs, each keeping its own.
-            usage=Usage(**scripted.usage.to_dict()),
+            usage=replace(scripted.usage),
         )

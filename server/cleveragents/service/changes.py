@@ -7,8 +7,9 @@ them with each run.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
+from ..tool.serialization import override, register_shape
 from ..workspace.names import shown_path
 
 ChangeKind = Literal["added", "modified", "deleted"]
@@ -18,7 +19,7 @@ CHANGE_KINDS: tuple[ChangeKind, ...] = ("added", "modified", "deleted")
 @dataclass(frozen=True, slots=True)
 class ChangedFile:
     """One path that differs between two states of a folder (relative, `/`-separated; a name
-    that is not UTF-8 keeps its bytes as surrogates: `to_dict` shows it C-quoted).
+    that is not UTF-8 keeps its bytes as surrogates: its data shows it C-quoted).
 
     `ignored`: a file git does not see (ignored by the project's rules, or in a folder such
     as `node_modules`), kept by the checkpoints all the same. A path ending in `/` is an
@@ -29,8 +30,10 @@ class ChangedFile:
     change: ChangeKind
     ignored: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"path": shown_path(self.path), "change": self.change}
-        if self.ignored:
-            data["ignored"] = True
-        return data
+
+# A path as the terminal shows it; `ignored` only when it is.
+register_shape(
+    ChangedFile,
+    path=override(unstruct_hook=shown_path),
+    ignored=override(omit_if_default=True),
+)

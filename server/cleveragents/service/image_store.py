@@ -1,6 +1,6 @@
 """The run history's images: a content-addressed blob store with a size cap.
 
-A run's row lists its images by reference (`ImageAttachment.reference()`: name, media type,
+A run's row lists its images by reference (`to_data(image)`: name, media type,
 size, SHA-256); the bytes are here, one file per distinct image named by its SHA-256, so the
 same screenshot attached to ten prompts is kept once. The store keeps at most `max_bytes`:
 past that, the images used least recently (by file modification time, touched on each write

@@ -47,6 +47,7 @@ from typing import Any
 
 from ..mcp.config import CONFIG_FILE, HIDDEN_CHARACTERS, McpConfig, McpServerConfig
 from ..settings_table import ENV_TRUST_WORKSPACE
+from ..tool.serialization import override, register_shape
 from .errors import ClientRequestError
 from .history import default_history_path
 
@@ -163,16 +164,6 @@ class ShownVariable:
     changes_what_runs: bool
     expanded: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "value": self.value,
-            "length": self.length,
-            "masked": self.masked,
-            "changesWhatRuns": self.changes_what_runs,
-            "expanded": self.expanded,
-        }
-
     def shown(self) -> str:
         if self.value is None:
             return f"{self.name}=<hidden: {self.length} characters>"
@@ -198,18 +189,6 @@ class TrustedServer:
     program_in_workspace: bool = False
     env: tuple[ShownVariable, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        """The server as the question's JSON shows it (the daemon's `TrustedServer`)."""
-        return {
-            "name": self.name,
-            "command": self.command,
-            "args": list(self.args),
-            "envNames": list(self.env_names),
-            "program": self.program or None,
-            "programInWorkspace": self.program_in_workspace,
-            "env": [variable.to_dict() for variable in self.env],
-        }
-
     def describe(self) -> list[str]:
         """The first line `name: command args`, then one indented line for the program and
         one per variable; control and invisible format characters escaped throughout."""
@@ -223,6 +202,17 @@ class TrustedServer:
             lines.append(line)
         lines.extend(f"    sets {variable.shown()}" for variable in self.env)
         return lines
+
+
+# The server as the question's JSON shows it, in the daemon's `TrustedServer` names (the ACP
+# permission request carries it); no program found is null.
+register_shape(ShownVariable, changes_what_runs=override(rename="changesWhatRuns"))
+register_shape(
+    TrustedServer,
+    env_names=override(rename="envNames"),
+    program=override(unstruct_hook=lambda program: program or None),
+    program_in_workspace=override(rename="programInWorkspace"),
+)
 
 
 @dataclass(frozen=True, slots=True)

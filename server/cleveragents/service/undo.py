@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..tool.checkpoint import SnapshotReport
 from .changes import ChangedFile
@@ -87,17 +87,6 @@ class RestoreOutcome:
     changed_files: list[ChangedFile]
     kept: list[SkippedFile] = field(default_factory=list)
     dry_run: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "restore_id": self.restore_id,
-            "run_id": self.run_id,
-            "iteration": self.iteration,
-            "sandbox_root": self.sandbox_root,
-            "changed_files": [c.to_dict() for c in self.changed_files],
-            "kept": [k.to_dict() for k in self.kept],
-            "dry_run": self.dry_run,
-        }
 
 
 class Undo:

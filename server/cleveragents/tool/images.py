@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .serialization import override, register_shape
+
 MIB = 1024 * 1024
 MAX_IMAGE_BYTES = MIB * 15 // 4
 """One image's bytes: 3.75 MiB, which is Anthropic's 5 MB once base64-encoded."""
@@ -156,22 +158,10 @@ class ImageAttachment:
     def data_url(self) -> str:
         return f"data:{self.media_type};base64,{self.base64()}"
 
-    def reference(self) -> dict[str, Any]:
-        """What the history keeps of the image: everything but its bytes (the blob store
-        holds those under `sha256`)."""
-        return {
-            "name": self.name,
-            "media_type": self.media_type,
-            "width": self.width,
-            "height": self.height,
-            "size": self.size,
-            "sha256": self.sha256,
-        }
-
     @classmethod
     def from_reference(cls, reference: dict[str, Any], data: bytes | None) -> ImageAttachment:
-        """Inverse of `reference`, with the bytes when the store still has them; ValueError
-        on a malformed reference."""
+        """An image from its reference (`to_data`), with the bytes when the store still has
+        them; ValueError on a malformed reference."""
         return cls(
             name=str(reference["name"]),
             media_type=str(reference["media_type"]),
@@ -232,3 +222,8 @@ def supports_vision(caller: object) -> bool:
     """Whether an `LLMCaller` takes images: its `vision` attribute (callers without one
     are assumed not to, so no image is sent where it cannot be read)."""
     return getattr(caller, "vision", False) is True
+
+
+# What the history keeps of an image, its reference: everything but its bytes (the image
+# store holds those under `sha256`).
+register_shape(ImageAttachment, data=override(omit=True))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .messages import ToolResult
+from .serialization import register_shape
 
 InstructionScope = Literal["user", "project", "folder"]
 
@@ -41,15 +42,8 @@ class InstructionFile:
     def truncated(self) -> bool:
         return self.chars < self.total_chars
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "scope": self.scope,
-            "folder": self.folder,
-            "chars": self.chars,
-            "total_chars": self.total_chars,
-            "truncated": self.truncated,
-        }
+
+register_shape(InstructionFile, extra={"truncated": lambda file: file.truncated})
 
 
 @dataclass(frozen=True, slots=True)

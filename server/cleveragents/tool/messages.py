@@ -7,10 +7,11 @@ the run history only ever see these types.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from .images import ImageAttachment
 from .records import Usage
+from .serialization import override, register_shape
 
 
 @dataclass(slots=True, frozen=True)
@@ -38,17 +39,8 @@ class ToolResult:
     is_error: bool = False
 
 
-class _Serialisable:
-    """`to_dict()` on every message: records serialise a conversation without importing us."""
-
-    __slots__ = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return message_to_dict(cast(Message, self))
-
-
 @dataclass(slots=True, frozen=True)
-class UserMessage(_Serialisable):
+class UserMessage:
     text: str
     # Images attached to the prompt (`images.py`), shown to the model before the text.
     images: tuple[ImageAttachment, ...] = ()
@@ -56,7 +48,7 @@ class UserMessage(_Serialisable):
 
 
 @dataclass(slots=True, frozen=True)
-class AssistantMessage(_Serialisable):
+class AssistantMessage:
     text: str
     tool_calls: tuple[ToolCallRequest, ...] = ()
     # Opaque, JSON-serialisable data a provider needs back verbatim on later turns (Anthropic's
@@ -66,7 +58,7 @@ class AssistantMessage(_Serialisable):
 
 
 @dataclass(slots=True, frozen=True)
-class ToolResultsMessage(_Serialisable):
+class ToolResultsMessage:
     results: tuple[ToolResult, ...]
     role: Literal["tool"] = "tool"
 
@@ -106,45 +98,23 @@ class LLMResponse:
     provider_data: dict[str, Any] | None = None
 
 
-def message_to_dict(message: Message) -> dict[str, Any]:
-    if isinstance(message, UserMessage):
-        user: dict[str, Any] = {"role": "user", "text": message.text}
-        if message.images:  # by reference: the bytes stay in the image store
-            user["images"] = [image.reference() for image in message.images]
-        return user
-    if isinstance(message, AssistantMessage):
-        data: dict[str, Any] = {
-            "role": "assistant",
-            "text": message.text,
-            "tool_calls": [
-                {
-                    "call_id": c.call_id,
-                    "tool_name": c.tool_name,
-                    "arguments": c.arguments,
-                    "parse_error": c.parse_error,
-                }
-                for c in message.tool_calls
-            ],
-        }
-        if message.provider_data is not None:
-            data["provider_data"] = message.provider_data
-        return data
-    return {
-        "role": "tool",
-        "results": [
-            {
-                "call_id": r.call_id,
-                "tool_name": r.tool_name,
-                "content": r.content,
-                "is_error": r.is_error,
-            }
-            for r in message.results
-        ],
-    }
+# A message as the history stores it: its role first; a user's images by reference (the bytes
+# stay in the image store) and only when it has some; provider data only when there is some.
+register_shape(
+    UserMessage,
+    order=("role", "text", "images"),
+    images=override(omit_if_default=True),
+)
+register_shape(
+    AssistantMessage,
+    order=("role", "text", "tool_calls", "provider_data"),
+    provider_data=override(omit_if_default=True),
+)
+register_shape(ToolResultsMessage, order=("role", "results"))
 
 
 def message_from_dict(data: dict[str, Any]) -> Message:
-    """Inverse of `message_to_dict`; raises ValueError on a malformed message."""
+    """A message from its stored data (`to_data`); raises ValueError on a malformed one."""
     role = data.get("role")
     if role == "user":
         images = tuple(

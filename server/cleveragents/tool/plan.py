@@ -29,9 +29,6 @@ class PlanStep:
     text: str
     status: PlanStatus
 
-    def to_dict(self) -> dict[str, str]:
-        return {"text": self.text, "status": self.status}
-
 
 PLAN_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .serialization import register_shape
+
 # Machine-readable reasons a tool call failed. Clients switch on these; keep them stable.
 ErrorKind = Literal[
     "unknown_tool",
@@ -38,19 +40,6 @@ class ToolCallRecord:
     call_id: str = ""
     error_kind: ErrorKind | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tool_name": self.tool_name,
-            "inputs": self.inputs,
-            "output": self.output,
-            "duration_ms": self.duration_ms,
-            "success": self.success,
-            "error": self.error,
-            "iteration": self.iteration,
-            "call_id": self.call_id,
-            "error_kind": self.error_kind,
-        }
-
 
 @dataclass(slots=True)
 class Usage:
@@ -75,14 +64,6 @@ class Usage:
         self.cache_read_tokens += other.cache_read_tokens
         self.cache_write_tokens += other.cache_write_tokens
 
-    def to_dict(self) -> dict[str, int]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cache_read_tokens": self.cache_read_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
-        }
-
 
 @dataclass(slots=True)
 class ToolCallRunResult:
@@ -102,16 +83,20 @@ class ToolCallRunResult:
     # The whole conversation (provider-neutral), so a later run can continue it.
     messages: list[Any] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "content": self.content,
-            "iterations": self.iterations,
-            "terminated_by_limit": self.terminated_by_limit,
-            "stop_reason": self.stop_reason,
-            "usage": self.usage.to_dict(),
-            "cost_usd": self.cost_usd,
-            "iteration_usage": [u.to_dict() for u in self.iteration_usage],
-            "tool_call_history": [r.to_dict() for r in self.tool_call_history],
-            "messages": [m.to_dict() for m in self.messages],
-        }
+
+# The run's outcome first, then what it spent, then the calls and the conversation.
+register_shape(
+    ToolCallRunResult,
+    order=(
+        "run_id",
+        "content",
+        "iterations",
+        "terminated_by_limit",
+        "stop_reason",
+        "usage",
+        "cost_usd",
+        "iteration_usage",
+        "tool_call_history",
+        "messages",
+    ),
+)

@@ -59,17 +59,6 @@ class Resource:
     omitted_chars: int = 0
     from_editor: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "text": self.text,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "total_lines": self.total_lines,
-            "omitted_chars": self.omitted_chars,
-            "from_editor": self.from_editor,
-        }
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Resource:
         return cls(

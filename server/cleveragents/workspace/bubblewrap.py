@@ -25,6 +25,7 @@ import threading
 from dataclasses import dataclass, replace
 
 from ..settings_table import ENV_BUBBLEWRAP, ENV_COMMAND_USER
+from ..tool.serialization import override, register_shape
 from .command_policy import (
     CommandPolicy,
     CommandView,
@@ -192,8 +193,8 @@ class CommandIdentity:
     switched: bool  # the daemon is root and switches to `uid` before bubblewrap starts
     reason: str
 
-    def to_dict(self) -> dict[str, object]:
-        return {"uid": self.uid, "gid": self.gid, "switched": self.switched, "why": self.reason}
+
+register_shape(CommandIdentity, reason=override(rename="why"))
 
 
 # A switch to another uid without setpriv: the daemon's own interpreter does it.

@@ -44,6 +44,7 @@ from ..settings_table import (
     ENV_READ_PATHS,
     ENV_TMP_SIZE,
 )
+from ..tool.serialization import override, register_hook, register_shape
 from .private import DEFAULT_NEVER_VISIBLE, private_paths
 from .protected import (
     ProtectedPaths,
@@ -325,14 +326,6 @@ class Mount:
     source: str = ""  # symlink: its target; hidden: "file" or "dir"
     size: int | None = None  # tmpfs: its size in bytes
 
-    def to_dict(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {"kind": self.kind, "path": self.path, "why": self.why}
-        if self.kind == "symlink":
-            entry["target"] = self.source
-        if self.size is not None:
-            entry["size"] = self.size
-        return entry
-
 
 @dataclass(frozen=True, slots=True)
 class CommandView:
@@ -350,14 +343,20 @@ class CommandView:
     # the command's caller removes afterwards (protected.placeholders_kept).
     placeholders: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mounts": [mount.to_dict() for mount in self.mounts],
-            "home": self.home,
-            "refused": list(self.refused),
-            "sandbox_hidden_by": self.sandbox_hidden_by,
-            "private_exposed": self.private_exposed,
-        }
+
+def _mount_data(mount: Mount) -> dict[str, Any]:
+    # `source` means a symlink's target and a hidden path's kind; only the target is shown.
+    entry: dict[str, Any] = {"kind": mount.kind, "path": mount.path, "why": mount.why}
+    if mount.kind == "symlink":
+        entry["target"] = mount.source
+    if mount.size is not None:
+        entry["size"] = mount.size
+    return entry
+
+
+register_hook(Mount, _mount_data)
+# The placeholders are the caller's to remove, not part of what the command sees.
+register_shape(CommandView, placeholders=override(omit=True))
 
 
 def real_home() -> str:

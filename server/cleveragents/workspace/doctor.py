@@ -26,6 +26,7 @@ from ..settings_table import (
     ENV_READ_PATHS,
     ENV_TMP_SIZE,
 )
+from ..tool.serialization import to_data
 from .bubblewrap import bubblewrap_status, command_identity, command_seccomp, view_for
 from .cgroups import cgroup_support
 from .command import process_rlimit
@@ -98,7 +99,7 @@ def command_policy_report(policy: CommandPolicy, sandbox_root: str) -> dict[str,
             if policy.allow_unconfined
             else "asked about under every profile"
         ),
-        "command_user": identity.to_dict(),
+        "command_user": to_data(identity),
         "seccomp": {
             "active": status.available and seccomp.available,
             "why": seccomp.reason if status.available else "commands are not confined",
@@ -111,7 +112,7 @@ def command_policy_report(policy: CommandPolicy, sandbox_root: str) -> dict[str,
         },
         "private_exposed": view.private_exposed,
         "home": view.home,
-        "mounts": [mount.to_dict() for mount in view.mounts],
+        "mounts": to_data(view.mounts),
         "refused_read_paths": list(view.refused),
         "sandbox_hidden_by": view.sandbox_hidden_by,
         "environment": {

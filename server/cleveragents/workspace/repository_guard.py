@@ -45,6 +45,7 @@ from cleveragents.tool.errors import ToolError
 from cleveragents.tool.policy import protected_writes_asker
 
 from ..settings_table import ENV_ALLOW_PROTECTED_WRITES
+from ..tool.serialization import override, register_shape, to_data
 from .command_policy import never_visible_to_tools
 
 # Folders a scan looks at, at most; past this the scan stops and the result says so.
@@ -154,8 +155,14 @@ class ProtectedChange:
     new_repository: bool
     before: CodeFile | None
 
-    def to_dict(self, outcome: str) -> dict[str, Any]:
-        return {"path": self.path, "what": self.what, "outcome": outcome}
+
+# A tool result names the path and what it is; the file's old content stays with the guard.
+register_shape(
+    ProtectedChange,
+    role=override(omit=True),
+    new_repository=override(omit=True),
+    before=override(omit=True),
+)
 
 
 @dataclass(slots=True)
@@ -669,7 +676,7 @@ async def guard_command(
                 raise
         outcome = "approved" if approved else "undone"
     failures = await asyncio.to_thread(guard.undo, changes) if outcome == "undone" else []
-    result["protected_writes"] = [change.to_dict(outcome) for change in changes]
+    result["protected_writes"] = [{**to_data(change), "outcome": outcome} for change in changes]
     if outcome != "approved":
         result["stderr"] = result.get("stderr", "") + _report(lines, outcome == "undone", failures)
     return result

@@ -7,10 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ...tool.images import ImageAttachment
-from ...tool.messages import (
-    Message,
-    message_to_dict,
-)
+from ...tool.messages import Message
 from ...tool.records import ToolCallRecord, Usage
 from ...tool.resources import Resource
 from ..changes import ChangedFile
@@ -45,27 +42,6 @@ class RunSummary:
     # The batch, task and configuration a `cleveragents batch` run belongs to (else None).
     batch: BatchLabel | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "prompt": self.prompt,
-            "status": self.status,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-            "iterations": self.iterations,
-            "tool_call_count": self.tool_call_count,
-            "sandbox_root": self.sandbox_root,
-            "plan_id": self.plan_id,
-            "automation_profile": self.automation_profile,
-            "continued_from": self.continued_from,
-            "kind": self.kind,
-            "restored_run_id": self.restored_run_id,
-            "restored_iteration": self.restored_iteration,
-            "usage": self.usage.to_dict(),
-            "cost_usd": self.cost_usd,
-            "batch": self.batch.to_dict() if self.batch is not None else None,
-        }
-
 
 @dataclass(slots=True, frozen=True)
 class BatchLabel:
@@ -74,9 +50,6 @@ class BatchLabel:
     batch_id: str
     task_id: str
     config: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"batch_id": self.batch_id, "task_id": self.task_id, "config": self.config}
 
 
 @dataclass(slots=True, frozen=True)
@@ -101,13 +74,6 @@ class IterationUsage:
     usage: Usage
     cost_usd: float | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "iteration": self.iteration,
-            "usage": self.usage.to_dict(),
-            "cost_usd": self.cost_usd,
-        }
-
 
 @dataclass(slots=True, frozen=True)
 class StoredCheckpoint:
@@ -122,15 +88,6 @@ class StoredCheckpoint:
     iteration: int | None
     created_at: float
     note: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "checkpoint_id": self.checkpoint_id,
-            "kind": self.kind,
-            "iteration": self.iteration,
-            "created_at": self.created_at,
-            "note": self.note,
-        }
 
 
 @dataclass(slots=True, frozen=True)
@@ -177,31 +134,6 @@ class StoredRun(RunSummary):
     iteration_usage: list[IterationUsage] = field(default_factory=list)
     # The prompt's images, with their bytes while the image store has them.
     images: list[ImageAttachment] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = RunSummary.to_dict(self)
-        data.update(
-            {
-                "max_iterations": self.max_iterations,
-                "content": self.content,
-                "stop_reason": self.stop_reason,
-                "error": self.error,
-                "error_type": self.error_type,
-                "records": [r.to_dict() for r in self.records],
-                "messages": [message_to_dict(m) for m in self.messages],
-                "checkpoints": [c.to_dict() for c in self.checkpoints],
-                "changed_files": (
-                    None
-                    if self.changed_files is None
-                    else [c.to_dict() for c in self.changed_files]
-                ),
-                "checkpoint_warning": self.checkpoint_warning,
-                "resources": [r.to_dict() for r in self.resources],
-                "iteration_usage": [u.to_dict() for u in self.iteration_usage],
-                "images": [i.reference() for i in self.images],
-            }
-        )
-        return data
 
 
 @dataclass(slots=True, frozen=True)

@@ -120,7 +120,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     (
         # Images attached to a run's prompt, by reference (JSON list of
-        # `ImageAttachment.reference()`); the bytes are in the image store (image_store.py).
+        # `to_data(image)`); the bytes are in the image store (image_store.py).
         "ALTER TABLE runs ADD COLUMN images TEXT",
     ),
 )

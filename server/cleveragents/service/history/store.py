@@ -51,11 +51,9 @@ from ...tool.events import (
     ToolCallStarted,
 )
 from ...tool.images import ImageAttachment
-from ...tool.messages import (
-    Message,
-    message_to_dict,
-)
+from ...tool.messages import Message
 from ...tool.records import ToolCallRunResult
+from ...tool.serialization import to_data
 from ...workspace.private import keep_private, private_file, private_folder
 from ..changes import ChangedFile
 from ..image_store import DEFAULT_MAX_BYTES as DEFAULT_IMAGE_STORE_BYTES
@@ -306,11 +304,11 @@ class RunHistory:
                 os.getpid(),
                 PROCESS_TOKEN,
                 OWNER_STARTED,
-                dumps_json([r.to_dict() for r in event.resources]) if event.resources else None,
+                dumps_json(to_data(event.resources)) if event.resources else None,
                 batch.batch_id if batch else None,
                 batch.task_id if batch else None,
                 batch.config if batch else None,
-                dumps_json([i.reference() for i in event.images]) if event.images else None,
+                dumps_json(to_data(event.images)) if event.images else None,
             ),
         )
         with self._state_lock:
@@ -327,9 +325,9 @@ class RunHistory:
                 (
                     event.run_id,
                     event.iteration,
-                    storable_text(dumps_json(message_to_dict(event.message))),
+                    storable_text(dumps_json(to_data(event.message))),
                     time.time(),
-                    dumps_json(usage.to_dict()),
+                    dumps_json(to_data(usage)),
                     event.cost_usd,
                 ),
             )
