@@ -3,6 +3,7 @@ attached to its prompt, and reads databases written before it did."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ from cleveragents.providers.replay import ReplayCaller, parse_script
 from cleveragents.service.history import SCHEMA_VERSION, RunHistory
 from cleveragents.service.history.schema import MIGRATIONS as _MIGRATIONS
 from cleveragents.tool import (
+    AssistantMessage,
     CancelToken,
     ToolActorContext,
     ToolCallingRuntime,
@@ -22,7 +24,14 @@ from cleveragents.tool import (
     Usage,
     UserMessage,
 )
+from cleveragents.tool.events import (
+    IterationStarted,
+    ResponseReceived,
+    RunFinished,
+    RunStarted,
+)
 from cleveragents.tool.models import price_for
+from cleveragents.tool.records import ToolCallRunResult
 from cleveragents.tool.resources import Resource, prompt_with_resources
 from cleveragents.tool.serialization import to_data
 
@@ -198,3 +207,59 @@ async def test_attached_files_are_stored_and_a_continuation_sees_them(tmp_path: 
         await run(history, follow, "and then?", run_id="r2", history=history.conversation("r1"))
     assert seen[0].messages[0] == UserMessage(first)
     assert seen[0].messages[-1] == UserMessage("and then?")
+
+
+# A history the code before the runtime's totals wrote (it summed each response in SQL): see
+# data/make_history_v6.py for how it was made.
+HISTORY_V6 = Path(__file__).parent / "data" / "history-v6.sqlite3"
+
+
+async def test_a_database_that_summed_its_totals_reads_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite3"
+    shutil.copyfile(HISTORY_V6, path)
+    price = price_for(SONNET)
+    assert price is not None
+    first, second = Usage(**FIRST), Usage(**SECOND)
+    with RunHistory(path) as history:
+        old = {summary.run_id: summary for summary in history.list_runs()}
+        stored = {run_id: history.get_run(run_id) for run_id in old}
+        result = await run(history, two_calls(), run_id="run_new")
+        new = history.get_run("run_new")
+    both = price.cost(first) + price.cost(second)
+    expected = {  # status, the calls' tokens, the run's cost
+        "run_finished": ("finished", [first, second], both),
+        "run_failed": ("failed", [first], price.cost(first)),
+        "run_unpriced": ("finished", [second], None),
+    }
+    for run_id, (status, calls, cost) in expected.items():
+        summary, whole = old[run_id], stored[run_id]
+        total = Usage()
+        for usage in calls:
+            total.add(usage)
+        assert (summary.status, summary.usage) == (status, total)
+        assert summary.cost_usd == (None if cost is None else pytest.approx(cost))
+        assert whole is not None and (whole.usage, whole.cost_usd) == (total, summary.cost_usd)
+        assert [u.usage for u in whole.iteration_usage] == calls
+    # New runs in the old file keep the totals the runtime counted.
+    assert new is not None and (new.usage, new.cost_usd) == (result.usage, result.cost_usd)
+
+
+def test_the_history_keeps_the_runtime_total_and_never_adds_its_own(tmp_path: Path) -> None:
+    # Totals that are not the sum of the calls' (a runtime that bills more than the calls it
+    # reports): the row holds what the runtime said, while the run goes and once it ends.
+    said = [Usage(150, 10), Usage(400, 40, 5, 0)]
+    with RunHistory(tmp_path / "h.sqlite3") as history:
+        history(RunStarted("r1", "go", "plan", None, "full-auto", 5))
+        for iteration, (usage, total, cost) in enumerate(
+            [(Usage(100, 10), said[0], 0.5), (Usage(200, 20, 5, 0), said[1], 1.25)], start=1
+        ):
+            history(IterationStarted("r1", iteration))
+            history(
+                ResponseReceived("r1", iteration, AssistantMessage("x"), usage, 0.1, total, cost)
+            )
+            (going,) = history.list_runs()
+            assert (going.status, going.usage, going.cost_usd) == ("running", total, cost)
+        final = ToolCallRunResult("x", [], 2, run_id="r1", usage=Usage(999, 99), cost_usd=None)
+        history(RunFinished("r1", final))
+        (done,) = history.list_runs()
+    assert (done.usage, done.cost_usd) == (Usage(999, 99), None)

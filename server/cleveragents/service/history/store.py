@@ -317,7 +317,7 @@ class RunHistory:
             self._active_runs.add(event.run_id)
 
     def _response_received(self, event: ResponseReceived) -> None:
-        usage = event.usage
+        usage, total = event.usage, event.total_usage
         with self._transaction(immediate=True) as conn:
             conn.execute(
                 "INSERT INTO assistant_messages (run_id, iteration, message, received_at, "
@@ -331,20 +331,17 @@ class RunHistory:
                     event.cost_usd,
                 ),
             )
-            # The run's totals grow with each call, so a run that fails keeps what it spent.
+            # The run's totals so far, as the runtime counted them (never summed here), so a
+            # run that fails keeps what it spent; its end (`_run_finished`) writes the last.
             conn.execute(
-                "UPDATE runs SET input_tokens = input_tokens + ?, "
-                "output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?, "
-                "cache_write_tokens = cache_write_tokens + ?, "
-                "cost_usd = CASE WHEN ? IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + ? END "
-                "WHERE run_id = ?",
+                "UPDATE runs SET input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, "
+                "cache_write_tokens = ?, cost_usd = ? WHERE run_id = ?",
                 (
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    usage.cache_read_tokens,
-                    usage.cache_write_tokens,
-                    event.cost_usd,
-                    event.cost_usd,
+                    total.input_tokens,
+                    total.output_tokens,
+                    total.cache_read_tokens,
+                    total.cache_write_tokens,
+                    event.total_cost_usd,
                     event.run_id,
                 ),
             )
