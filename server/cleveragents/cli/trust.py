@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 from ..settings_table import ENV_TRUST_WORKSPACE
+from ..tool.serialization import to_data
 from .common import EXIT_OK
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ def trust_command(args: argparse.Namespace) -> int:
         return EXIT_OK
     decisions = store.decisions()
     if args.json:
-        print(json.dumps([dataclasses.asdict(d) for d in decisions], indent=2))
+        print(json.dumps(to_data(decisions), indent=2))
         return EXIT_OK
     table = Table("folder", "answer", "when", "servers", "sha256")
     for decision in decisions:

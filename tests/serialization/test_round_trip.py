@@ -1,0 +1,79 @@
+"""What the converter writes, the history's readers read back: a stored message, resource,
+image reference and batch outcome load as the value that was stored."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+
+from cleveragents.batch.task import TaskOutcome
+from cleveragents.tool.images import ImageAttachment
+from cleveragents.tool.messages import UserMessage, message_from_dict
+from cleveragents.tool.resources import Resource
+from cleveragents.tool.serialization import override, register_shape, to_data
+
+from . import samples
+
+
+def stored(value: Any) -> Any:
+    """`value` as the history's JSON column holds it, read back."""
+    return json.loads(json.dumps(to_data(value)))
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        samples.USER,
+        samples.ASSISTANT,
+        samples.ASSISTANT_WITH_DATA,
+        samples.TOOL_RESULTS,
+    ],
+)
+def test_a_stored_message_loads_as_it_was(message: Any) -> None:
+    assert message_from_dict(stored(message)) == message
+
+
+def test_a_stored_prompt_keeps_its_images_by_reference() -> None:
+    back = message_from_dict(stored(samples.USER_WITH_IMAGES))
+    assert isinstance(back, UserMessage)
+    # The bytes stay in the image store: the message holds each image without them.
+    assert back.images == tuple(
+        dataclasses.replace(image, data=None) for image in samples.USER_WITH_IMAGES.images
+    )
+    assert ImageAttachment.from_reference(stored(samples.IMAGE), b"\x89PNG") == samples.IMAGE
+
+
+@pytest.mark.parametrize("resource", [samples.RESOURCE, samples.EDITOR_RESOURCE])
+def test_a_stored_resource_loads_as_it_was(resource: Resource) -> None:
+    assert Resource.from_dict(stored(resource)) == resource
+
+
+@pytest.mark.parametrize("outcome", [samples.PASSED, samples.FAILED_TASK])
+def test_a_stored_batch_outcome_loads_as_it_was(outcome: TaskOutcome) -> None:
+    assert TaskOutcome.from_dict(stored(outcome)) == outcome
+
+
+def test_a_shape_is_its_types_own_and_says_omission_order_and_extras() -> None:
+    @dataclasses.dataclass
+    class Base:
+        name: str
+        note: str | None = None
+        parts: tuple[int, ...] = ()
+
+    @dataclasses.dataclass
+    class Derived(Base):
+        more: int = 0
+
+    register_shape(
+        Base,
+        note=override(omit_if_default=True),
+        extra={"count": lambda base: len(base.parts)},
+        order=("count", "name", "note", "parts"),
+    )
+    assert to_data(Base("a", parts=(1, 2))) == {"count": 2, "name": "a", "parts": [1, 2]}
+    assert list(to_data(Base("a", "n"))) == ["count", "name", "note", "parts"]
+    # A subclass has fields of its own: it keeps them all, not its base's shape.
+    assert to_data(Derived("b", more=3)) == {"name": "b", "note": None, "parts": [], "more": 3}
