@@ -13,7 +13,7 @@ from cleveragents.batch.task import TaskOutcome
 from cleveragents.tool.images import ImageAttachment
 from cleveragents.tool.messages import UserMessage, message_from_dict
 from cleveragents.tool.resources import Resource
-from cleveragents.tool.serialization import override, register_shape, to_data
+from cleveragents.tool.serialization import register_shape, to_data
 
 from . import samples
 
@@ -69,7 +69,7 @@ def test_a_shape_is_its_types_own_and_says_omission_order_and_extras() -> None:
 
     register_shape(
         Base,
-        note=override(omit_if_default=True),
+        omit_if_default=("note",),
         extra={"count": lambda base: len(base.parts)},
         order=("count", "name", "note", "parts"),
     )

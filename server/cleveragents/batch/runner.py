@@ -23,7 +23,7 @@ from typing import Any
 
 from ..service import tracing
 from ..service.history import BatchTaskRecord, RunHistory
-from ..tool.serialization import override, register_shape, to_data
+from ..tool.serialization import register_shape, to_data
 from .executors import Executor, WorkItem
 from .suite import Job, Suite
 from .task import TaskOutcome
@@ -69,7 +69,7 @@ class BatchReport:
 # The JSON report: the batch, its totals and each configuration's, then every task's row.
 register_shape(
     BatchReport,
-    outcomes=override(rename="tasks"),
+    rename={"outcomes": "tasks"},
     extra={
         "totals": lambda report: report.totals(),
         "configurations": lambda report: {c: report.totals(c) for c in report.configurations},

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..tool.serialization import override, register_shape
+from ..tool.serialization import register_shape
 from ..workspace.names import shown_path
 
 ChangeKind = Literal["added", "modified", "deleted"]
@@ -34,6 +34,6 @@ class ChangedFile:
 # A path as the terminal shows it; `ignored` only when it is.
 register_shape(
     ChangedFile,
-    path=override(unstruct_hook=shown_path),
-    ignored=override(omit_if_default=True),
+    convert={"path": shown_path},
+    omit_if_default=("ignored",),
 )

@@ -47,7 +47,7 @@ from typing import Any
 
 from ..mcp.config import CONFIG_FILE, HIDDEN_CHARACTERS, McpConfig, McpServerConfig
 from ..settings_table import ENV_TRUST_WORKSPACE
-from ..tool.serialization import override, register_shape
+from ..tool.serialization import register_shape
 from .errors import ClientRequestError
 from .history import default_history_path
 
@@ -206,12 +206,11 @@ class TrustedServer:
 
 # The server as the question's JSON shows it, in the daemon's `TrustedServer` names (the ACP
 # permission request carries it); no program found is null.
-register_shape(ShownVariable, changes_what_runs=override(rename="changesWhatRuns"))
+register_shape(ShownVariable, rename={"changes_what_runs": "changesWhatRuns"})
 register_shape(
     TrustedServer,
-    env_names=override(rename="envNames"),
-    program=override(unstruct_hook=lambda program: program or None),
-    program_in_workspace=override(rename="programInWorkspace"),
+    rename={"env_names": "envNames", "program_in_workspace": "programInWorkspace"},
+    convert={"program": lambda program: program or None},
 )
 
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .serialization import override, register_shape
+from .serialization import register_shape
 
 MIB = 1024 * 1024
 MAX_IMAGE_BYTES = MIB * 15 // 4
@@ -226,4 +226,4 @@ def supports_vision(caller: object) -> bool:
 
 # What the history keeps of an image, its reference: everything but its bytes (the image
 # store holds those under `sha256`).
-register_shape(ImageAttachment, data=override(omit=True))
+register_shape(ImageAttachment, omit=("data",))

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from .images import ImageAttachment
 from .records import Usage
-from .serialization import override, register_shape
+from .serialization import register_shape
 
 
 @dataclass(slots=True, frozen=True)
@@ -103,12 +103,12 @@ class LLMResponse:
 register_shape(
     UserMessage,
     order=("role", "text", "images"),
-    images=override(omit_if_default=True),
+    omit_if_default=("images",),
 )
 register_shape(
     AssistantMessage,
     order=("role", "text", "tool_calls", "provider_data"),
-    provider_data=override(omit_if_default=True),
+    omit_if_default=("provider_data",),
 )
 register_shape(ToolResultsMessage, order=("role", "results"))
 

@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass, replace
 
 from ..settings_table import ENV_BUBBLEWRAP, ENV_COMMAND_USER
-from ..tool.serialization import override, register_shape
+from ..tool.serialization import register_shape
 from .command_policy import (
     CommandPolicy,
     CommandView,
@@ -194,7 +194,7 @@ class CommandIdentity:
     reason: str
 
 
-register_shape(CommandIdentity, reason=override(rename="why"))
+register_shape(CommandIdentity, rename={"reason": "why"})
 
 
 # A switch to another uid without setpriv: the daemon's own interpreter does it.

@@ -44,7 +44,7 @@ from ..settings_table import (
     ENV_READ_PATHS,
     ENV_TMP_SIZE,
 )
-from ..tool.serialization import override, register_hook, register_shape
+from ..tool.serialization import register_hook, register_shape
 from .private import DEFAULT_NEVER_VISIBLE, private_paths
 from .protected import (
     ProtectedPaths,
@@ -356,7 +356,7 @@ def _mount_data(mount: Mount) -> dict[str, Any]:
 
 register_hook(Mount, _mount_data)
 # The placeholders are the caller's to remove, not part of what the command sees.
-register_shape(CommandView, placeholders=override(omit=True))
+register_shape(CommandView, omit=("placeholders",))
 
 
 def real_home() -> str:

@@ -45,7 +45,7 @@ from cleveragents.tool.errors import ToolError
 from cleveragents.tool.policy import protected_writes_asker
 
 from ..settings_table import ENV_ALLOW_PROTECTED_WRITES
-from ..tool.serialization import override, register_shape, to_data
+from ..tool.serialization import register_shape, to_data
 from .command_policy import never_visible_to_tools
 
 # Folders a scan looks at, at most; past this the scan stops and the result says so.
@@ -159,9 +159,7 @@ class ProtectedChange:
 # A tool result names the path and what it is; the file's old content stays with the guard.
 register_shape(
     ProtectedChange,
-    role=override(omit=True),
-    new_repository=override(omit=True),
-    before=override(omit=True),
+    omit=("role", "new_repository", "before"),
 )
 
 
