@@ -177,6 +177,7 @@ class CheckpointStore:
                 "on but cannot be undone."
             ) from exc
         self.git_version = version.stdout.decode(errors="replace").strip()
+        self._git_runner.know_version(self.git_version)
         self._catalog = Catalog(self.root / CATALOG_FILE_NAME)
         self.max_ignored_file_bytes = max_ignored_file_bytes
         self.max_ignored_files = max_ignored_files
@@ -723,7 +724,9 @@ class CheckpointStore:
         if drop:
             self._drop_from_index(repo, repo.index, drop)
         if update:
-            self._add_to_index(repo, repo.index, update)
+            self._git_runner.add_to_index(
+                repo, repo.index, update, new_files=len(update)
+            )
         tree = self._git_runner.run(repo, "write-tree", work_tree=repo.sandbox).decode().strip()
         return tree, count, skipped, modes, untracked
 
@@ -849,30 +852,14 @@ class CheckpointStore:
         if paths:
             # The persistent index, rebuilt here, is split: a later snapshot that changes a
             # few files writes a small index, not all of it again.
-            self._add_to_index(repo, index, paths, split=index == repo.index)
+            new_files = len(listed) - (len(indexed) - len(stale))
+            self._git_runner.add_to_index(
+                repo, index, paths, new_files=new_files, split=index == repo.index
+            )
         return (
             self._git_runner.run(repo, "write-tree", index=index, work_tree=repo.sandbox)
             .decode()
             .strip()
-        )
-
-    def _add_to_index(
-        self, repo: ShadowRepo, index: Path, paths: list[str], *, split: bool = False
-    ) -> None:
-        """Put `paths` into `index` as they are on disk (unchanged files are recognised by
-        their stat data and not read again)."""
-        self._git_runner.run(
-            repo,
-            "update-index",
-            "--add",
-            "--remove",
-            "--replace",
-            *(["--split-index"] if split else []),
-            "-z",
-            "--stdin",
-            input=join_z(paths),
-            index=index,
-            work_tree=repo.sandbox,
         )
 
     def _snapshot_paths(
