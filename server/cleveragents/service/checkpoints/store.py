@@ -724,9 +724,7 @@ class CheckpointStore:
         if drop:
             self._drop_from_index(repo, repo.index, drop)
         if update:
-            self._git_runner.add_to_index(
-                repo, repo.index, update, new_files=len(update)
-            )
+            self._git_runner.add_to_index(repo, repo.index, update, new_files=len(update))
         tree = self._git_runner.run(repo, "write-tree", work_tree=repo.sandbox).decode().strip()
         return tree, count, skipped, modes, untracked
 
