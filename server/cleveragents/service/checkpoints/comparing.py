@@ -6,22 +6,13 @@ import os
 from typing import cast
 
 from ..changes import ChangedFile, ChangeKind
-from .files import (
-    inside_any,
-)
+from .files import inside_any
 from .git import ShadowRepo
 from .git_folder_files import git_folder_changes
-from .records import (
-    Checkpoint,
-)
-from .repository import (
-    EMPTY_TREE,
-)
+from .records import Checkpoint
+from .repository import EMPTY_TREE
 from .snapshots import SnapshotTaker
-from .state import (
-    DiffEntry,
-    FolderState,
-)
+from .state import DiffEntry, FolderState
 
 _CHANGE_BY_STATUS: dict[str, ChangeKind] = {
     "A": "added",

@@ -22,20 +22,11 @@ from ...workspace.command_policy import never_visible_to_tools
 from ...workspace.private import keep_private, private_folder
 from ..history import default_history_path
 from .catalog import CATALOG_FILE_NAME, Catalog, checkpoint_from_row
-from .files import (
-    file_lock,
-    glob_escape,
-)
+from .files import file_lock, glob_escape
 from .git import GIT_TIMEOUT_S, GitRunner, ShadowRepo, join_z, split_z
 from .git_folder_files import GitFolderFiles, inside_git_folder
-from .records import (
-    Checkpoint,
-    CheckpointError,
-    CheckpointsUnavailable,
-)
-from .state import (
-    FolderMeta,
-)
+from .records import Checkpoint, CheckpointError, CheckpointsUnavailable
+from .state import FolderMeta
 
 log = logging.getLogger(__name__)
 

@@ -8,28 +8,12 @@ import uuid
 
 from ...tool.errors import ToolError
 from .comparing import CheckpointComparer
-from .files import (
-    obstacle_size,
-)
+from .files import obstacle_size
 from .git import GitFailed, ShadowRepo, split_z
 from .git_folder_files import git_folder_changes
-from .records import (
-    Checkpoint,
-    CheckpointError,
-    RestoreFailed,
-    RestoreResult,
-    SkippedFile,
-)
-from .repository import (
-    EMPTY_TREE,
-)
-from .state import (
-    DiffEntry,
-    FolderState,
-    apply_folders,
-    apply_modes,
-    knew_absent,
-)
+from .records import Checkpoint, CheckpointError, RestoreFailed, RestoreResult, SkippedFile
+from .repository import EMPTY_TREE
+from .state import DiffEntry, FolderState, apply_folders, apply_modes, knew_absent
 
 
 class CheckpointRestorer(CheckpointComparer):

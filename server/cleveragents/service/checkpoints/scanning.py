@@ -8,23 +8,11 @@ import stat
 import time
 from pathlib import Path
 
-from .files import (
-    HEAVY_FOLDERS,
-    heavy_prefix,
-    note_bits,
-    project_exclude_file,
-)
+from .files import HEAVY_FOLDERS, heavy_prefix, note_bits, project_exclude_file
 from .git import ShadowRepo, join_z, split_z
-from .records import (
-    CheckpointError,
-    SkippedFile,
-)
-from .repository import (
-    ShadowRepositories,
-)
-from .state import (
-    Untracked,
-)
+from .records import CheckpointError, SkippedFile
+from .repository import ShadowRepositories
+from .state import Untracked
 
 
 class FolderScanner(ShadowRepositories):

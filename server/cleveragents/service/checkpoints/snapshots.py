@@ -13,32 +13,12 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from .files import (
-    note_bits,
-    process_umask,
-)
+from .files import note_bits, process_umask
 from .git import GitFailed, ShadowRepo, join_z, split_z
-from .records import (
-    Checkpoint,
-    CheckpointError,
-    CheckpointKind,
-    Coverage,
-    SkippedFile,
-    SkipReason,
-)
-from .repository import (
-    COMMIT_MESSAGE,
-    EMPTY_TREE,
-    REF_PREFIX,
-    SCAN_STATE_FILE,
-)
+from .records import Checkpoint, CheckpointError, CheckpointKind, Coverage, SkippedFile, SkipReason
+from .repository import COMMIT_MESSAGE, EMPTY_TREE, REF_PREFIX, SCAN_STATE_FILE
 from .scanning import FolderScanner
-from .state import (
-    FolderMeta,
-    FolderState,
-    Untracked,
-    knew_absent,
-)
+from .state import FolderMeta, FolderState, Untracked, knew_absent
 
 log = logging.getLogger(__name__)
 

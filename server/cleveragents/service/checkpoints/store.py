@@ -41,18 +41,10 @@ import shutil
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
-from .files import (
-    read_small_text,
-    tree_size,
-)
+from .files import read_small_text, tree_size
 from .git import GitFailed, ShadowRepo
 from .git_folder_files import inside_git_folder
-from .records import (
-    Checkpoint,
-    CheckpointKind,
-    DiskUsage,
-    PruneResult,
-)
+from .records import Checkpoint, CheckpointKind, DiskUsage, PruneResult
 from .repository import (
     DEFAULT_MAX_EMPTY_FOLDERS,
     DEFAULT_MAX_FILE_BYTES,
