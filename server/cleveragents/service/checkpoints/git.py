@@ -206,7 +206,7 @@ class GitRunner:
         per file: creating those is most of a large first snapshot's time (and ~4 KiB of disk
         per file). From git 2.37 on, `update-index` batches the objects it writes: a file
         above `core.bigFileThreshold` is streamed into one pack for the whole command, and a
-        threshold of one byte sends every non-empty file there. That changes no object id and
+        threshold of one byte sends every file of two bytes or more there. That changes no object id and
         holds only for these commands (diffs and packing elsewhere keep the default); a
         prune's `gc` folds the packs together. git looks up each object written in a list of
         the pack's objects, a cost that grows with the square of their number: one command
