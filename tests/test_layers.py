@@ -77,7 +77,12 @@ INNER_RANKS: dict[str, dict[str, int]] = {
         "catalog": 1,  # the SQLite catalog
         "state": 1,  # what a snapshot holds beyond git's view
         "git_folder_files": 1,  # files inside a `.git` the file tools changed (opt-in)
-        "store": 2,  # snapshots, restores, pruning
+        "repository": 2,  # shadow repositories, locks, the catalog's reads
+        "scanning": 3,  # what is in a folder
+        "snapshots": 4,  # indexes, trees, commits, pins
+        "comparing": 5,  # what changed between two states
+        "restoring": 6,  # a folder put back as a checkpoint holds it
+        "store": 7,  # CheckpointStore: the public face, pruning
     },
 }
 

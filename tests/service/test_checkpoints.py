@@ -18,6 +18,7 @@ from cleveragents.service.checkpoints import (
     CheckpointStore,
     CheckpointsUnavailable,
 )
+from cleveragents.service.checkpoints import git as checkpoint_git
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("git") is None, reason="needs git"),
@@ -907,3 +908,49 @@ def test_a_restore_removes_no_folder_through_a_symlink(tmp_path: Path, sandbox: 
     os.symlink(outside, sandbox / "made")
     store.restore(sandbox, first)
     assert (outside / "empty").is_dir()
+
+
+def test_a_large_first_snapshot_packs_its_files_and_restores_them_exactly(
+    store: CheckpointStore, sandbox: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Small batches, so that a test-sized folder takes several packs.
+    monkeypatch.setattr(checkpoint_git, "PACK_BATCH", 400)
+    files = checkpoint_git.PACK_FROM_FILES + 200
+    for i in range(files):
+        write(sandbox, f"pkg{i // 100}/mod{i}.py", f"N = {i}\n", mode=0o755 if i % 7 else None)
+    write(sandbox, "empty.txt", "")
+    os.symlink("pkg0/mod1.py", sandbox / "link")
+    before_state = folder_state(sandbox)
+    first = store.snapshot(sandbox, "run", 1)
+    if not checkpoint_git.version_at_least(store.git_version, (2, 37)):
+        pytest.skip(f"{store.git_version} writes loose objects only")
+    counts = dict(
+        line.split(": ", 1) for line in shadow_git(store, first, "count-objects", "-v").splitlines()
+    )
+    # The contents went into packs, one per batch; only trees, commits, the empty file and
+    # the link are loose.
+    assert int(counts["packs"]) == -(-(files + 1) // 400)
+    assert int(counts["in-pack"]) >= files
+    assert int(counts["count"]) < 50
+    shadow_git(store, first, "fsck", "--no-dangling")
+    # The same tree plain git makes of the folder.
+    plain = tmp_path / "plain.git"
+    git(tmp_path, "init", "-q", "--bare", str(plain))
+    plain_env = ["--git-dir", str(plain), "--work-tree", str(sandbox)]
+    git(sandbox, *plain_env, "add", "-A")
+    assert first.tree == git(sandbox, *plain_env, "write-tree").strip()
+    write(sandbox, "pkg0/mod3.py", "changed\n")
+    (sandbox / "pkg1" / "mod150.py").unlink()
+    write(sandbox, "new.txt", "new\n")
+    store.restore(sandbox, first)
+    assert folder_state(sandbox) == before_state
+
+
+def test_git_versions_are_read_from_gits_own_words() -> None:
+    assert checkpoint_git.version_at_least("git version 2.39.5", (2, 37))
+    assert checkpoint_git.version_at_least("git version 3.0.0", (2, 37))
+    assert checkpoint_git.version_at_least("git version 2.45.1.windows.1", (2, 37))
+    assert not checkpoint_git.version_at_least("git version 2.36.6", (2, 37))
+    assert not checkpoint_git.version_at_least("git version 1.9.0", (2, 37))
+    assert not checkpoint_git.version_at_least("not git at all", (2, 37))
+    assert not checkpoint_git.version_at_least("", (2, 37))

@@ -8,7 +8,14 @@ one job:
 - `catalog`: the SQLite catalog of checkpoints beside the repositories;
 - `files`: rules about a sandbox's files (heavy folders, modes, obstacles, sizes, the lock);
 - `state`: what a snapshot holds beyond git's view, and how a restore puts it back;
-- `store`: snapshots, restores and pruning, under a per-sandbox lock.
+- `repository`: the shadow repositories (created, repaired, locked), the catalog's reads,
+  and what no snapshot may hold;
+- `scanning`: what is in a folder, by git's view and beyond it;
+- `snapshots`: indexes brought in line with the folder, trees and commits written, pins;
+- `comparing`: what changed between two states of a folder;
+- `restoring`: a folder put back as a checkpoint holds it;
+- `store`: `CheckpointStore`, the public face (each layer above builds on the one before),
+  with pruning.
 
 Everything callers use is re-exported here: `from cleveragents.service.checkpoints import
 CheckpointStore`.

@@ -55,7 +55,7 @@ class FolderMeta:
 
 @dataclass(slots=True)
 class Untracked:
-    """What the persistent index does not hold, sorted (see `CheckpointStore._untracked`)."""
+    """What the persistent index does not hold, sorted (see `FolderScanner._untracked`)."""
 
     new: list[str] = field(default_factory=list)  # files to add to git's view
     ignored_files: list[str] = field(default_factory=list)
