@@ -44,7 +44,7 @@ def calls_diagnostics(tmp_path: Path) -> str:
     )
 
 
-async def start_run(raw: RawDaemon, sandbox: Path, run_id: str, **params: Any) -> int:
+async def start_run(raw: RawDaemon, sandbox: Path, run_id: str, **params: Any) -> Any:
     return raw.send_request(
         "cleveragents/run",
         {"prompt": "check a.py", "sandboxRoot": str(sandbox), "runId": run_id, **params},
@@ -204,7 +204,7 @@ async def test_a_tool_not_declared_read_only_is_asked_about_first(
 async def test_bad_declarations_fail_initialize_naming_each_tool_and_a_good_one_follows(
     raw: RawDaemon, tmp_path: Path
 ) -> None:
-    bad = [
+    bad: list[dict[str, Any]] = [
         {**DIAGNOSTICS, "name": "get diagnostics"},
         {**DIAGNOSTICS, "name": "write_note"},  # one of the daemon's own tools
         {**DIAGNOSTICS, "inputSchema": {"type": "object", "properties": {"x": {"type": "nah"}}}},

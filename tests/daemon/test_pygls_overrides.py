@@ -126,6 +126,9 @@ class _Sent:
     def write(self, data: bytes) -> None:
         self.messages.append(json.loads(data.split(b"\r\n\r\n", 1)[1]))
 
+    def close(self) -> None:
+        pass
+
 
 def _answer(protocol: DaemonProtocol, msg_id: str, result: Any) -> None:
     message = {"jsonrpc": "2.0", "id": msg_id, "result": result}

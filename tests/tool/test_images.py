@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from PIL import Image
-from tests.service.test_token_settings import Sink
 
 from cleveragents.service.errors import ServiceError
 from cleveragents.service.history import RunHistory
@@ -36,6 +35,7 @@ from cleveragents.tool.images import (
 from cleveragents.tool.llm import FunctionLLMCaller
 from cleveragents.tool.messages import message_from_dict, message_to_dict
 from cleveragents.tool.router import ToolCallRouter
+from support.sinks import Sink
 
 
 def encoded(kind: str, size: tuple[int, int] = (3, 2), **options: Any) -> bytes:
