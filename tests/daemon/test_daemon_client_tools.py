@@ -15,6 +15,7 @@ from support.daemon_support import (
     call,
     check_against_schema,
     check_type,
+    only_record,
     replay_options,
     write_script,
 )
@@ -60,11 +61,7 @@ def answer(raw: RawDaemon, question: dict[str, Any], result: Any) -> None:
 
 
 async def record_of(raw: RawDaemon, run_request: int) -> dict[str, Any]:
-    reply = await raw.response(run_request)
-    assert "result" in reply, reply
-    records: list[dict[str, Any]] = reply["result"]["toolCallHistory"]
-    assert [r["callId"] for r in records] == ["c1"]
-    return records[0]
+    return await only_record(raw, run_request, "c1")
 
 
 async def test_a_declared_tool_is_offered_called_and_its_answer_recorded(

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from support.daemon_support import RawDaemon, call, replay_options, write_script
+from support.daemon_support import RawDaemon, call, only_record, replay_options, write_script
 
 APPROVE = "cleveragents/approveToolCall"
 ASKING = {"experimental": {"cleveragents": {"approvals": True}}}
@@ -38,11 +38,7 @@ async def ask(raw: RawDaemon, tmp_path: Path, sandbox: Path, run_id: str) -> tup
 
 
 async def record_of(raw: RawDaemon, run_request: Any) -> dict[str, Any]:
-    reply = await raw.response(run_request)
-    assert "result" in reply, reply
-    records: list[dict[str, Any]] = reply["result"]["toolCallHistory"]
-    assert [r["callId"] for r in records] == ["n1"]
-    return records[0]
+    return await only_record(raw, run_request, "n1")
 
 
 async def closed_log(raw: RawDaemon) -> str:
@@ -53,6 +49,17 @@ async def closed_log(raw: RawDaemon) -> str:
     assert "Traceback" not in log, log
     assert "InvalidStateError" not in log, log
     return log
+
+
+async def denied_after(raw: RawDaemon, tmp_path: Path, sandbox: Path, reply: dict[str, Any]) -> str:
+    """Answer the approval with `reply` (its `result` or `error`): the call must be denied,
+    nothing written; the daemon's log once it ended."""
+    run_request, asked = await ask(raw, tmp_path, sandbox, "denied")
+    raw.send({"jsonrpc": "2.0", "id": asked["id"], **reply})
+    record = await record_of(raw, run_request)
+    assert record["errorKind"] == "denied", record
+    assert not (sandbox / "f").exists()
+    return await closed_log(raw)
 
 
 async def test_an_approval_answered_in_time_lets_the_call_run(
@@ -106,12 +113,7 @@ async def test_a_late_answer_after_the_run_was_cancelled_is_ignored_quietly(
 async def test_an_error_answer_denies_the_call_with_the_reason(
     error: Any, reason: str, raw: RawDaemon, tmp_path: Path, sandbox: Path
 ) -> None:
-    run_request, asked = await ask(raw, tmp_path, sandbox, "refused")
-    raw.send({"jsonrpc": "2.0", "id": asked["id"], "error": error})
-    record = await record_of(raw, run_request)
-    assert record["errorKind"] == "denied", record
-    assert not (sandbox / "f").exists()
-    log = await closed_log(raw)
+    log = await denied_after(raw, tmp_path, sandbox, {"error": error})
     assert f"approval request for write_note failed: {reason}; denied" in log, log
 
 
@@ -119,12 +121,7 @@ async def test_an_error_answer_denies_the_call_with_the_reason(
 async def test_a_malformed_result_denies_the_call(
     result: Any, raw: RawDaemon, tmp_path: Path, sandbox: Path
 ) -> None:
-    run_request, asked = await ask(raw, tmp_path, sandbox, "malformed")
-    raw.send({"jsonrpc": "2.0", "id": asked["id"], "result": result})
-    record = await record_of(raw, run_request)
-    assert record["errorKind"] == "denied", record
-    assert not (sandbox / "f").exists()
-    log = await closed_log(raw)
+    log = await denied_after(raw, tmp_path, sandbox, {"result": result})
     assert "malformed approval answer" in log and "denied" in log, log
 
 
