@@ -13,6 +13,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ CANARY = "CANARY-7f3a9c"
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 
-def run_cli(script: list[dict[str, Any]], sandbox: Path, *extra: str, **env: str) -> Any:
+def run_cli(script: Sequence[object], sandbox: Path, *extra: str, **env: str) -> Any:
     """`cleveragents run --json` playing `script`; returns the parsed result."""
     script_file = sandbox.parent / "script.json"
     script_file.write_text(json.dumps({"responses": script}), encoding="utf-8")

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from batch_suite import EXPECTED, build_suite
 
 from cleveragents.cli import main
 from cleveragents.service.history import RunHistory
+from support.batch_suite import EXPECTED, build_suite
 
 
 def run_batch_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from batch_suite import EXPECTED, build_suite, comparable
 
 from cleveragents.cli import main
 from cleveragents.service.history import RunHistory
+from support.batch_suite import EXPECTED, build_suite, comparable
 from support.otlp_receiver import Receiver, otlp_receiver
 
 ray = pytest.importorskip("ray")

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.mcp_fixtures.marked import SECRET_VALUE, starts, write_demo_config
 
+from mcp_fixtures.marked import SECRET_VALUE, starts, write_demo_config
 from support import ROOT
 
 CLI = [sys.executable, "-m", "cleveragents"]

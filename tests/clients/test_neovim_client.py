@@ -588,7 +588,7 @@ def test_tools_runs_and_a_stored_run_have_their_commands(
 def test_a_workspace_mcp_json_is_started_only_once_trusted(
     nvim: str, tmp_path: Path, workspace: Path
 ) -> None:
-    from tests.mcp_fixtures.marked import starts, write_demo_config
+    from mcp_fixtures.marked import starts, write_demo_config
 
     marker = tmp_path / "marker"
     # The extra argument hides an escape sequence and a right-to-left override: the question

@@ -6,7 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.clients.test_neovim_client import call, nvim, run_nvim, workspace, write_script
+
+from clients.test_neovim_client import call, nvim, run_nvim, workspace, write_script
 
 __all__ = ["nvim", "workspace"]  # the fixtures this module uses
 

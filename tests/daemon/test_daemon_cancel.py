@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.mcp_fixtures.marked import starts, write_demo_config
 
+from mcp_fixtures.marked import starts, write_demo_config
 from support.daemon_support import RawDaemon, call, frame, replay_options, write_script
 from support.fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text
 

@@ -15,6 +15,7 @@ from support.daemon_support import (
     call,
     check_against_schema,
     check_type,
+    only_record,
     replay_options,
     write_script,
 )
@@ -44,7 +45,7 @@ def calls_diagnostics(tmp_path: Path) -> str:
     )
 
 
-async def start_run(raw: RawDaemon, sandbox: Path, run_id: str, **params: Any) -> int:
+async def start_run(raw: RawDaemon, sandbox: Path, run_id: str, **params: Any) -> Any:
     return raw.send_request(
         "cleveragents/run",
         {"prompt": "check a.py", "sandboxRoot": str(sandbox), "runId": run_id, **params},
@@ -60,11 +61,7 @@ def answer(raw: RawDaemon, question: dict[str, Any], result: Any) -> None:
 
 
 async def record_of(raw: RawDaemon, run_request: int) -> dict[str, Any]:
-    reply = await raw.response(run_request)
-    assert "result" in reply, reply
-    records: list[dict[str, Any]] = reply["result"]["toolCallHistory"]
-    assert [r["callId"] for r in records] == ["c1"]
-    return records[0]
+    return await only_record(raw, run_request, "c1")
 
 
 async def test_a_declared_tool_is_offered_called_and_its_answer_recorded(
@@ -204,7 +201,7 @@ async def test_a_tool_not_declared_read_only_is_asked_about_first(
 async def test_bad_declarations_fail_initialize_naming_each_tool_and_a_good_one_follows(
     raw: RawDaemon, tmp_path: Path
 ) -> None:
-    bad = [
+    bad: list[dict[str, Any]] = [
         {**DIAGNOSTICS, "name": "get diagnostics"},
         {**DIAGNOSTICS, "name": "write_note"},  # one of the daemon's own tools
         {**DIAGNOSTICS, "inputSchema": {"type": "object", "properties": {"x": {"type": "nah"}}}},

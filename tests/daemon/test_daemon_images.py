@@ -93,6 +93,7 @@ async def test_bad_images_and_a_blind_model_are_refused_naming_the_image(
     answer = await raw.request("cleveragents/run", {**base, "images": [{"data": gif()}]})
     assert answer["error"]["code"] == -32602
     assert "the offline model cannot see images" in answer["error"]["message"]
+    malformed: Any
     for malformed in ("x", [{}], [{"data": {"nested": 1}}], [{"data": gif(), "name": 5}]):
         answer = await raw.request("cleveragents/run", {**base, "images": malformed})
         assert answer["error"]["code"] == -32602, (malformed, answer)

@@ -8,7 +8,7 @@ from typing import Any
 
 from support.daemon_support import RawDaemon, call, replay_options, write_script
 
-TYPED_TOOLS = str(Path(__file__).resolve().parents[1] / "tool" / "typed_tools.py")
+TYPED_TOOLS = str(Path(__file__).resolve().parents[1] / "support" / "typed_tools.py")
 
 ORDER: dict[str, Any] = {
     "address": {"street": "1 Main St", "zip_code": "12345"},

@@ -13,16 +13,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.mcp_fixtures.marked import (
+from cleveragents.mcp import read_mcp_config
+from cleveragents.service.trust import trust_digest
+from mcp_fixtures.marked import (
     DEMO_ENV_SHOWN,
     DEMO_SERVER,
     SECRET_VALUE,
     starts,
     write_demo_config,
 )
-
-from cleveragents.mcp import read_mcp_config
-from cleveragents.service.trust import trust_digest
 from support.daemon_support import (
     RawDaemon,
     call,

@@ -255,7 +255,11 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioDaemon]:
     served = StdioDaemon(tmp_path_factory.mktemp("resync"))
     try:
         init = served.new_id()
-        params = {"processId": None, "capabilities": {}, "initializationOptions": None}
+        params: dict[str, Any] = {
+            "processId": None,
+            "capabilities": {},
+            "initializationOptions": None,
+        }
         served.write(
             well_formed(
                 json.dumps(

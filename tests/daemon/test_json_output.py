@@ -61,7 +61,7 @@ async def daemon_answers(home: Path) -> dict[str, Any]:
         await daemon.initialize(
             {"provider": "replay", "replayScript": script, "pluginTools": False}
         )
-        results = []
+        results: list[dict[str, Any]] = []
         for prompt in PROMPTS:
             params: dict[str, Any] = {
                 "prompt": prompt,

@@ -405,7 +405,9 @@ async def test_approvals_declared_in_client_capabilities_work_too(
         experimental={"cleveragents": {"approvals": True}},
     ) as session:
         assert session.initialize_result is not None
-        capability = session.initialize_result.capabilities.experimental["cleveragents"]
+        experimental = session.initialize_result.capabilities.experimental
+        assert experimental is not None
+        capability = experimental["cleveragents"]
         check_type("ServerCapability", capability)
         assert capability["approvals"] is True
         session.decide = lambda params: {"decision": "allow"}

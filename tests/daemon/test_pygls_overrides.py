@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import logging
+from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 
+from cleveragents.daemon import pygls_overrides
 from cleveragents.daemon.pygls_overrides import (
+    CLIENT_REQUESTS,
     CUSTOM_REQUESTS,
+    ClientResponse,
     CustomRequest,
     DaemonProtocol,
     DaemonServer,
@@ -110,3 +115,54 @@ def test_expected_errors_silence_our_params_errors_but_not_internal_errors() -> 
         assert [r.levelno for r in records] == [logging.ERROR]
     finally:
         pygls_log.removeHandler(handler)
+
+
+class _Sent:
+    """A writer that keeps the messages pygls writes."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+
+    def write(self, data: bytes) -> None:
+        self.messages.append(json.loads(data.split(b"\r\n\r\n", 1)[1]))
+
+    def close(self) -> None:
+        pass
+
+
+def _answer(protocol: DaemonProtocol, msg_id: str, result: Any) -> None:
+    message = {"jsonrpc": "2.0", "id": msg_id, "result": result}
+    protocol.handle_message(protocol.structure_message(message))
+
+
+def test_answers_to_our_requests_keep_their_results_as_the_client_sent_them() -> None:
+    protocol = _protocol()
+    protocol.set_writer(_Sent())
+    method = next(iter(sorted(CLIENT_REQUESTS)))
+    assert protocol.get_result_type(method) is ClientResponse
+    future = protocol.send_request(method, {"a": 1}, msg_id="ours-1")
+    _answer(protocol, "ours-1", {"decision": {"nested": [1, {"x": None}]}})
+    # pygls's converter alone makes objects namedtuples (`Object(decision=...)`).
+    assert future.result() == {"decision": {"nested": [1, {"x": None}]}}
+
+
+def test_a_withdrawn_request_is_cancelled_and_its_late_answer_is_no_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(pygls_overrides, "MAX_WITHDRAWN_KEPT", 2)
+    protocol = _protocol()
+    sent = _Sent()
+    protocol.set_writer(sent)
+    method = next(iter(sorted(CLIENT_REQUESTS)))
+    futures = [protocol.send_request(method, {}, msg_id=f"ours-{n}") for n in range(3)]
+    for n, future in enumerate(futures):
+        assert future.cancel()
+        protocol.withdraw(f"ours-{n}")
+    cancels = [m["params"] for m in sent.messages if m.get("method") == lsp.CANCEL_REQUEST]
+    assert cancels == [{"id": "ours-0"}, {"id": "ours-1"}, {"id": "ours-2"}]
+    with caplog.at_level(logging.DEBUG, logger="pygls"):
+        for n in range(3):
+            _answer(protocol, f"ours-{n}", {})
+    unknown = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    # Only the last MAX_WITHDRAWN_KEPT are remembered: the oldest answer is an unknown one.
+    assert unknown == ['Received response to unknown message id "ours-0"']

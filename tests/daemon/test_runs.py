@@ -10,6 +10,7 @@ import pytest
 
 from cleveragents.daemon import runs
 from cleveragents.protocol import wire
+from cleveragents.service.client_tools import ClientTool
 from cleveragents.service.errors import ErrorKind, ServiceError
 from cleveragents.service.history import RunHistory
 from cleveragents.service.runs import RunManager
@@ -24,6 +25,7 @@ class RecordingClient:
     def __init__(self, approvals: bool = False, answer: Any = None) -> None:
         self.approvals = approvals
         self.trust = False
+        self.client_tools: tuple[ClientTool, ...] = ()
         self.answer = answer
         self.sent: list[tuple[str, Any]] = []
         self.asked: list[tuple[str, Any]] = []

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from tests.service.test_token_settings import Sink
 
 from cleveragents.service.errors import ServiceError
 from cleveragents.service.image_inputs import ImageInput
@@ -19,6 +18,7 @@ from cleveragents.tool import ToolRegistry
 from support.fake_anthropic import API_KEY, FakeAnthropic, StreamReply, Text
 from support.fake_openai import FakeOpenAIServer, text_reply
 from support.fake_tokens import image_problem
+from support.sinks import Sink
 
 
 def picture(tmp_path: Path, kind: str = "PNG", name: str = "shot.png") -> Path:

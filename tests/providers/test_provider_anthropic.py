@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from cleveragents.providers.anthropic import DEFAULT_MODEL, AnthropicCaller, ProviderError
+from cleveragents.providers.anthropic import DEFAULT_MODEL, AnthropicCaller
+from cleveragents.providers.errors import ProviderError
 from cleveragents.tool import (
     AssistantMessage,
     LLMRequest,
@@ -766,7 +767,9 @@ async def test_the_fake_caches_only_from_the_models_minimum_length(
     first, second = await send(caller, body), await send(caller, body)
     assert (first.cache_creation_input_tokens > 0) is cached
     assert (second.cache_read_input_tokens > 0) is cached
-    assert second.input_tokens + second.cache_read_input_tokens == fake.requests[1].usage.total
+    counted = fake.requests[1].usage
+    assert counted is not None
+    assert second.input_tokens + second.cache_read_input_tokens == counted.total
 
 
 async def test_usage_parts_are_summed_into_input_and_kept_apart(

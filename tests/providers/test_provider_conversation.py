@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import Any
 
 import pytest
 
@@ -131,7 +132,7 @@ def test_marks_go_on_copies_and_never_change_converted_dicts() -> None:
     assert marked[-3]["content"][-1]["cache_control"] == {"type": "ephemeral"}
     assert "cache_control" not in json.dumps(marked[:-3])
     # A user prompt sent as a string is marked as one text block.
-    prompt = [{"role": "user", "content": "hello"}]
+    prompt: list[dict[str, Any]] = [{"role": "user", "content": "hello"}]
     mark_messages(prompt)
     assert prompt[0]["content"] == [
         {"type": "text", "text": "hello", "cache_control": {"type": "ephemeral"}}
@@ -174,6 +175,8 @@ def test_the_provider_factory_passes_the_caching_and_window_settings(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from cleveragents.providers import create_llm_caller
+    from cleveragents.providers.anthropic import AnthropicCaller
+    from cleveragents.providers.openai import OpenAICaller
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
@@ -182,9 +185,12 @@ def test_the_provider_factory_passes_the_caching_and_window_settings(
         caller = create_llm_caller(
             provider, "some-model", cache=False, context_window=32_000, max_tokens=2_000
         )
+        assert isinstance(caller, AnthropicCaller | OpenAICaller)
         assert caller.cache is False
         assert caller.context_window == 32_000
         assert caller.max_tokens == 2_000
-        assert create_llm_caller(provider, "some-model").cache is True
+        default = create_llm_caller(provider, "some-model")
+        assert isinstance(default, AnthropicCaller | OpenAICaller) and default.cache is True
     monkeypatch.setenv(ENV_PROMPT_CACHING, "0")
-    assert create_llm_caller("anthropic", "some-model").cache is False
+    off = create_llm_caller("anthropic", "some-model")
+    assert isinstance(off, AnthropicCaller) and off.cache is False

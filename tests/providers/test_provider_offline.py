@@ -113,7 +113,10 @@ def test_edits_go_through_the_profile_and_commands_only_in_full_auto(
 def test_it_is_deterministic(project: Path) -> None:
     first = run(project, "read-only")
     second = run(project, "read-only")
-    strip = lambda r: [(c.tool_name, c.inputs, c.output) for c in r.tool_call_history]  # noqa: E731
+
+    def strip(result: Any) -> list[tuple[str, Any, Any]]:
+        return [(c.tool_name, c.inputs, c.output) for c in result.tool_call_history]
+
     assert strip(first) == strip(second) and first.content == second.content
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from cleveragents.providers.openai import LOCAL_SERVER_API_KEY, OpenAICaller, ProviderError
+from cleveragents.providers.errors import ProviderError
+from cleveragents.providers.openai import LOCAL_SERVER_API_KEY, OpenAICaller
 from cleveragents.tool import (
     AssistantMessage,
     LLMCaller,

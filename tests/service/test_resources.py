@@ -17,6 +17,7 @@ from cleveragents.tool import (
     ToolRunner,
     UserMessage,
 )
+from cleveragents.tool.events import RunStarted
 from cleveragents.tool.resources import (
     RESOURCE_BUDGET_CHARS,
     RESOURCES_BUDGET_CHARS,
@@ -183,6 +184,7 @@ async def test_the_runtime_puts_them_in_the_first_message_and_the_event(sandbox:
     assert "```\nline 2\n```" in first.text and first.text.endswith("What is on line 2?")
     assert result.messages[0] == first
     started = events[0]
+    assert isinstance(started, RunStarted)
     assert started.prompt == "What is on line 2?"
     assert started.resources == tuple(resources)
 

@@ -25,10 +25,9 @@ from cleveragents.tool import (
     ToolCallRequest,
     ToolRegistry,
 )
-from cleveragents.tool.events import RunObserver
-from cleveragents.tool.policy import ApprovalDecision, ApprovalRequest
 from cleveragents.toolsets import build_registry
 from cleveragents.workspace.command_policy import GIB, CommandPolicy
+from support.sinks import Sink
 
 
 def test_defaults_with_nothing_set() -> None:
@@ -155,21 +154,6 @@ def test_bad_values_name_their_option_or_variable() -> None:
         "fileSizeBytes, addressSpaceBytes, cpuSeconds, memoryBytes, tmpSizeBytes, "
         "minFreeDiskBytes",
     ]
-
-
-class Sink:
-    """A front's half of a run that approves nothing and watches nothing."""
-
-    approvals = False
-
-    def run_observer(self, plan: Any) -> RunObserver:
-        return lambda event: None
-
-    async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
-        return "deny"
-
-    async def ask_trust(self, request: Any) -> bool | None:
-        return None  # nobody to ask: a workspace's servers do not start
 
 
 async def test_a_runs_params_win_and_reach_the_runtime_and_the_provider(tmp_path: Path) -> None:

@@ -20,13 +20,12 @@ import pytest
 
 from cleveragents.service.changes import ChangedFile
 from cleveragents.service.history import RunHistory
-from cleveragents.service.runs import RunManager, RunOutcome, RunRequest, RunSink
+from cleveragents.service.runs import RunManager, RunOutcome, RunRequest
 from cleveragents.service.settings import RunDefaults
 from cleveragents.tool import LLMRequest, LLMResponse, ToolCallRequest, ToolRegistry
-from cleveragents.tool.events import RunObserver
 from cleveragents.tool.llm import FunctionLLMCaller
-from cleveragents.tool.policy import ApprovalDecision, ApprovalRequest
 from cleveragents.workspace import bubblewrap_status, register_builtin_tools
+from support.sinks import Sink
 
 CLI = [sys.executable, "-m", "cleveragents"]
 Entry = tuple[str, bytes, int]
@@ -192,16 +191,6 @@ def test_runs_restore_puts_back_ignored_files_modes_links_and_removes_made_folde
     assert restored.returncode == 0, restored.stderr
     # Every byte, mode bit and link is back; the folders the run made are gone.
     assert folder_state(workspace) == before
-
-
-class Sink(RunSink):
-    approvals = False
-
-    def run_observer(self, plan: Any) -> RunObserver:
-        return lambda event: None
-
-    async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
-        return "deny"
 
 
 def script(*steps: list[ToolCallRequest]) -> Any:

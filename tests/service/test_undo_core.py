@@ -22,25 +22,14 @@ from cleveragents.service.errors import (
 )
 from cleveragents.service.history import SCHEMA_VERSION, RunHistory
 from cleveragents.service.history.schema import MIGRATIONS as _MIGRATIONS
-from cleveragents.service.runs import RunManager, RunOutcome, RunRequest, RunSink
+from cleveragents.service.runs import RunManager, RunOutcome, RunRequest
 from cleveragents.service.settings import RunDefaults
 from cleveragents.service.undo import Undo
 from cleveragents.tool import LLMRequest, LLMResponse, ToolCallRequest, ToolRegistry
-from cleveragents.tool.events import RunObserver
 from cleveragents.tool.llm import FunctionLLMCaller
-from cleveragents.tool.policy import ApprovalDecision, ApprovalRequest
+from support.sinks import Sink
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
-
-class Sink(RunSink):
-    approvals = False
-
-    def run_observer(self, plan: Any) -> RunObserver:
-        return lambda event: None
-
-    async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
-        return "deny"
 
 
 def tools(gate: asyncio.Event | None = None) -> ToolRegistry:

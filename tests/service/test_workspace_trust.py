@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.mcp_fixtures.marked import DEMO_SERVER, SECRET_VALUE, starts, write_demo_config
 
 from cleveragents.mcp import McpConfigError, McpToolsetPool, read_mcp_config
 from cleveragents.service.runs import RunManager, RunPlan, RunRequest
@@ -40,6 +39,7 @@ from cleveragents.tool import LLMRequest, LLMResponse, ToolCallRequest, ToolRegi
 from cleveragents.tool.events import RunObserver
 from cleveragents.tool.llm import FunctionLLMCaller
 from cleveragents.tool.policy import ApprovalDecision, ApprovalRequest
+from mcp_fixtures.marked import DEMO_SERVER, SECRET_VALUE, starts, write_demo_config
 
 
 class Asker:

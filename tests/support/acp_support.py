@@ -15,13 +15,15 @@ from pathlib import Path
 from typing import Any, cast
 
 import jsonschema
-from acp import Client, RequestError, connect_to_agent
+from acp import PROTOCOL_VERSION, Client, RequestError, connect_to_agent
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AllowedOutcome,
+    ClientCapabilities,
     CreateTerminalResponse,
     DeniedOutcome,
     EnvVariable,
+    Implementation,
     KillTerminalResponse,
     PermissionOption,
     ReadTextFileResponse,
@@ -34,7 +36,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
-ACP_TESTS = Path(__file__).resolve().parents[1] / "acp"  # acp_tools.py, the schema
+ACP_TESTS = Path(__file__).resolve().parents[1] / "acp_agent"  # acp_tools.py, the schema
 REPO = ACP_TESTS.parents[1]
 SCHEMA_FILE = ACP_TESTS / "schema" / "acp-v1.schema.json"
 WAIT_S = 60.0  # a ceiling against hangs, never a timing assertion
@@ -538,3 +540,20 @@ class AgentProcess:
 # What the `start_agent` fixture returns (in this module, not conftest: test modules cannot
 # import from a conftest reliably when several test folders have one).
 StartAgent = Callable[..., AbstractAsyncContextManager[AgentProcess]]
+
+
+async def open_session(conn: Any, cwd: Path, **meta: Any) -> str:
+    """`initialize`, then `session/new` on `cwd`: the new session's id."""
+    await conn.initialize(
+        protocol_version=PROTOCOL_VERSION,
+        client_capabilities=ClientCapabilities(),
+        client_info=Implementation(name="acp-tests", version="1"),
+    )
+    session = await conn.new_session(cwd=str(cwd), mcp_servers=[], **meta)
+    return str(session.session_id)
+
+
+def ours(update: Any) -> dict[str, Any]:
+    """The `_meta.cleveragents` part of a session update."""
+    meta = update.field_meta or {}
+    return dict(meta.get("cleveragents") or {})

@@ -31,7 +31,7 @@ def raw_params_converter() -> cattrs.Converter:
 
     (By default pygls turns them into namedtuples.)
     """
-    converter = default_converter()
+    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
 
     def keep(data: dict[str, Any], cls: type) -> Any:
         return cls(**data)
@@ -82,7 +82,8 @@ class LspSession:
 
     async def request(self, method: str, params: Any = None) -> Any:
         return await asyncio.wait_for(
-            self.client.protocol.send_request_async(method, params), WAIT_S
+            self.client.protocol.send_request_async(method, params),  # type: ignore[no-untyped-call]
+            WAIT_S,
         )
 
     def start(self, method: str, params: Any) -> asyncio.Task[Any]:
@@ -152,4 +153,4 @@ async def lsp_session(
                 await asyncio.wait_for(server.wait(), WAIT_S)
             except TimeoutError:
                 server.kill()
-        await client.stop()
+        await client.stop()  # type: ignore[no-untyped-call]

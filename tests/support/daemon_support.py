@@ -97,6 +97,15 @@ def check_type(name: str, value: Any) -> None:
     validator.validate(value)
 
 
+async def only_record(raw: RawDaemon, run_request: Any, call_id: str) -> dict[str, Any]:
+    """The record of a run's one tool call, `call_id`, from the run's answer."""
+    reply = await raw.response(run_request)
+    assert "result" in reply, reply
+    records: list[dict[str, Any]] = reply["result"]["toolCallHistory"]
+    assert [r["callId"] for r in records] == [call_id]
+    return records[0]
+
+
 def frame(body: bytes | str) -> bytes:
     data = body.encode() if isinstance(body, str) else body
     return b"Content-Length: %d\r\n\r\n%s" % (len(data), data)

@@ -84,7 +84,7 @@ def otlp_receiver() -> Iterator[tuple[str, Receiver]]:
         server.server_close()
 
 
-TWO_CALLS = {
+TWO_CALLS: dict[str, Any] = {
     "model": "claude-haiku-4-5",
     "responses": [
         {

@@ -7,6 +7,7 @@ existed: a plain-typed tool's schema and description must stay the same byte for
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, Optional, Union
 
 
@@ -74,4 +75,4 @@ def one_line(text: str) -> int:
     return len(text.split())
 
 
-SIGNATURES = [search, pairs, undocumented, one_line]
+SIGNATURES: list[Callable[..., Any]] = [search, pairs, undocumented, one_line]

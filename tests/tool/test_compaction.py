@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_context_guard import assert_calls_answered, input_limit
 
 from cleveragents.providers.anthropic import AnthropicCaller
 from cleveragents.providers.openai import OpenAICaller
@@ -40,6 +39,7 @@ from cleveragents.tool.messages import ToolResult
 from cleveragents.tool.models import DEFAULT_CONTEXT_WINDOW
 from cleveragents.workspace import register_builtin_tools
 from support import fake_anthropic, fake_openai
+from support.context_window import assert_calls_answered, input_limit
 
 
 # -- the 2,000-iteration run ------------------------------------------------------------------
@@ -351,7 +351,9 @@ def test_the_openai_fake_refuses_a_call_apart_from_its_result(
         async def go() -> None:
             try:
                 await caller.client.chat.completions.create(
-                    model="gpt-4.1", messages=messages, stream=True
+                    model="gpt-4.1",
+                    messages=messages,  # type: ignore[arg-type]  # malformed on purpose
+                    stream=True,
                 )
             finally:
                 await caller.aclose()
@@ -383,7 +385,10 @@ def test_the_anthropic_fake_refuses_a_call_apart_from_its_result() -> None:
         async def go() -> None:
             try:
                 await caller.client.messages.create(
-                    model="claude-sonnet-4-5", max_tokens=10, messages=orphan_result(), stream=True
+                    model="claude-sonnet-4-5",
+                    max_tokens=10,
+                    messages=orphan_result(),  # type: ignore[arg-type]  # malformed on purpose
+                    stream=True,
                 )
             finally:
                 await caller.aclose()
@@ -448,7 +453,9 @@ def test_with_the_setting_the_model_summarises_what_compaction_dropped() -> None
     assert notes[-1].startswith(NOTE_MARKER)  # the factual note stays first
     # A later summary is asked with the one before it.
     if len(asked) > 1:
-        assert "Summary so far:\nDumped" in asked[1].messages[0].text
+        summarised = asked[1].messages[0]
+        assert isinstance(summarised, UserMessage)
+        assert "Summary so far:\nDumped" in summarised.text
     # The summaries are billed: each with the iteration whose compaction asked for it.
     assert result.usage.input_tokens == 1_000 * len(main) + 500 * len(asked)
     total = Usage()

@@ -3,7 +3,7 @@ kept together, calibration from reported tokens, retry once on a refusal, contex
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
@@ -33,6 +33,7 @@ from cleveragents.tool.context_guard import (
     estimate_request_tokens,
 )
 from cleveragents.tool.messages import ToolResult
+from support.context_window import assert_calls_answered, input_limit
 
 MiB = 1024 * 1024
 
@@ -52,11 +53,6 @@ class Model(FunctionLLMCaller):
         self.model = model
         self.max_tokens = max_tokens
         self.context_window = context_window
-
-
-def input_limit(window: int, max_tokens: int) -> int:
-    """The documented rule: window - the answer's room - max(1,024, 2% of the window)."""
-    return window - max_tokens - max(1_024, window // 50)
 
 
 def registry_with_dump(size: int) -> ToolRegistry:
@@ -79,18 +75,6 @@ def is_elided(message: Message) -> bool:
     return isinstance(message, ToolResultsMessage) and all(
         "elided" in r.content for r in message.results
     )
-
-
-def assert_calls_answered(messages: Sequence[Message]) -> None:
-    """Every assistant turn with calls is followed by the results of exactly those calls, and
-    every results message answers the turn just before it (none is left without its call)."""
-    for index, message in enumerate(messages):
-        if isinstance(message, AssistantMessage) and message.tool_calls:
-            answer = messages[index + 1]
-            assert isinstance(answer, ToolResultsMessage), f"message {index + 1}"
-            assert [r.call_id for r in answer.results] == [c.call_id for c in message.tool_calls]
-        if isinstance(message, ToolResultsMessage):
-            assert isinstance(messages[index - 1], AssistantMessage), f"orphaned results {index}"
 
 
 def dump_calls(iterations: int, requests: list[LLMRequest]) -> Callable[[LLMRequest], LLMResponse]:

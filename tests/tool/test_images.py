@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from PIL import Image
-from tests.service.test_token_settings import Sink
 
 from cleveragents.service.errors import ServiceError
 from cleveragents.service.history import RunHistory
@@ -37,6 +36,7 @@ from cleveragents.tool.llm import FunctionLLMCaller
 from cleveragents.tool.messages import message_from_dict
 from cleveragents.tool.router import ToolCallRouter
 from cleveragents.tool.serialization import to_data
+from support.sinks import Sink
 
 
 def encoded(kind: str, size: tuple[int, int] = (3, 2), **options: Any) -> bytes:

@@ -177,6 +177,7 @@ def test_a_long_file_is_cut_with_a_note_and_a_run_has_a_total_budget(
         assert note is not None
         sent.append(note.files[0].chars)
     assert sum(sent) == MAX_RUN_CHARS
+    assert note is not None
     assert note.files[0].chars == 0 and "a run sends at most" in note.text
 
 

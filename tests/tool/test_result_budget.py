@@ -282,7 +282,11 @@ def test_a_huge_result_is_cut_without_measuring_the_whole_of_it(
 
     monkeypatch.setattr(result_budget, "json_chars", counting_json)
     monkeypatch.setattr(result_budget, "approx_chars", counting_approx)
-    output = {"exit_code": 0, "stdout": build_log(30_000), "stderr": "warning: x\n" * 10}
+    output: dict[str, Any] = {
+        "exit_code": 0,
+        "stdout": build_log(30_000),
+        "stderr": "warning: x\n" * 10,
+    }
     assert len(output["stdout"]) > MiB
     cut, size = result_budget.fit_with_size("run_command", output, 32_000)
     assert size == real_json(cut) <= 32_000  # the guard gets the exact size of what is sent

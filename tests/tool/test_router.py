@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 from cleveragents.tool import (
     AssistantMessage,
+    Message,
     ToolCallRecord,
     ToolCallRequest,
     ToolRegistry,
@@ -100,7 +101,7 @@ def test_results_back() -> None:
 
 
 def test_whole_conversations() -> None:
-    conversation = [
+    conversation: list[Message] = [
         UserMessage("go"),
         AssistantMessage("Reading.", (ToolCallRequest("c1", "read", {"path": "a"}),)),
         ToolResultsMessage((ToolResult("c1", "read", {"content": "x"}),)),

@@ -67,7 +67,7 @@ def test_max_iterations_below_one_raises_value_error(limit: int) -> None:
 
 def test_max_iterations_must_be_an_int() -> None:
     with pytest.raises(TypeError, match="max_iterations"):
-        make_runtime(answer("x"), max_iterations="10")  # type: ignore[arg-type]
+        make_runtime(answer("x"), max_iterations="10")
 
 
 def test_unknown_tool_becomes_a_failed_record() -> None:

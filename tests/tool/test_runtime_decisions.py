@@ -29,7 +29,7 @@ from cleveragents.tool import (
     ToolResultsMessage,
     ToolRunner,
 )
-from cleveragents.tool.messages import AssistantMessage, UserMessage
+from cleveragents.tool.messages import AssistantMessage, Message, UserMessage
 from cleveragents.tool.repeats import same_call
 from cleveragents.tool.runtime import close_dangling_calls
 
@@ -339,7 +339,12 @@ async def test_cancel_token_from_another_thread_stops_a_waiting_llm_call() -> No
         raise AssertionError("unreachable")
 
     cancel = CancelToken()
-    threading.Thread(target=lambda: (llm_started.wait(10), cancel.cancel())).start()
+
+    def cancel_once_the_model_is_asked() -> None:
+        llm_started.wait(10)
+        cancel.cancel()
+
+    threading.Thread(target=cancel_once_the_model_is_asked).start()
     result = await asyncio.wait_for(
         runtime_for(ToolRegistry(), llm).arun_tool_loop("go", cancel=cancel), 10
     )
@@ -412,7 +417,7 @@ async def test_a_task_cancel_during_a_cancel_token_wind_down_still_records_the_e
 
 
 def test_continuing_a_conversation_closes_dangling_tool_calls() -> None:
-    earlier = [
+    earlier: list[Message] = [
         UserMessage("first"),
         AssistantMessage("working", (ToolCallRequest("a1", "slow", {}),)),
     ]

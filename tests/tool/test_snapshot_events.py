@@ -59,6 +59,9 @@ class Sink(RunSink):
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         return "deny"
 
+    async def ask_trust(self, request: Any) -> bool | None:
+        return None
+
 
 def write_then_answer(request: LLMRequest) -> LLMResponse:
     if request.iteration == 1:

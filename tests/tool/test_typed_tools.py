@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pytest
-import typed_tools
 from jsonschema import validators
 from pydantic import BaseModel, Field
-from typed_tools import Address, Colour, Line, Parcel
 
 from cleveragents.tool import (
     LLMRequest,
@@ -35,7 +33,8 @@ from cleveragents.tool import (
 from cleveragents.tool.registry import spec_of
 from cleveragents.tool.schema import _read_simple_docstring, _read_with_griffe, parse_docstring
 from cleveragents.tool.validation import ArgumentValidator
-from support import ROOT
+from support import ROOT, typed_tools
+from support.typed_tools import Address, Colour, Line, Parcel
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "plain_tool_schemas.json"
 
@@ -711,7 +710,7 @@ def test_cleveragents_tools_lists_the_nested_schemas() -> None:
             "cleveragents",
             "tools",
             "--tools",
-            str(Path(__file__).parent / "typed_tools.py"),
+            typed_tools.__file__,
             "--json",
         ],
         cwd=ROOT,

@@ -143,7 +143,7 @@ def test_each_model_call_reports_its_usage_and_cost_and_the_run_sums_them() -> N
     assert [e.cost_usd for e in received] == [
         pytest.approx(haiku.cost(u)) for u in result.iteration_usage
     ]
-    assert result.cost_usd == pytest.approx(sum(e.cost_usd for e in received))
+    assert result.cost_usd == pytest.approx(sum(e.cost_usd or 0.0 for e in received))
     # uncached 3,000 x $1 + written 600 x $1.25 + read 2,400 x $0.10 + out 300 x $5
     assert result.cost_usd == pytest.approx((3_000 + 750 + 240 + 1_500) / 1e6)
     data = json.loads(json.dumps(to_data(result)))

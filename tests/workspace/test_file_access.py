@@ -95,6 +95,7 @@ async def test_the_wall_refuses_before_the_editor_is_asked(root: Path, tmp_path:
     (root / "blob.bin").write_bytes(b"\0\1\2")
     editor = BufferEditor()
     runner = tools_through(editor)
+    arguments: dict[str, Any]
     for tool, arguments in (
         ("read_file", {"path": "../secret.txt"}),
         ("read_file", {"path": str(tmp_path / "secret.txt")}),

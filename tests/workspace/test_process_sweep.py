@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from cleveragents.settings_table import COMMAND_TAG_VARIABLE
 from cleveragents.workspace import Sandbox
 from cleveragents.workspace.command import run_in_sandbox
-from cleveragents.workspace.command_policy import COMMAND_TAG_VARIABLE
 from cleveragents.workspace.process_sweep import (
     become_subreaper,
     children_of,

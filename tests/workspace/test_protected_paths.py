@@ -14,7 +14,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -393,7 +393,7 @@ def test_the_settings_reach_the_policy() -> None:
 
 # -- through the CLI ----------------------------------------------------------------------------
 def cli_run(
-    repo: Path, tmp_path: Path, env: dict[str, str], responses: list[dict[str, Any]] | None = None
+    repo: Path, tmp_path: Path, env: dict[str, str], responses: Sequence[object] | None = None
 ) -> Any:
     """The real CLI under full-auto with the replay provider, no terminal to ask; the run as
     `--json` prints it. `responses` default: the plants by the file tools and a command."""

@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_protected_paths import calls_then_done, cli_run, needs_bwrap
-from tests.cli.test_cli import replay_script, run_under_pty
 
 from cleveragents.tool import (
     ApprovalRequest,
@@ -33,6 +31,8 @@ from cleveragents.workspace.repository_guard import (
     config_entries,
     config_text,
 )
+from cli.test_cli import replay_script, run_under_pty
+from workspace.test_protected_paths import calls_then_done, cli_run, needs_bwrap
 
 pytestmark = needs_bwrap
 GIT_USER = "-c user.name=t -c user.email=t@example.invalid"

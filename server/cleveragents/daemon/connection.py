@@ -1,21 +1,32 @@
-"""Our side of the client connection: raw sends, and requests from the daemon to the client."""
+"""Our side of the client connection: raw sends, and requests from the daemon to the client.
+
+Our requests (`approveToolCall`, `trustWorkspace`, `callClientTool`) go out through pygls's
+`send_request`, which keys a future by the request's id; the client's answer comes back
+through pygls's `handle_message` and `_handle_response`, which settles it. What is ours: the
+answer's envelope made well-formed first (so a malformed error answer still fails the request,
+naming why), and the withdrawal of a request a cancelled run no longer waits for
+(`DaemonProtocol.withdraw`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import json
-from collections import OrderedDict
+import logging
+from concurrent.futures import Future
 from typing import Any
 
-from ..jsonrpc_errors import INTERNAL_ERROR
+from lsprotocol.validators import INTEGER_MAX_VALUE, INTEGER_MIN_VALUE
+from pygls.exceptions import JsonRpcException
+
+from ..jsonrpc_errors import INTERNAL_ERROR, REQUEST_CANCELLED
 from ..jsonrpc_io import StreamWriterAdapter, ThreadedWriter, encode
 from ..service.client_tools import ClientTool
 from ..service.errors import ClientRequestError
+from .pygls_overrides import DaemonProtocol
 
-# Withdrawn request ids kept to recognise late answers; older ones are forgotten.
-MAX_WITHDRAWN_REMEMBERED = 1024
-
+log = logging.getLogger(__name__)
 
 # One encoder for every message: json.dumps with options builds a new one per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), default=str)
@@ -27,16 +38,18 @@ class Connection:
     Shares the writer with pygls, so everything goes out in the order it was sent.
     """
 
-    def __init__(self, writer: ThreadedWriter | StreamWriterAdapter) -> None:
+    def __init__(
+        self, writer: ThreadedWriter | StreamWriterAdapter, protocol: DaemonProtocol
+    ) -> None:
         self.writer = writer
+        self.protocol = protocol
         self.approvals = False
         self.trust = False
         # The tools the client declared at `initialize` (its answers: `callClientTool`).
         self.client_tools: tuple[ClientTool, ...] = ()
         self._ids = itertools.count(1)
-        self._pending: dict[str, asyncio.Future[Any]] = {}
-        # Ids of requests we withdrew: LSP clients still answer them, which is no news.
-        self._withdrawn: OrderedDict[str, None] = OrderedDict()
+        # Our requests still waiting, so stopping can fail them (pygls matches the answers).
+        self._open: set[Future[Any]] = set()
 
     def send(self, message: dict[str, Any]) -> None:
         # ASCII escapes: a lone surrogate (a file name that is not UTF-8, decoded by Python as
@@ -56,49 +69,53 @@ class Connection:
         self.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
 
     async def request(self, method: str, params: Any) -> Any:
+        """Send a request through pygls and wait for its result; ClientRequestError for an
+        error answer. Cancelling the awaiting task withdraws the request (`$/cancelRequest`)."""
         msg_id = f"cleveragents-{next(self._ids)}"
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[msg_id] = future
-        self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        future = self.protocol.send_request(method, params, msg_id=msg_id)
+        self._open.add(future)
         try:
-            return await future
+            return await asyncio.wrap_future(future)
+        except JsonRpcException as exc:  # pygls's form of the client's error answer
+            raise ClientRequestError(exc.code, exc.message) from None
         except asyncio.CancelledError:
-            if msg_id in self._pending:  # withdrawn before the client answered
-                self._remember_withdrawn(msg_id)
-                self.notify("$/cancelRequest", {"id": msg_id})
-            raise
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():  # our side gave up waiting
+                if future.cancel():  # still unanswered: take it back
+                    self.protocol.withdraw(msg_id)
+                raise
+            # Not our task: the future itself was cancelled (pygls's `shutdown` cancels every
+            # open request; a client's `$/cancelRequest` naming our id does too).
+            raise ClientRequestError(
+                REQUEST_CANCELLED, f"{method} was cancelled before the client answered"
+            ) from None
         finally:
-            self._pending.pop(msg_id, None)
+            self._open.discard(future)
 
-    def _remember_withdrawn(self, msg_id: str) -> None:
-        self._withdrawn[msg_id] = None
-        if len(self._withdrawn) > MAX_WITHDRAWN_REMEMBERED:
-            self._withdrawn.popitem(last=False)
+    def answered(self, message: dict[str, Any]) -> None:
+        """A response from the client (`id` with `result` or `error`), handed to pygls.
 
-    def was_withdrawn(self, msg_id: Any) -> bool:
-        """Whether `msg_id` is a request of ours that we withdrew (a late answer is expected)."""
-        return str(msg_id) in self._withdrawn
-
-    def resolve(self, message: dict[str, Any]) -> bool:
-        """Settle one of our requests with the client's answer; False if it is not ours."""
-        future = self._pending.pop(str(message.get("id")), None)
-        if future is None or future.done():
-            return False
-        error = message.get("error")
-        if error is not None:
-            code = error.get("code") if isinstance(error, dict) else None
-            text = error.get("message") if isinstance(error, dict) else None
-            future.set_exception(
-                ClientRequestError(
-                    code if isinstance(code, int) else INTERNAL_ERROR, str(text or error)
-                )
-            )
-        else:
-            future.set_result(message.get("result"))
-        return True
+        An error object of another shape than JSON-RPC's is made one (code -32603 unless it
+        gave an integer one, its message or the object itself as text): pygls would fail to
+        structure it, log a traceback, and leave the request waiting until its timeout.
+        """
+        if "error" in message:
+            message = {**message, "error": _well_formed_error(message["error"])}
+        self.protocol.handle_message(self.protocol.structure_message(message))
 
     def fail_pending(self, reason: str) -> None:
-        for future in self._pending.values():
+        """Fail every request still waiting for the client, with `reason` (the daemon stops)."""
+        for future in self._open:
             if not future.done():
                 future.set_exception(ClientRequestError(INTERNAL_ERROR, reason))
-        self._pending.clear()
+        self._open.clear()
+
+
+def _well_formed_error(error: Any) -> dict[str, Any]:
+    code = error.get("code") if isinstance(error, dict) else None
+    text = error.get("message") if isinstance(error, dict) else None
+    if not (isinstance(code, int) and not isinstance(code, bool)):
+        code = INTERNAL_ERROR
+    elif not INTEGER_MIN_VALUE <= code <= INTEGER_MAX_VALUE:
+        code = INTERNAL_ERROR
+    return {"code": code, "message": str(text or error)}

@@ -12,10 +12,19 @@ tasks of requests. What it cannot do is done here, on its extension points:
   `raise JsonRpcInternalError() from exc`). Our methods get `CustomRequest`, whose hook
   structures the params with the strict wire converter; its `ParamsError` rides out as the
   cause, and `params_error` gives it back so the answer is -32602 naming every field.
+- The client's answers to our requests keep their results as sent (`ClientResponse`, through
+  `get_result_type`): pygls's converter would structure an object into namedtuples.
 - The `initialize` result advertises only our capability (pygls would advertise document
   sync and commands it builds from its own feature table).
 - A result encoded off the event loop (`encoded.py`) is written as it is; pygls's
   `_send_data` would walk it with the converter and encode it again, on the loop.
+- A late answer to a request of ours that we withdrew. pygls keys our requests' futures by
+  id (`send_request`) and settles them in `_handle_response`, but has no withdrawal: a
+  future popped from `_request_futures` makes the answer a warning (`'Received response to
+  unknown message id "%s"'`), and one left there cancelled makes
+  `future.set_result(result)` raise `InvalidStateError`. LSP clients answer withdrawn
+  requests as a rule, so `withdraw` keeps the cancelled future under its id (the last
+  `MAX_WITHDRAWN_KEPT`) and `_handle_response` drops the answer to a settled one quietly.
 - Errors that are the client's mistake are neither toasted at the user (pygls's
   `report_server_error` sends `window/showMessage`) nor logged with a traceback.
 
@@ -28,6 +37,7 @@ and pygls", quotes the pygls code that prevents each).
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Generator
 from typing import Any
 
@@ -51,12 +61,33 @@ from .encoded import EncodedResult, response_frame
 
 log = logging.getLogger(__name__)
 
+# Withdrawn requests whose late answer is recognised; older ones are forgotten.
+MAX_WITHDRAWN_KEPT = 1024
+
 # Our requests, by method; the server-to-client ones have no handler here (pygls: -32601).
 CUSTOM_REQUESTS = {
     method.name: method
     for method in wire.METHODS
     if method.direction == "client_to_server" and method.params is not None
 }
+
+
+# The requests we send the client; their answers' results are kept as sent (`ClientResponse`).
+CLIENT_REQUESTS = frozenset(
+    method.name
+    for method in wire.METHODS
+    if method.direction == "server_to_client" and method.kind == "request"
+)
+
+
+@attrs.define
+class ClientResponse(JsonRPCResponseMessage):
+    """The client's answer to one of our requests, its result as the client sent it: the front
+    checks it strictly (`runs.py`); pygls's converter would turn objects into namedtuples."""
+
+
+def _structure_client_response(data: dict[str, Any], _: type) -> ClientResponse:
+    return ClientResponse(id=data["id"], jsonrpc=data["jsonrpc"], result=data.get("result"))
 
 
 @attrs.define
@@ -84,6 +115,7 @@ def daemon_converter() -> Converter:
     """pygls's converter (LSP types, as pygls structures them) plus our strict requests."""
     converter: Converter = default_converter()  # type: ignore[no-untyped-call]
     converter.register_structure_hook(CustomRequest, _structure_custom_request)
+    converter.register_structure_hook(ClientResponse, _structure_client_response)
     return converter
 
 
@@ -98,11 +130,20 @@ class DaemonProtocol(LanguageServerProtocol):
 
     capability: dict[str, Any] | None = None
 
+    def __init__(self, server: Any, converter: Converter) -> None:
+        super().__init__(server, converter)
+        self._withdrawn: deque[str | int] = deque()
+
     # pygls wraps its own in `lru_cache` (hence the ignore); a dict lookup needs no cache.
     def get_message_type(self, method: str) -> type[Any] | None:  # type: ignore[override]
         if method in CUSTOM_REQUESTS:
             return CustomRequest
         return super().get_message_type(method)
+
+    def get_result_type(self, method: str) -> type[Any] | None:  # type: ignore[override]
+        if method in CLIENT_REQUESTS:
+            return ClientResponse
+        return super().get_result_type(method)
 
     @lsp_method(lsp.INITIALIZE)
     def lsp_initialize(
@@ -113,6 +154,29 @@ class DaemonProtocol(LanguageServerProtocol):
         capabilities = lsp.ServerCapabilities(experimental={"cleveragents": self.capability})
         self.server_capabilities = capabilities
         return lsp.InitializeResult(capabilities=capabilities, server_info=result.server_info)
+
+    def withdraw(self, msg_id: str | int) -> None:
+        """Take back a request of ours whose future the caller has cancelled: the client is
+        told (`$/cancelRequest`), and the future stays under its id so that the answer LSP
+        clients still send is recognised as late (`_handle_response`), not unknown."""
+        self._withdrawn.append(msg_id)
+        if len(self._withdrawn) > MAX_WITHDRAWN_KEPT:
+            self._request_futures.pop(self._withdrawn.popleft(), None)
+        self.notify(lsp.CANCEL_REQUEST, lsp.CancelParams(id=msg_id))
+
+    def _handle_response(
+        self, msg_id: str | int, result: Any = None, error: lsp.ResponseError | None = None
+    ) -> None:
+        # pygls forgets the result type it noted for `msg_id` only when a result comes.
+        self._result_types.pop(msg_id, None)
+        future = self._request_futures.get(msg_id)
+        if future is not None and future.done():
+            # Withdrawn (or failed as the daemon stops): pygls's `future.set_result` would
+            # raise InvalidStateError. A late answer is normal for LSP clients: no warning.
+            del self._request_futures[msg_id]
+            log.debug("ignoring the late answer to withdrawn request %r", msg_id)
+            return
+        super()._handle_response(msg_id, result, error)
 
     def _send_data(self, data: Any) -> None:
         # A result encoded off the loop (`encoded.py`) goes out as it is: pygls would walk it

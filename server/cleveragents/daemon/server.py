@@ -82,7 +82,6 @@ class Daemon:
         history: RunHistory | None,
         env: dict[str, str] | None = None,
     ) -> None:
-        self.connection = Connection(writer)
         self.history = history
         self.env = dict(os.environ) if env is None else env
         self.state: State = "new"
@@ -99,6 +98,7 @@ class Daemon:
         )
         self.protocol: DaemonProtocol = self.server.protocol  # type: ignore[assignment]
         self.protocol.set_writer(writer, include_headers=True)
+        self.connection = Connection(writer, self.protocol)
         self._register_features()
 
     # -- bytes in ----------------------------------------------------------------------------
@@ -146,15 +146,10 @@ class Daemon:
             return
         if "method" not in message:
             if has_id and _valid_id(msg_id) and (("result" in message) != ("error" in message)):
-                if not self.connection.resolve(message):
-                    # LSP clients answer requests we withdrew (`$/cancelRequest`): normal.
-                    late = self.connection.was_withdrawn(msg_id)
-                    log.log(
-                        logging.DEBUG if late else logging.WARNING,
-                        "ignoring a response to %s request %r",
-                        "withdrawn" if late else "unknown",
-                        msg_id,
-                    )
+                if self.state == "shutdown":  # nothing waits any more; pygls would warn
+                    log.debug("ignoring a response to %r after shutdown", msg_id)
+                else:
+                    self.connection.answered(message)  # pygls settles our request's future
                 return
             reply(
                 reply_id,

@@ -27,7 +27,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from .messages import AssistantMessage, Message, ToolResult, ToolResultsMessage, UserMessage
 
@@ -47,7 +47,7 @@ MAX_COMMAND_CHARS = 160
 MAX_PATH_CHARS = 200
 
 
-def is_note(message: Message) -> bool:
+def is_note(message: Message) -> TypeGuard[UserMessage]:
     return isinstance(message, UserMessage) and message.text.startswith(NOTE_MARKER)
 
 

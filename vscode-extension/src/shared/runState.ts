@@ -205,8 +205,9 @@ export type RunEvent =
 
 export type ApplyOutcome = 'applied' | 'buffered' | 'duplicate' | 'ignored';
 
-export type ChangeKind = 'added' | 'updated';
-export type EntryListener = (entry: Entry, change: ChangeKind) => void;
+/** How a transcript entry changed: new, or an existing one updated (not a file's ChangeKind). */
+export type EntryChange = 'added' | 'updated';
+export type EntryListener = (entry: Entry, change: EntryChange) => void;
 export type HeaderListener = (header: RunHeader) => void;
 
 export interface RunCounts {
@@ -818,7 +819,7 @@ export class RunState {
     this.emit(entry, 'added');
   }
 
-  private emit(entry: Entry, change: ChangeKind): void {
+  private emit(entry: Entry, change: EntryChange): void {
     for (const listener of this.entryListeners) {
       listener(entry, change);
     }

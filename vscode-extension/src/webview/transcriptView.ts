@@ -23,6 +23,7 @@ import type {
   ApprovalState,
   EndEntry,
   Entry,
+  EntryChange,
   GapEntry,
   IterationEntry,
   RunState,
@@ -708,7 +709,7 @@ export class TranscriptView {
 
   // -- announcements -------------------------------------------------------------------------
 
-  private noteForAnnouncement(entry: Entry, change: 'added' | 'updated'): void {
+  private noteForAnnouncement(entry: Entry, change: EntryChange): void {
     if (entry.kind === 'end' && change === 'added') {
       this.flushAnnouncement();
       const title = stopReasonTitle(entry.stopReason, this.state?.header.maxIterations ?? null);

@@ -14,12 +14,19 @@ from typing import Any
 import pytest
 from acp import RequestError, text_block
 from acp.schema import PermissionOption, ToolCallUpdate
-from test_acp_loop import open_session, ours
 
 from cleveragents import jsonrpc_errors as codes
 from cleveragents.tool import Usage
 from cleveragents.tool.models import price_for
-from support.acp_support import RecordingClient, StartAgent, agent_env, call, replay_env
+from support.acp_support import (
+    RecordingClient,
+    StartAgent,
+    agent_env,
+    call,
+    open_session,
+    ours,
+    replay_env,
+)
 
 SONNET = "claude-sonnet-4-5"
 FIRST = {"input_tokens": 12_000, "output_tokens": 100, "cache_write_tokens": 10_000}
@@ -158,7 +165,7 @@ async def test_the_permission_request_shows_why_a_command_is_asked_about(
     assert tool_call.title.startswith("run_command: echo hi ⚠ run_command would run unconfined")
     assert len(tool_call.title) <= 120
     assert tool_call.content is not None
-    shown = tool_call.content[0].content.text  # type: ignore[union-attr]
+    shown = tool_call.content[0].content.text
     assert shown.startswith("⚠ run_command would run unconfined")
     assert "CLEVERAGENTS_ALLOW_UNCONFINED_COMMANDS" in shown
     assert (tool_call.field_meta or {})["cleveragents"]["note"] == shown.removeprefix("⚠ ")

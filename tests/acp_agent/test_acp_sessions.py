@@ -185,7 +185,7 @@ async def test_a_session_lists_loads_with_its_replay_and_continues(
 
             listed_again = await second.conn.list_sessions()
             assert [s.session_id for s in listed_again.sessions] == [sid]
-            assert listed_again.sessions[0].field_meta["cleveragents"]["runs"] == 3
+            assert (listed_again.sessions[0].field_meta or {})["cleveragents"]["runs"] == 3
 
     with RunHistory(tmp_path / "history.sqlite3") as history:
         assert history.chain(run_three) == [run_one, run_two, run_three]

@@ -1,5 +1,5 @@
 """Typed tools as Python developers write them: one module, used by the runtime, provider,
-CLI and daemon tests (`--tools tests/tool/typed_tools.py`, `toolModules`).
+CLI and daemon tests (`--tools tests/support/typed_tools.py`, `toolModules`).
 
 `SEEN` keeps what each handler received, so tests can check the conversion.
 """

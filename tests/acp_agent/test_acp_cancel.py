@@ -18,10 +18,9 @@ from typing import Any
 import pytest
 from acp import text_block
 from acp.schema import PermissionOption, ToolCallUpdate
-from test_acp_loop import open_session, ours
-from tests.mcp_fixtures.marked import starts, write_demo_config
 
 from cleveragents.service.history import RunHistory
+from mcp_fixtures.marked import starts, write_demo_config
 from support.acp_support import (
     TO_AGENT,
     TO_CLIENT,
@@ -29,6 +28,8 @@ from support.acp_support import (
     RecordingClient,
     StartAgent,
     call,
+    open_session,
+    ours,
     replay_env,
     write_script,
 )

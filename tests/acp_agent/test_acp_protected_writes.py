@@ -12,9 +12,16 @@ from pathlib import Path
 
 from acp import text_block
 from acp.schema import PermissionOption, ToolCallUpdate
-from test_acp_loop import open_session, ours
 
-from support.acp_support import RecordingClient, StartAgent, call, replay_env, write_script
+from support.acp_support import (
+    RecordingClient,
+    StartAgent,
+    call,
+    open_session,
+    ours,
+    replay_env,
+    write_script,
+)
 
 
 async def test_always_allow_for_run_command_does_not_answer_a_protected_write(

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
-from acp.schema import ClientCapabilities, Implementation, PermissionOption, ToolCallUpdate
+from acp.schema import PermissionOption, ToolCallUpdate
 
 from cleveragents import jsonrpc_errors as codes
 from cleveragents.service.history import RunHistory
@@ -25,28 +25,15 @@ from support.acp_support import (
     StartAgent,
     agent_env,
     call,
+    open_session,
+    ours,
     replay_env,
     write_script,
 )
 
 
-async def open_session(conn: Any, cwd: Path, **meta: Any) -> str:
-    await conn.initialize(
-        protocol_version=PROTOCOL_VERSION,
-        client_capabilities=ClientCapabilities(),
-        client_info=Implementation(name="acp-tests", version="1"),
-    )
-    session = await conn.new_session(cwd=str(cwd), mcp_servers=[], **meta)
-    return str(session.session_id)
-
-
 def statuses(updates: list[Any]) -> list[tuple[str, str | None]]:
     return [(u.session_update, u.status) for u in updates]
-
-
-def ours(update: Any) -> dict[str, Any]:
-    meta = update.field_meta or {}
-    return dict(meta.get("cleveragents") or {})
 
 
 # -- the full loop -------------------------------------------------------------------------

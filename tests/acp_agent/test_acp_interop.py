@@ -142,7 +142,7 @@ def _terminate_after_eof(
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write(hello)
     process.stdin.flush()
-    process.stdout.read1(1)  # the server answers: it is up, its signal handlers with it
+    process.stdout.read(1)  # the server answers: it is up, its signal handlers with it
     process.stdin.close()
     time.sleep(pause)  # where the signal lands (an input of the test, never asserted on)
     process.send_signal(signal.SIGTERM)

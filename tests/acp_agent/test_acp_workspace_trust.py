@@ -13,14 +13,14 @@ from pathlib import Path
 
 from acp import PROTOCOL_VERSION, text_block
 from acp.schema import PermissionOption, ToolCallUpdate
-from tests.mcp_fixtures.marked import (
+
+from mcp_fixtures.marked import (
     DEMO_ENV_SHOWN,
     DEMO_SERVER,
     SECRET_VALUE,
     starts,
     write_demo_config,
 )
-
 from support.acp_support import RecordingClient, StartAgent, call, replay_env, write_script
 
 
@@ -57,6 +57,7 @@ async def test_the_editor_is_asked_and_nothing_starts_until_it_trusts_the_file(
         assert declined.stop_reason == "end_turn"
         assert starts(marker) == 0
         (question,) = asked
+        assert question.raw_input is not None
         servers = question.raw_input["servers"]
         assert servers == [
             {
