@@ -79,6 +79,14 @@ INNER_RANKS: dict[str, dict[str, int]] = {
         "git_folder_files": 1,  # files inside a `.git` the file tools changed (opt-in)
         "store": 2,  # snapshots, restores, pruning
     },
+    "cleveragents.protocol.wire": {
+        "common": 0,  # the version, the literals, `doc`
+        "initialize": 1,  # `initialize`'s types: all the first request builds
+        "shapes": 1,  # shapes several methods share
+        "run": 2,  # `run` and its notifications, `cancel`, `tools`, `listCommands`
+        "history": 2,  # `runs`, `getRun`, `restore`
+        "server_requests": 1,  # the daemon's requests to the client
+    },
 }
 
 

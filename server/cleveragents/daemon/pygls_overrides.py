@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 CUSTOM_REQUESTS = {
     method.name: method
     for method in wire.METHODS
-    if method.direction == "client_to_server" and method.params is not None
+    if method.direction == "client_to_server" and method.params_type is not None
 }
 
 
