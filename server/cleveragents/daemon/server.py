@@ -21,6 +21,7 @@ import logging
 import os
 import signal
 import sys
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -51,7 +52,6 @@ from ..settings_table import ENV_HISTORY
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.registry import ToolRegistry
 from ..toolsets import ToolLoadError, build_registry
-from . import runs
 from .config import declared_client_tools, initialization_settings
 from .connection import Connection
 from .encoded import EncodedResult
@@ -315,31 +315,31 @@ class Daemon:
 
         @server.feature("cleveragents/run")
         async def run(ls: LanguageServer, params: wire.RunParams) -> Any:
-            return await self._call(lambda m: runs.run(m, params, self.connection))
+            return await self._call(lambda m: _runs().run(m, params, self.connection))
 
         @server.feature("cleveragents/cancel")
         async def cancel(ls: LanguageServer, params: wire.CancelParams) -> Any:
-            return await self._call(lambda m: runs.cancel(m, params))
+            return await self._call(lambda m: _runs().cancel(m, params))
 
         @server.feature("cleveragents/tools")
         async def tools(ls: LanguageServer, params: wire.ToolsParams) -> Any:
-            return await self._call(lambda m: runs.tools(m, params, self.connection))
+            return await self._call(lambda m: _runs().tools(m, params, self.connection))
 
         @server.feature("cleveragents/listCommands")
         async def list_commands(ls: LanguageServer, params: wire.ListCommandsParams) -> Any:
-            return await self._call(lambda m: runs.list_commands(m, params))
+            return await self._call(lambda m: _runs().list_commands(m, params))
 
         @server.feature("cleveragents/runs")
         async def list_runs(ls: LanguageServer, params: wire.RunsParams) -> Any:
-            return await self._call(lambda m: runs.list_runs(m, params))
+            return await self._call(lambda m: _runs().list_runs(m, params))
 
         @server.feature("cleveragents/getRun")
         async def get_run(ls: LanguageServer, params: wire.GetRunParams) -> Any:
-            return await self._call(lambda m: runs.get_run(m, params))
+            return await self._call(lambda m: _runs().get_run(m, params))
 
         @server.feature("cleveragents/restore")
         async def restore(ls: LanguageServer, params: wire.RestoreParams) -> Any:
-            return await self._call(lambda m: runs.restore(m, params))
+            return await self._call(lambda m: _runs().restore(m, params))
 
     async def _call(self, work: Callable[[RunManager], Any]) -> Any:
         """A handler's work (a value or an awaitable) as wire data; ServiceError as its error."""
@@ -435,14 +435,22 @@ class Daemon:
         )
 
 
+def _runs() -> types.ModuleType:
+    """The run methods' translation (`runs.py`), imported by the first method that needs it:
+    `initialize` does not, so a cold start does not pay for it (issue 21)."""
+    from . import runs
+
+    return runs
+
+
 def _valid_id(value: Any) -> bool:
     return isinstance(value, int | str) and not isinstance(value, bool)
 
 
 # Value checks of a method's params, run on the fields that fit when others did not.
 _VALUE_CHECKS: dict[str, Callable[[RunManager, Any], object]] = {
-    "cleveragents/run": lambda manager, params: runs.plan(manager, params),
-    "cleveragents/runs": lambda manager, params: runs.check_list_runs(manager, params),
+    "cleveragents/run": lambda manager, params: _runs().plan(manager, params),
+    "cleveragents/runs": lambda manager, params: _runs().check_list_runs(manager, params),
 }
 
 
