@@ -9,23 +9,8 @@ from typing import Any
 
 import attrs
 
-from ...settings_table import (
-    ENV_ALLOW_UNCONFINED,
-    ENV_CONTEXT_WINDOW,
-    ENV_MAX_ITERATIONS,
-    ENV_MODEL,
-    ENV_PASS_VARIABLES,
-    ENV_PREFIX,
-    ENV_PRICES,
-    ENV_PROFILE,
-    ENV_PROJECT_INSTRUCTIONS,
-    ENV_PROMPT_CACHING,
-    ENV_PROVIDER,
-    ENV_READ_PATHS,
-    ENV_TOOL_RESULT_BUDGET,
-    ENV_TRUST_WORKSPACE,
-)
-from .common import PROTOCOL_VERSION, AutomationProfile, doc
+from ...settings_table import ENV_PREFIX
+from .common import PROTOCOL_VERSION, AutomationProfile, doc, setting_doc
 
 
 @attrs.frozen(kw_only=True)
@@ -48,27 +33,27 @@ class CommandLimits:
     (sizes take K, M, G, T, powers of 1024) or `"unlimited"`. Unset ones keep theirs."""
 
     processes: int | str | None = attrs.field(
-        default=None, metadata=doc("Processes and threads. Default 4096.")
+        default=None, metadata=setting_doc("command_limit_max_processes")
     )
     file_size_bytes: int | str | None = attrs.field(
-        default=None, metadata=doc("Largest file a command may write. Default 4 GiB.")
+        default=None, metadata=setting_doc("command_limit_max_file_size")
     )
     address_space_bytes: int | str | None = attrs.field(
-        default=None, metadata=doc("Address space per process. Default 32 GiB.")
+        default=None, metadata=setting_doc("command_limit_max_address_space")
     )
     cpu_seconds: int | str | None = attrs.field(
-        default=None, metadata=doc("CPU time per process. Default 600 s per core.")
+        default=None, metadata=setting_doc("command_limit_max_cpu_seconds")
     )
     memory_bytes: int | str | None = attrs.field(
         default=None,
-        metadata=doc("Memory of all the command's processes (a cgroup). Default 3/4 of RAM."),
+        metadata=setting_doc("command_limit_max_memory"),
     )
     tmp_size_bytes: int | str | None = attrs.field(
-        default=None, metadata=doc("Size of the private /tmp and home. Default 2 GiB.")
+        default=None, metadata=setting_doc("command_limit_tmp_size")
     )
     min_free_disk_bytes: int | str | None = attrs.field(
         default=None,
-        metadata=doc("A command stops when the sandbox's disk has less free. Default 2 GiB."),
+        metadata=setting_doc("command_limit_min_free_disk"),
     )
 
 
@@ -81,34 +66,21 @@ class InitializationOptions:
 
     provider: str | None = attrs.field(
         default=None,
-        metadata=doc(
-            "LLM provider: offline, replay, anthropic or openai. Default: "
-            f"${ENV_PROVIDER}, else offline."
-        ),
+        metadata=setting_doc("provider"),
     )
-    model: str | None = attrs.field(
-        default=None, metadata=doc(f"Model name. Default: ${ENV_MODEL}, else the provider's.")
-    )
+    model: str | None = attrs.field(default=None, metadata=setting_doc("model"))
     automation_profile: AutomationProfile | None = attrs.field(
         default=None,
-        metadata=doc(f"Default automation profile. Default: ${ENV_PROFILE}, else ask."),
+        metadata=setting_doc("automation_profile"),
     )
     max_iterations: int | None = attrs.field(
         default=None,
-        metadata=doc(f"Default LLM-call limit per run. Default: ${ENV_MAX_ITERATIONS}, else 25."),
+        metadata=setting_doc("max_iterations"),
     )
-    system_prompt: str | None = attrs.field(
-        default=None, metadata=doc("Replaces the built-in system prompt.")
-    )
-    base_url: str | None = attrs.field(
-        default=None, metadata=doc("Provider base URL (OpenAI-compatible servers, proxies).")
-    )
-    replay_script: str | None = attrs.field(
-        default=None, metadata=doc("Path of the replay provider's JSON script.")
-    )
-    max_tokens: int | None = attrs.field(
-        default=None, metadata=doc("Completion token limit per LLM call (anthropic).")
-    )
+    system_prompt: str | None = attrs.field(default=None, metadata=setting_doc("system_prompt"))
+    base_url: str | None = attrs.field(default=None, metadata=setting_doc("base_url"))
+    replay_script: str | None = attrs.field(default=None, metadata=setting_doc("replay_script"))
+    max_tokens: int | None = attrs.field(default=None, metadata=setting_doc("max_tokens"))
     tool_modules: list[str] | None = attrs.field(
         default=None,
         metadata=doc("Python modules whose @tool functions are added to the built-in tools."),
@@ -137,61 +109,35 @@ class InitializationOptions:
     )
     trust_workspace: bool | None = attrs.field(
         default=None,
-        metadata=doc(
-            "Start every workspace's `.mcp.json` servers without asking (for automation). "
-            f"Default: ${ENV_TRUST_WORKSPACE}, else false."
-        ),
+        metadata=setting_doc("trust_workspace"),
     )
     tool_result_budget: int | None = attrs.field(
         default=None,
-        metadata=doc(
-            "Characters of one tool result the model is shown (1,000 to 10,000,000); the "
-            f"record keeps it whole. Default: ${ENV_TOOL_RESULT_BUDGET}, else 32,000."
-        ),
+        metadata=setting_doc("tool_result_budget"),
     )
     context_window: int | None = attrs.field(
         default=None,
-        metadata=doc(
-            "The model's context window in tokens, for models the built-in table does not "
-            f"know (a local model). Default: ${ENV_CONTEXT_WINDOW}, else the table's, "
-            "else 128,000."
-        ),
+        metadata=setting_doc("context_window"),
     )
     prompt_caching: bool | None = attrs.field(
         default=None,
-        metadata=doc(
-            "Mark prompt-cache breakpoints (Anthropic). Default: "
-            f"${ENV_PROMPT_CACHING} (0 or 1), else true."
-        ),
+        metadata=setting_doc("prompt_caching"),
     )
     project_instructions: bool | None = attrs.field(
         default=None,
-        metadata=doc(
-            "Send the workspace's AGENTS.md files (CLAUDE.md where there is none) and the "
-            "user's own to the model (docs/agents.md). Default: "
-            f"${ENV_PROJECT_INSTRUCTIONS} (0 or 1), else true."
-        ),
+        metadata=setting_doc("project_instructions"),
     )
     prices: dict[str, ModelPrice] | None = attrs.field(
         default=None,
-        metadata=doc(
-            f"Prices by model name, over ${ENV_PRICES} (the same JSON) and the "
-            'built-in table, e.g. `{"my-model": {"input": 0.5, "output": 1.5}}`.'
-        ),
+        metadata=setting_doc("prices"),
     )
     command_read_paths: list[str] | None = attrs.field(
         default=None,
-        metadata=doc(
-            "Folders `run_command` may also read (absolute, or starting with `~`), added to "
-            f"${ENV_READ_PATHS}. Credential folders stay hidden."
-        ),
+        metadata=setting_doc("command_read_paths"),
     )
     command_env: list[str] | None = attrs.field(
         default=None,
-        metadata=doc(
-            "Variables (names or patterns such as `NODE_*`) `run_command` also gets, added to "
-            f"${ENV_PASS_VARIABLES}."
-        ),
+        metadata=setting_doc("command_env"),
     )
     command_limits: CommandLimits | None = attrs.field(
         default=None,
@@ -199,10 +145,7 @@ class InitializationOptions:
     )
     allow_unconfined_commands: bool | None = attrs.field(
         default=None,
-        metadata=doc(
-            "Where bubblewrap is missing, run commands unconfined under `full-auto` without "
-            f"asking. Default: ${ENV_ALLOW_UNCONFINED}, else false."
-        ),
+        metadata=setting_doc("allow_unconfined_commands"),
     )
     token: str | None = attrs.field(
         default=None,

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 import attrs
 
-from .common import AutomationProfile, FinishReason, ProgressToken, StopReason, doc
+from .common import AutomationProfile, FinishReason, ProgressToken, StopReason, doc, setting_doc
 from .initialize import CommandLimits
 from .shapes import (
     ChangedFile,
@@ -37,13 +37,13 @@ class RunParams:
             "model never chooses it."
         )
     )
-    provider: str | None = attrs.field(default=None, metadata=doc("Overrides the provider."))
-    model: str | None = attrs.field(default=None, metadata=doc("Overrides the model."))
+    provider: str | None = attrs.field(default=None, metadata=setting_doc("provider", run=True))
+    model: str | None = attrs.field(default=None, metadata=setting_doc("model", run=True))
     max_iterations: int | None = attrs.field(
-        default=None, metadata=doc("At most this many LLM calls (1 or more).")
+        default=None, metadata=setting_doc("max_iterations", run=True)
     )
     automation_profile: AutomationProfile | None = attrs.field(
-        default=None, metadata=doc("Which tool calls run outright, ask, or never run.")
+        default=None, metadata=setting_doc("automation_profile", run=True)
     )
     continue_from: str | None = attrs.field(
         default=None,
@@ -57,30 +57,28 @@ class RunParams:
         ),
     )
     system_prompt: str | None = attrs.field(
-        default=None, metadata=doc("Replaces the system prompt for this run.")
+        default=None, metadata=setting_doc("system_prompt", run=True)
     )
     tools: list[str] | None = attrs.field(
         default=None,
         metadata=doc("Offer only these tools (names from `cleveragents/tools`). Default: all."),
     )
-    base_url: str | None = attrs.field(default=None, metadata=doc("Overrides the base URL."))
+    base_url: str | None = attrs.field(default=None, metadata=setting_doc("base_url", run=True))
     replay_script: str | None = attrs.field(
-        default=None, metadata=doc("Overrides the replay script path.")
+        default=None, metadata=setting_doc("replay_script", run=True)
     )
-    max_tokens: int | None = attrs.field(
-        default=None, metadata=doc("Overrides the completion token limit.")
-    )
+    max_tokens: int | None = attrs.field(default=None, metadata=setting_doc("max_tokens", run=True))
     tool_result_budget: int | None = attrs.field(
-        default=None, metadata=doc("Overrides the characters of a tool result the model sees.")
+        default=None, metadata=setting_doc("tool_result_budget", run=True)
     )
     context_window: int | None = attrs.field(
-        default=None, metadata=doc("Overrides the model's context window (tokens).")
+        default=None, metadata=setting_doc("context_window", run=True)
     )
     prompt_caching: bool | None = attrs.field(
-        default=None, metadata=doc("Overrides whether prompt-cache breakpoints are marked.")
+        default=None, metadata=setting_doc("prompt_caching", run=True)
     )
     project_instructions: bool | None = attrs.field(
-        default=None, metadata=doc("Overrides whether AGENTS.md files are sent to the model.")
+        default=None, metadata=setting_doc("project_instructions", run=True)
     )
     resources: list[RunResource] | None = attrs.field(
         default=None,
@@ -92,17 +90,17 @@ class RunParams:
     )
     command_read_paths: list[str] | None = attrs.field(
         default=None,
-        metadata=doc("More folders `run_command` may read in this run (added to the session's)."),
+        metadata=setting_doc("command_read_paths", run=True),
     )
     command_env: list[str] | None = attrs.field(
         default=None,
-        metadata=doc("More variables `run_command` gets in this run (added to the session's)."),
+        metadata=setting_doc("command_env", run=True),
     )
     command_limits: CommandLimits | None = attrs.field(
         default=None, metadata=doc("`run_command`'s limits in this run, over the session's.")
     )
     allow_unconfined_commands: bool | None = attrs.field(
-        default=None, metadata=doc("Overrides `allowUnconfinedCommands` for this run.")
+        default=None, metadata=setting_doc("allow_unconfined_commands", run=True)
     )
     work_done_token: ProgressToken | None = attrs.field(
         default=None,
