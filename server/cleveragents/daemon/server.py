@@ -11,7 +11,6 @@ through `runs.py`, which translates."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import gc
@@ -48,13 +47,13 @@ from ..service.history import RunHistory
 from ..service.processes import claim_stdio, kill_descendants
 from ..service.runs import RunManager
 from ..service.settings import SessionSettings, open_history
-from ..settings_table import ENV_HISTORY
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.registry import ToolRegistry
 from ..toolsets import ToolLoadError, build_registry
 from .config import declared_client_tools, initialization_settings
 from .connection import Connection
 from .encoded import EncodedResult
+from .options import parse_serve_options
 from .pygls_overrides import (
     CUSTOM_REQUESTS,
     DaemonProtocol,
@@ -534,48 +533,6 @@ def _ignore_signals(loop: asyncio.AbstractEventLoop) -> None:
             signal.signal(signum, signal.SIG_IGN)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="cleveragents serve",
-        description="Serve the cleveragents JSON-RPC protocol (LSP base protocol).",
-    )
-    transport = parser.add_mutually_exclusive_group()
-    transport.add_argument(
-        "--stdio", action="store_true", help="talk over stdin and stdout (the default)"
-    )
-    transport.add_argument(
-        "--tcp",
-        metavar="HOST:PORT",
-        help="listen on a TCP port instead (one client; port 0 picks one); clients must "
-        "send the token the daemon writes to a file only you can read",
-    )
-    transport.add_argument(
-        "--socket",
-        metavar="PATH",
-        help="listen on a Unix socket created 0600 instead (one client); the way to reach "
-        "a daemon on another machine, with `ssh -L`",
-    )
-    transport.add_argument(
-        "--acp",
-        action="store_true",
-        help="speak the Agent Client Protocol on stdio instead, for Zed and other ACP "
-        "editors (`--acp --help` lists its options)",
-    )
-    parser.add_argument(
-        "--history",
-        metavar="PATH",
-        help=f"run history database (default: ${ENV_HISTORY}, else "
-        "history.sqlite3 in the user data folder)",
-    )
-    parser.add_argument(
-        "--log-level",
-        default="WARNING",
-        choices=("DEBUG", "INFO", "WARNING", "ERROR", "debug", "info", "warning", "error"),
-        help="stderr log level (default: WARNING)",
-    )
-    return parser
-
-
 def _configure_logging(level_name: str) -> None:
     level = getattr(logging, level_name.upper())
     handler = logging.StreamHandler(sys.stderr)
@@ -591,7 +548,7 @@ def _configure_logging(level_name: str) -> None:
 def main(args: list[str]) -> int:
     """`cleveragents serve [--stdio | --tcp HOST:PORT | --socket PATH] [--history PATH]
     [--log-level L]`."""
-    options = _parser().parse_args(args)
+    options = parse_serve_options(args)
     if options.acp:  # the launcher (`cleveragents serve --acp`) starts ACP mode, not this
         print("cleveragents: --acp: run `cleveragents serve --acp`", file=sys.stderr)
         return 2
