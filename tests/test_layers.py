@@ -84,6 +84,14 @@ INNER_RANKS: dict[str, dict[str, int]] = {
         "restoring": 6,  # a folder put back as a checkpoint holds it
         "store": 7,  # CheckpointStore: the public face, pruning
     },
+    "cleveragents.protocol.wire": {
+        "common": 0,  # the version, the literals, `doc`
+        "initialize": 1,  # `initialize`'s types: all the first request builds
+        "shapes": 1,  # shapes several methods share
+        "run": 2,  # `run` and its notifications, `cancel`, `tools`, `listCommands`
+        "history": 2,  # `runs`, `getRun`, `restore`
+        "server_requests": 1,  # the daemon's requests to the client
+    },
 }
 
 

@@ -1,7 +1,7 @@
 """JSON-RPC error codes, shared by both JSON-RPC fronts (the daemon and ACP mode).
 
 The core's errors carry a kind (`service/errors.py`); this table gives each its number, the
-numbers protocol/README.md documents (the daemon's `wire.py` lists their meanings).
+numbers protocol/README.md documents (the wire's `ERROR_CODES` list their meanings).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 // Renders the daemon protocol's TypeScript types from protocol/schema.json.
 // The schema is generated from the Python wire types, so the chain is
-// wire.py -> schema.json -> src/protocol.ts, and a unit test fails when the last link drifts.
+// protocol/wire/ -> schema.json -> src/protocol.ts, and a unit test fails when the last link drifts.
 
 const HEADER = `// Generated from protocol/schema.json by \`npm run generate:protocol\`; do not edit by hand.
-// The schema is generated from server/cleveragents/protocol/wire.py.
+// The schema is generated from server/cleveragents/protocol/wire/.
 /* eslint-disable */
 `;
 

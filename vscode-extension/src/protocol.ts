@@ -1,5 +1,5 @@
 // Generated from protocol/schema.json by `npm run generate:protocol`; do not edit by hand.
-// The schema is generated from server/cleveragents/protocol/wire.py.
+// The schema is generated from server/cleveragents/protocol/wire/.
 /* eslint-disable */
 
 /** The protocol version these types describe. */
@@ -130,19 +130,19 @@ export interface ClientToolDeclaration {
 
 /** Ceilings on each `run_command`: a positive integer, or a string such as `"8G"` (sizes take K, M, G, T, powers of 1024) or `"unlimited"`. Unset ones keep theirs. */
 export interface CommandLimits {
-  /** Processes and threads. Default 4096. */
+  /** The processes each command may use. Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MAX_PROCESSES`, else see [security.md](../docs/security.md#resource-limits). */
   processes?: number | string | null;
-  /** Largest file a command may write. Default 4 GiB. */
+  /** The file size each command may use. Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MAX_FILE_SIZE`, else see [security.md](../docs/security.md#resource-limits). */
   fileSizeBytes?: number | string | null;
-  /** Address space per process. Default 32 GiB. */
+  /** The address space each command may use. Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MAX_ADDRESS_SPACE`, else see [security.md](../docs/security.md#resource-limits). */
   addressSpaceBytes?: number | string | null;
-  /** CPU time per process. Default 600 s per core. */
+  /** The CPU seconds each command may use. Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MAX_CPU_SECONDS`, else see [security.md](../docs/security.md#resource-limits). */
   cpuSeconds?: number | string | null;
-  /** Memory of all the command's processes (a cgroup). Default 3/4 of RAM. */
+  /** The memory each command may use. Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MAX_MEMORY`, else see [security.md](../docs/security.md#resource-limits). */
   memoryBytes?: number | string | null;
-  /** Size of the private /tmp and home. Default 2 GiB. */
+  /** The /tmp size each command may use. Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_TMP_SIZE`, else see [security.md](../docs/security.md#resource-limits). */
   tmpSizeBytes?: number | string | null;
-  /** A command stops when the sandbox's disk has less free. Default 2 GiB. */
+  /** The free disk kept each command may use. Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MIN_FREE_DISK`, else see [security.md](../docs/security.md#resource-limits). */
   minFreeDiskBytes?: number | string | null;
 }
 
@@ -171,21 +171,21 @@ export interface GetRunParams {
 
 /** `initializationOptions` of `initialize`: the daemon's defaults for every run. API keys are never accepted here; they come only from the daemon's environment. */
 export interface InitializationOptions {
-  /** LLM provider: offline, replay, anthropic or openai. Default: $CLEVERAGENTS_PROVIDER, else offline. */
+  /** The LLM provider. Accepts: offline, replay, anthropic or openai. Default: `$CLEVERAGENTS_PROVIDER`, else `offline`. */
   provider?: string | null;
-  /** Model name. Default: $CLEVERAGENTS_MODEL, else the provider's. */
+  /** The model name for the provider. Default: `$CLEVERAGENTS_MODEL`, else the provider's (`OPENAI_MODEL` for openai). */
   model?: string | null;
-  /** Default automation profile. Default: $CLEVERAGENTS_PROFILE, else ask. */
+  /** What may run without asking. Accepts: ask, auto-edit or full-auto. Default: `$CLEVERAGENTS_PROFILE`, else `ask`. */
   automationProfile?: AutomationProfile | null;
-  /** Default LLM-call limit per run. Default: $CLEVERAGENTS_MAX_ITERATIONS, else 25. */
+  /** Model calls a run may make before it stops. Accepts: 1 to 1000. Default: `$CLEVERAGENTS_MAX_ITERATIONS`, else 25. */
   maxIterations?: number | null;
-  /** Replaces the built-in system prompt. */
+  /** The system prompt. Default: built in. */
   systemPrompt?: string | null;
-  /** Provider base URL (OpenAI-compatible servers, proxies). */
+  /** The provider's base URL (OpenAI-compatible servers, proxies). Default: `$CLEVERAGENTS_BASE_URL`, else the SDK's. */
   baseUrl?: string | null;
-  /** Path of the replay provider's JSON script. */
+  /** The replay provider's JSON script. Default: `$CLEVERAGENTS_REPLAY_SCRIPT`, else none. */
   replayScript?: string | null;
-  /** Completion token limit per LLM call (anthropic). */
+  /** Tokens a model call may answer. Accepts: at least 1. Default: the provider's. */
   maxTokens?: number | null;
   /** Python modules whose @tool functions are added to the built-in tools. */
   toolModules?: string[] | null;
@@ -197,25 +197,25 @@ export interface InitializationOptions {
   approvals?: boolean | null;
   /** A call whose approval (or a workspace-trust question) takes longer is denied. Default: 600. */
   approvalTimeoutSeconds?: number | null;
-  /** Start every workspace's `.mcp.json` servers without asking (for automation). Default: $CLEVERAGENTS_TRUST_WORKSPACE, else false. */
+  /** Start every workspace's `.mcp.json` servers without asking ([security.md](../docs/security.md#mcp-servers-and-workspace-trust)). Default: `$CLEVERAGENTS_TRUST_WORKSPACE`, else off. */
   trustWorkspace?: boolean | null;
-  /** Characters of one tool result the model is shown (1,000 to 10,000,000); the record keeps it whole. Default: $CLEVERAGENTS_TOOL_RESULT_BUDGET, else 32,000. */
+  /** Characters of one tool result the model is shown. Accepts: 1,000 to 10,000,000. Default: `$CLEVERAGENTS_TOOL_RESULT_BUDGET`, else 32,000. */
   toolResultBudget?: number | null;
-  /** The model's context window in tokens, for models the built-in table does not know (a local model). Default: $CLEVERAGENTS_CONTEXT_WINDOW, else the table's, else 128,000. */
+  /** The model's context window, for models the table does not know. Accepts: 1,024 to 100,000,000. Default: `$CLEVERAGENTS_CONTEXT_WINDOW`, else the model table's, else 128,000. */
   contextWindow?: number | null;
-  /** Mark prompt-cache breakpoints (Anthropic). Default: $CLEVERAGENTS_PROMPT_CACHING (0 or 1), else true. */
+  /** Send prompt-cache breakpoints ([tokens.md](../docs/tokens.md)). Default: `$CLEVERAGENTS_PROMPT_CACHING`, else on. */
   promptCaching?: boolean | null;
-  /** Send the workspace's AGENTS.md files (CLAUDE.md where there is none) and the user's own to the model (docs/agents.md). Default: $CLEVERAGENTS_PROJECT_INSTRUCTIONS (0 or 1), else true. */
+  /** Send the workspace's AGENTS.md / CLAUDE.md and the user's own to the model. Default: `$CLEVERAGENTS_PROJECT_INSTRUCTIONS`, else on. */
   projectInstructions?: boolean | null;
-  /** Prices by model name, over $CLEVERAGENTS_PRICES (the same JSON) and the built-in table, e.g. `{"my-model": {"input": 0.5, "output": 1.5}}`. */
+  /** Prices by model, merged model by model over the table. Accepts: `{"model": {"input", "output", "cacheWrite"?, "cacheRead"?}}`. Default: `$CLEVERAGENTS_PRICES`, else [the price table](../docs/tokens.md#prices-and-windows). */
   prices?: { [key: string]: unknown } | null;
-  /** Folders `run_command` may also read (absolute, or starting with `~`), added to $CLEVERAGENTS_COMMAND_READ_PATHS. Credential folders stay hidden. */
+  /** Folders run_command may also read (lists add up). Accepts: absolute or starting with ~ (the variable: separated by `:`). Default: `$CLEVERAGENTS_COMMAND_READ_PATHS`, else the system's. */
   commandReadPaths?: string[] | null;
-  /** Variables (names or patterns such as `NODE_*`) `run_command` also gets, added to $CLEVERAGENTS_COMMAND_ENV. */
+  /** Variables run_command also passes on (lists add up). Accepts: names or patterns such as NODE_* (the variable: separated by commas). Default: `$CLEVERAGENTS_COMMAND_ENV`, else the core set. */
   commandEnv?: string[] | null;
   /** `run_command`'s limits, over $CLEVERAGENTS_COMMAND_MAX_* ones. */
   commandLimits?: CommandLimits | null;
-  /** Where bubblewrap is missing, run commands unconfined under `full-auto` without asking. Default: $CLEVERAGENTS_ALLOW_UNCONFINED_COMMANDS, else false. */
+  /** Where bubblewrap is missing, run commands unconfined under full-auto without asking. Default: `$CLEVERAGENTS_ALLOW_UNCONFINED_COMMANDS`, else asked. */
   allowUnconfinedCommands?: boolean | null;
   /** The access token of a daemon started with `--tcp` (required there: read it from the file the daemon names on stderr). Ignored over stdio and `--socket`. */
   token?: string | null;
@@ -467,47 +467,47 @@ export interface RunParams {
   prompt: string;
   /** Absolute path of an existing folder. Tools can reach nothing outside it; the model never chooses it. */
   sandboxRoot: string;
-  /** Overrides the provider. */
+  /** The LLM provider. Accepts: offline, replay, anthropic or openai. Default: the session's `provider`. */
   provider?: string | null;
-  /** Overrides the model. */
+  /** The model name for the provider. Default: the session's `model`. */
   model?: string | null;
-  /** At most this many LLM calls (1 or more). */
+  /** Model calls a run may make before it stops. Accepts: 1 to 1000. Default: the session's `maxIterations`. */
   maxIterations?: number | null;
-  /** Which tool calls run outright, ask, or never run. */
+  /** What may run without asking. Accepts: ask, auto-edit or full-auto. Default: the session's `automationProfile`. */
   automationProfile?: AutomationProfile | null;
   /** A finished run's id: this run continues its conversation. */
   continueFrom?: string | null;
   /** The run's id, chosen by the client (1 to 64 letters, digits, `_`, `-`, `.`, `:`); must be new. Default: generated. */
   runId?: string | null;
-  /** Replaces the system prompt for this run. */
+  /** The system prompt. Default: the session's `systemPrompt`. */
   systemPrompt?: string | null;
   /** Offer only these tools (names from `cleveragents/tools`). Default: all. */
   tools?: string[] | null;
-  /** Overrides the base URL. */
+  /** The provider's base URL (OpenAI-compatible servers, proxies). Default: the session's `baseUrl`. */
   baseUrl?: string | null;
-  /** Overrides the replay script path. */
+  /** The replay provider's JSON script. Default: the session's `replayScript`. */
   replayScript?: string | null;
-  /** Overrides the completion token limit. */
+  /** Tokens a model call may answer. Accepts: at least 1. Default: the session's `maxTokens`. */
   maxTokens?: number | null;
-  /** Overrides the characters of a tool result the model sees. */
+  /** Characters of one tool result the model is shown. Accepts: 1,000 to 10,000,000. Default: the session's `toolResultBudget`. */
   toolResultBudget?: number | null;
-  /** Overrides the model's context window (tokens). */
+  /** The model's context window, for models the table does not know. Accepts: 1,024 to 100,000,000. Default: the session's `contextWindow`. */
   contextWindow?: number | null;
-  /** Overrides whether prompt-cache breakpoints are marked. */
+  /** Send prompt-cache breakpoints ([tokens.md](../docs/tokens.md)). Default: the session's `promptCaching`. */
   promptCaching?: boolean | null;
-  /** Overrides whether AGENTS.md files are sent to the model. */
+  /** Send the workspace's AGENTS.md / CLAUDE.md and the user's own to the model. Default: the session's `projectInstructions`. */
   projectInstructions?: boolean | null;
   /** Files attached to the prompt (at most 50); the model sees them first. */
   resources?: RunResource[] | null;
   /** Images attached to the prompt (at most 20; 1.3); the model must see. */
   images?: RunImage[] | null;
-  /** More folders `run_command` may read in this run (added to the session's). */
+  /** Folders run_command may also read (lists add up). Accepts: absolute or starting with ~ (the variable: separated by `:`). Default: the session's `commandReadPaths`. */
   commandReadPaths?: string[] | null;
-  /** More variables `run_command` gets in this run (added to the session's). */
+  /** Variables run_command also passes on (lists add up). Accepts: names or patterns such as NODE_* (the variable: separated by commas). Default: the session's `commandEnv`. */
   commandEnv?: string[] | null;
   /** `run_command`'s limits in this run, over the session's. */
   commandLimits?: CommandLimits | null;
-  /** Overrides `allowUnconfinedCommands` for this run. */
+  /** Where bubblewrap is missing, run commands unconfined under full-auto without asking. Default: the session's `allowUnconfinedCommands`. */
   allowUnconfinedCommands?: boolean | null;
   /** LSP work-done token: the daemon then reports the run with `$/progress`. */
   workDoneToken?: number | string | null;

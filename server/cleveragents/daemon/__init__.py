@@ -1,4 +1,4 @@
 """The cleveragents daemon: `cleveragents serve --stdio`, a JSON-RPC (LSP base protocol) server.
 
-See `protocol/README.md` at the repository root for the protocol; `wire.py` holds its types.
+See `protocol/README.md` at the repository root for the protocol; `protocol/wire/` holds its types.
 """

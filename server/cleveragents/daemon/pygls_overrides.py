@@ -68,7 +68,7 @@ MAX_WITHDRAWN_KEPT = 1024
 CUSTOM_REQUESTS = {
     method.name: method
     for method in wire.METHODS
-    if method.direction == "client_to_server" and method.params is not None
+    if method.direction == "client_to_server" and method.params_type is not None
 }
 
 

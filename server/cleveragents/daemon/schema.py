@@ -1,4 +1,4 @@
-"""JSON Schema and reference tables of the protocol, generated from the wire types (`wire.py`).
+"""JSON Schema and reference tables of the protocol, generated from the wire types (`wire/`).
 
     python -m cleveragents.daemon.schema            # rewrite protocol/schema.json and the
                                                     # reference part of protocol/README.md
@@ -33,7 +33,7 @@ _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool
 
 
 def named_enums() -> dict[str, Any]:
-    """The wire's named string enums (`StopReason = Literal[...]` in wire.py or imported there),
+    """The wire's named string enums (`StopReason = Literal[...]`, named in `wire`),
     by name: each becomes a `$defs` entry, so clients generate one named type for it instead of
     copying its values. A field's own unnamed `Literal` stays inline."""
     found: dict[str, Any] = {}
@@ -137,14 +137,14 @@ def build_schema() -> dict[str, Any]:
         if method.result is not None:
             entry["result"] = builder.ref(method.result)
         methods[method.name] = entry
-    for cls in wire.INITIALIZE_TYPES:
-        builder.ref(cls)
+    for name in wire.INITIALIZE_TYPE_NAMES:
+        builder.ref(getattr(wire, name))
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "cleveragents daemon protocol",
         "description": (
             "Types of the cleveragents JSON-RPC protocol (LSP base protocol). Generated from "
-            "server/cleveragents/protocol/wire.py by `python -m cleveragents.daemon.schema`; "
+            "server/cleveragents/protocol/wire/ by `python -m cleveragents.daemon.schema`; "
             "do not edit by hand. See protocol/README.md."
         ),
         "x-protocolVersion": wire.PROTOCOL_VERSION,
@@ -218,9 +218,9 @@ def render_reference() -> str:
         for cls in (method.params, method.result):
             if cls is not None:
                 builder.ref(cls)
-    for cls in wire.INITIALIZE_TYPES:
-        builder.ref(cls)
-    by_name = {cls.__name__: cls for cls in _wire_classes()}
+    for name in wire.INITIALIZE_TYPE_NAMES:
+        builder.ref(getattr(wire, name))
+    by_name = {cls.__name__: cls for cls in wire.wire_types()}
     lines = [
         "### Methods",
         "",
@@ -249,10 +249,6 @@ def render_reference() -> str:
     lines += ["### Error codes", "", "| code | name | meaning |", "|---|---|---|"]
     lines += [f"| {e.code} | {e.name} | {e.meaning} |" for e in wire.ERROR_CODES]
     return "\n".join(lines) + "\n"
-
-
-def _wire_classes() -> list[type]:
-    return [value for value in vars(wire).values() if isinstance(value, type) and attrs.has(value)]
 
 
 def readme_with_reference(readme: str) -> str:

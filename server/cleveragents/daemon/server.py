@@ -11,7 +11,6 @@ through `runs.py`, which translates."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import gc
@@ -21,6 +20,7 @@ import logging
 import os
 import signal
 import sys
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -47,14 +47,13 @@ from ..service.history import RunHistory
 from ..service.processes import claim_stdio, kill_descendants
 from ..service.runs import RunManager
 from ..service.settings import SessionSettings, open_history
-from ..settings_table import ENV_HISTORY
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.registry import ToolRegistry
 from ..toolsets import ToolLoadError, build_registry
-from . import runs
 from .config import declared_client_tools, initialization_settings
 from .connection import Connection
 from .encoded import EncodedResult
+from .options import parse_serve_options
 from .pygls_overrides import (
     CUSTOM_REQUESTS,
     DaemonProtocol,
@@ -310,31 +309,31 @@ class Daemon:
 
         @server.feature("cleveragents/run")
         async def run(ls: LanguageServer, params: wire.RunParams) -> Any:
-            return await self._call(lambda m: runs.run(m, params, self.connection))
+            return await self._call(lambda m: _runs().run(m, params, self.connection))
 
         @server.feature("cleveragents/cancel")
         async def cancel(ls: LanguageServer, params: wire.CancelParams) -> Any:
-            return await self._call(lambda m: runs.cancel(m, params))
+            return await self._call(lambda m: _runs().cancel(m, params))
 
         @server.feature("cleveragents/tools")
         async def tools(ls: LanguageServer, params: wire.ToolsParams) -> Any:
-            return await self._call(lambda m: runs.tools(m, params, self.connection))
+            return await self._call(lambda m: _runs().tools(m, params, self.connection))
 
         @server.feature("cleveragents/listCommands")
         async def list_commands(ls: LanguageServer, params: wire.ListCommandsParams) -> Any:
-            return await self._call(lambda m: runs.list_commands(m, params))
+            return await self._call(lambda m: _runs().list_commands(m, params))
 
         @server.feature("cleveragents/runs")
         async def list_runs(ls: LanguageServer, params: wire.RunsParams) -> Any:
-            return await self._call(lambda m: runs.list_runs(m, params))
+            return await self._call(lambda m: _runs().list_runs(m, params))
 
         @server.feature("cleveragents/getRun")
         async def get_run(ls: LanguageServer, params: wire.GetRunParams) -> Any:
-            return await self._call(lambda m: runs.get_run(m, params))
+            return await self._call(lambda m: _runs().get_run(m, params))
 
         @server.feature("cleveragents/restore")
         async def restore(ls: LanguageServer, params: wire.RestoreParams) -> Any:
-            return await self._call(lambda m: runs.restore(m, params))
+            return await self._call(lambda m: _runs().restore(m, params))
 
     async def _call(self, work: Callable[[RunManager], Any]) -> Any:
         """A handler's work (a value or an awaitable) as wire data; ServiceError as its error."""
@@ -430,14 +429,22 @@ class Daemon:
         )
 
 
+def _runs() -> types.ModuleType:
+    """The run methods' translation (`runs.py`), imported by the first method that needs it:
+    `initialize` does not, so a cold start does not pay for it (issue 21)."""
+    from . import runs
+
+    return runs
+
+
 def _valid_id(value: Any) -> bool:
     return isinstance(value, int | str) and not isinstance(value, bool)
 
 
 # Value checks of a method's params, run on the fields that fit when others did not.
 _VALUE_CHECKS: dict[str, Callable[[RunManager, Any], object]] = {
-    "cleveragents/run": lambda manager, params: runs.plan(manager, params),
-    "cleveragents/runs": lambda manager, params: runs.check_list_runs(manager, params),
+    "cleveragents/run": lambda manager, params: _runs().plan(manager, params),
+    "cleveragents/runs": lambda manager, params: _runs().check_list_runs(manager, params),
 }
 
 
@@ -521,48 +528,6 @@ def _ignore_signals(loop: asyncio.AbstractEventLoop) -> None:
             signal.signal(signum, signal.SIG_IGN)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="cleveragents serve",
-        description="Serve the cleveragents JSON-RPC protocol (LSP base protocol).",
-    )
-    transport = parser.add_mutually_exclusive_group()
-    transport.add_argument(
-        "--stdio", action="store_true", help="talk over stdin and stdout (the default)"
-    )
-    transport.add_argument(
-        "--tcp",
-        metavar="HOST:PORT",
-        help="listen on a TCP port instead (one client; port 0 picks one); clients must "
-        "send the token the daemon writes to a file only you can read",
-    )
-    transport.add_argument(
-        "--socket",
-        metavar="PATH",
-        help="listen on a Unix socket created 0600 instead (one client); the way to reach "
-        "a daemon on another machine, with `ssh -L`",
-    )
-    transport.add_argument(
-        "--acp",
-        action="store_true",
-        help="speak the Agent Client Protocol on stdio instead, for Zed and other ACP "
-        "editors (`--acp --help` lists its options)",
-    )
-    parser.add_argument(
-        "--history",
-        metavar="PATH",
-        help=f"run history database (default: ${ENV_HISTORY}, else "
-        "history.sqlite3 in the user data folder)",
-    )
-    parser.add_argument(
-        "--log-level",
-        default="WARNING",
-        choices=("DEBUG", "INFO", "WARNING", "ERROR", "debug", "info", "warning", "error"),
-        help="stderr log level (default: WARNING)",
-    )
-    return parser
-
-
 def _configure_logging(level_name: str) -> None:
     level = getattr(logging, level_name.upper())
     handler = logging.StreamHandler(sys.stderr)
@@ -578,7 +543,7 @@ def _configure_logging(level_name: str) -> None:
 def main(args: list[str]) -> int:
     """`cleveragents serve [--stdio | --tcp HOST:PORT | --socket PATH] [--history PATH]
     [--log-level L]`."""
-    options = _parser().parse_args(args)
+    options = parse_serve_options(args)
     if options.acp:  # the launcher (`cleveragents serve --acp`) starts ACP mode, not this
         print("cleveragents: --acp: run `cleveragents serve --acp`", file=sys.stderr)
         return 2

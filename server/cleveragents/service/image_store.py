@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import tempfile
 import threading
 from pathlib import Path
 
@@ -62,6 +61,8 @@ class ImageStore:
             if path.exists():
                 os.utime(path)  # used again: the newest for eviction
             else:
+                import tempfile  # here: a daemon's start-up loads this module (issue 21)
+
                 handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".incoming-")
                 try:
                     with os.fdopen(handle, "wb") as out:

@@ -24,13 +24,10 @@ import asyncio
 import contextlib
 import os
 import re
-import secrets
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -63,7 +60,6 @@ from .private import private_folder
 from .process_sweep import become_subreaper, sweep_command
 from .process_sweep import sweep_by_environment as kill_tagged_processes
 from .protected import placeholders_kept
-from .repository_guard import guard_command
 from .sandbox import Sandbox, SandboxPath, closing_fd, require_sandbox
 
 if TYPE_CHECKING:
@@ -453,6 +449,8 @@ def _prepare(
         argv = [*switch, *wall, *inner]
         environment = command_environment(policy, home=view.home, tmpdir="/tmp", tag=tag)
     else:
+        import tempfile  # here, not at the top: a daemon's start-up loads this module (issue 21)
+
         private_home = tempfile.mkdtemp(prefix="cleveragents-home-")
         argv = inner
         environment = command_environment(
@@ -497,7 +495,7 @@ async def run_in_sandbox(
     cwd_path = os.path.join(sandbox.root, *cwd.parts)
     policy = policy if policy is not None else CommandPolicy.from_environment()
     limits = policy.limits
-    tag = tag or secrets.token_hex(16)
+    tag = tag or os.urandom(16).hex()  # what secrets.token_hex does, without its imports
     from .cgroups import CommandCgroup
 
     cgroup = await asyncio.to_thread(
@@ -515,6 +513,8 @@ async def run_in_sandbox(
         finally:
             prepared.close_fds()
             if prepared.private_home is not None:
+                import shutil  # here, not at the top: see `_prepare`'s tempfile
+
                 shutil.rmtree(prepared.private_home, ignore_errors=True)
     finally:
         if cgroup is not None:
@@ -666,6 +666,10 @@ class CommandTool:
         sandbox = require_sandbox(sandbox_root)
         check_command(command, timeout_s)
         where = sandbox.resolve(cwd)
+        # Imported by the first command, not with the tools: a daemon's `initialize` builds
+        # the registry and need not load the scanner (issue 21's cold start).
+        from .repository_guard import guard_command
+
         return await guard_command(
             sandbox.root,
             self.policy.allow_protected_writes,

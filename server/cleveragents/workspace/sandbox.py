@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -428,7 +427,7 @@ def open_file_at(dir_fd: int, name: str, path: SandboxPath) -> int:
 def _replace_atomically(
     parent: int, path: SandboxPath, data: bytes, existing: os.stat_result | None
 ) -> None:
-    temp_name = f".cleveragents-{secrets.token_hex(8)}.tmp"
+    temp_name = f".cleveragents-{os.urandom(8).hex()}.tmp"  # what secrets.token_hex does
     try:
         fd = os.open(temp_name, _TEMP_FLAGS, 0o666, dir_fd=parent)
     except OSError as exc:
