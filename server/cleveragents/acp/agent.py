@@ -67,7 +67,7 @@ from ..mcp import McpConfig, McpError, McpServerConfig, McpToolset
 from ..service.errors import ServiceError
 from ..service.history import RunHistory, StoredRun
 from ..service.runs import RunManager, RunRequest, check_sandbox_root
-from ..service.settings import RunDefaults, check_context_window, check_result_budget
+from ..service.settings import RunDefaults, check_setting
 from ..settings_table import Level, rows_for
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.records import ToolCallRunResult
@@ -451,10 +451,6 @@ def _requested_profile(meta: Any, defaults: RunDefaults) -> str:
     return str(requested)
 
 
-# The numeric `_meta.cleveragents` settings' checks (the core's, as for the other fronts).
-_META_CHECKS = {"tool_result_budget": check_result_budget, "context_window": check_context_window}
-
-
 def _requested_run_options(meta: Any) -> dict[str, Any]:
     """The run settings the settings table lets `session/new`'s `_meta.cleveragents` set
     (beside `automationProfile`), as `RunRequest` fields; RequestError naming a bad one."""
@@ -472,7 +468,7 @@ def _requested_run_options(meta: Any) -> dict[str, Any]:
         else:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise invalid_params(f"{where}: expected an integer, got {value!r}")
-            problem = _META_CHECKS[row.name](value)
+            problem = check_setting(row, value)  # the core's, as for the other fronts
             if problem:
                 raise invalid_params(f"{where}: {problem}")
         options[row.name] = value

@@ -31,31 +31,24 @@ def file_flag(requests: list[ResourceRequest]) -> Callable[[int | None, str], st
 
 
 def client_options(args: argparse.Namespace) -> ClientOptions:
-    """The setting flags (`parser.add_setting_flags`) as the core's client options: a flag
-    left out is None, so the environment and then the default decide (the core resolves)."""
+    """The setting flags (`parser.add_setting_flags`, each stored under its row's name) as the
+    core's client options: a flag left out is None, so the environment and then the default
+    decide (the core resolves); the command rows make the command layer."""
     from ..service.settings import ClientOptions, CommandSettings
+    from .parser import LIMITS_DEST
 
     command = CommandSettings(
         read_paths=tuple(args.command_read_paths),
         env=tuple(args.command_env),
-        limits=dict(args.command_limits),
+        limits=dict(getattr(args, LIMITS_DEST)),
         allow_unconfined=args.allow_unconfined_commands,
     )
-    return ClientOptions(
-        provider=args.provider,
-        model=args.model,
-        automation_profile=args.profile,
-        max_iterations=args.max_iterations,
-        base_url=args.base_url,
-        replay_script=args.script,
-        tool_result_budget=args.tool_result_budget,
-        context_window=args.context_window,
-        prompt_caching=False if args.no_prompt_cache else None,
-        project_instructions=False if args.no_project_instructions else None,
-        prices=args.prices,
-        trust_workspace=True if args.trust_workspace else None,
-        command=command,
-    )
+    defaults = {
+        row.name: getattr(args, row.name)
+        for row in rows_for(Level.CLI)
+        if row.resolved.startswith("defaults.")
+    }
+    return ClientOptions(**defaults, command=command)
 
 
 def flag_settings(args: argparse.Namespace) -> RunDefaults:
