@@ -631,6 +631,10 @@ Attached files (`--file PATH[:START-END]`, run param `resources`) and images (`-
 `images`, [images.md](images.md)) belong to one prompt. API keys come from the environment
 alone (`{anthropic_key}`, `{openai_key}`).
 
+The daemon's `cleveragents/settings` (with a run's params, what that run would use) and ACP's
+`session/new` with `_meta.cleveragents.reportSettings: true` answer the same report as
+`doctor --settings`, each value with its source.
+
 A command's own environment also carries `{tag}`, which cleveragents sets (to find what a
 command left running), not one you set.
 """

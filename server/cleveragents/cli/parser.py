@@ -191,7 +191,7 @@ LIMITS_DEST = "command_limits"
 def _add_row_flag(parser: argparse.ArgumentParser, row: Setting) -> None:
     """One row's flag, stored under the row's name: a switch for a yes/no row (`--no-...`
     turns it off, any other on; left out it is None, so the levels below decide), a choice,
-    a checked number, a price file, a repeatable list, or text."""
+    a whole number, a price file, a repeatable list, or text."""
     flag = row.flag_name
     assert flag is not None
     help_text = row.flag_help or table_help(row.name)
@@ -210,7 +210,7 @@ def _add_row_flag(parser: argparse.ArgumentParser, row: Setting) -> None:
     if row.choices:
         options["choices"] = row.choices
     elif kind == "integer":
-        options["type"] = checked_int(row)
+        options["type"] = whole_number(row)
     elif kind == "JSON":
         options["type"] = prices_flag
     elif kind == "list":
@@ -219,14 +219,14 @@ def _add_row_flag(parser: argparse.ArgumentParser, row: Setting) -> None:
 
 
 # -- flag values: each checked here, so a bad one exits 2 naming the flag ----------------------
-def checked_int(row: Setting) -> Callable[[str], int]:
-    """An integer row's flag value, parsed and checked by the core's rules for the row."""
+def whole_number(row: Setting) -> Callable[[str], int]:
+    """An integer row's flag value as a number (argparse names the flag when it is none); its
+    range is the core's check, which names the flag too (`--max-iterations: must be ...`)."""
 
     def parse(text: str) -> int:
-        from ..service.settings import check_setting, parse_setting_text
+        from ..service.settings import parse_setting_text
 
         value, problem = parse_setting_text(row, text)
-        problem = problem or check_setting(row, value)
         if problem:
             raise argparse.ArgumentTypeError(problem)
         return int(value)

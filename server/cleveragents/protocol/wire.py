@@ -1245,6 +1245,41 @@ class CallClientToolResult:
     )
 
 
+@attrs.frozen(kw_only=True)
+class SettingsParams:
+    """`params` may be omitted."""
+
+    run: RunParams | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "Also resolve a run with these params (checked as `cleveragents/run` checks them, "
+            "not started): its settings are then the ones that run would use."
+        ),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ResolvedSetting:
+    """One row of the settings table (docs/settings.md) as resolved."""
+
+    name: str = attrs.field(metadata=doc("The row's name, e.g. `max_iterations`."))
+    variable: str | None = attrs.field(metadata=doc("Its environment variable, if it has one."))
+    value: str = attrs.field(
+        metadata=doc(
+            "The value as text (`cleveragents doctor --settings` shows the same); a "
+            "secret shows only whether it is set and its length."
+        )
+    )
+    source: str = attrs.field(
+        metadata=doc("Where it came from: `default`, `env`, `initializationOptions` or `params`.")
+    )
+
+
+@attrs.frozen(kw_only=True)
+class SettingsResult:
+    settings: list[ResolvedSetting] = attrs.field(metadata=doc("Every row, in the table's order."))
+
+
 # -- the method table -------------------------------------------------------------------------
 
 Kind = Literal["request", "notification"]
@@ -1442,6 +1477,15 @@ METHODS: tuple[Method, ...] = (
         CallClientToolResult,
         False,
         "Run one of the tools the client declared at `initialize`.",
+    ),
+    Method(
+        "cleveragents/settings",
+        "request",
+        "client_to_server",
+        SettingsParams,
+        SettingsResult,
+        True,
+        "Every setting as this session (or a run's params) resolves it, with its source.",
     ),
 )
 

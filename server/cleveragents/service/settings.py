@@ -19,12 +19,7 @@ from typing import Any
 
 from ..assembly import SYSTEM_PROMPT
 from ..paths import default_history_path
-from ..settings_table import (
-    BY_ENV,
-    ENV_HISTORY,
-    SETTINGS,
-    Setting,
-)
+from ..settings_table import BY_ENV, ENV_HISTORY, SETTINGS, Level, Setting, rows_for
 from ..tool.context_guard import ContextPolicy
 from ..tool.defaults import DEFAULT_MAX_ITERATIONS
 from ..tool.models import ModelPrice, normalise_prices
@@ -246,6 +241,19 @@ def session_settings(
     )
 
 
+def run_settings(defaults: RunDefaults, run: Any) -> RunDefaults:
+    """`defaults` with what a run's request (`RunRequest`) sets: the table's run level, over
+    the session's. Each run row is the request's field of the row's name (None: unset); the
+    values were checked (`RunManager.plan`); the command layer is `command_policy`'s."""
+    values: dict[str, Any] = {}
+    for row in rows_for(Level.RUN):
+        path = row.resolved.removeprefix("defaults.")
+        value = getattr(run, row.name, None)
+        if path != row.resolved and value is not None:
+            values[path] = value
+    return replace(defaults, **values)
+
+
 def resolve_rows(
     options: ClientOptions, env: Mapping[str, str], options_name: str, problems: list[str]
 ) -> dict[str, Any]:
@@ -459,6 +467,14 @@ def history_path(argument: str | None, env: Mapping[str, str] | None = None) -> 
     return Path(chosen).expanduser() if chosen else default_history_path()
 
 
+def history_argument(used: Path | None, env: Mapping[str, str]) -> str | None:
+    """The history file a server uses, as the `--history` argument it must have been given
+    when it is not the file the variable or the default names (None when it is)."""
+    if used is None or used == history_path(None, env):
+        return None
+    return str(used)
+
+
 def open_history(path_argument: str | None) -> RunHistory | None:
     """The run history, or None when its file cannot be used: a server still serves then.
 
@@ -506,16 +522,31 @@ def settings_report(
     history: str | None = None,
     options_name: str = "initializationOptions",
     options_level: str = "option",
+    history_level: str | None = None,
+    run: Any = None,
+    run_level: str = "run",
 ) -> list[SettingValue]:
     """Every row of the settings table, resolved as a run would resolve it, with where its
     value came from; ParamsError naming every bad value (as `session_settings`). `history` is
-    the front's own history argument (`--history`)."""
+    the front's own history argument (`--history`, reported as `history_level`, else as the
+    options' level); `run` a checked run request
+    (`RunManager.plan` passed it), whose values are the top level."""
     env = os.environ if env is None else env
     defaults = session_settings(options, env, options_name=options_name).defaults
+    if run is not None:
+        policy = defaults.command_policy
+        if run.command:
+            base = policy or CommandPolicy.from_environment(env)
+            policy = command_policy(base, run.command, "params")[0]
+        defaults = replace(run_settings(defaults, run), command_policy=policy)
     resolved = ResolvedSettings.of(defaults, env, history)
     report: list[SettingValue] = []
     for row in SETTINGS:
-        if _option_is_set(options, row) or (row.name == "history" and history):
+        if run is not None and Level.RUN in row.levels and _option_is_set(run, row):
+            source = run_level
+        elif row.name == "history" and history:
+            source = history_level or options_level
+        elif _option_is_set(options, row):
             source = options_level
         elif row.env and env.get(row.env, "").strip():
             source = "env"
@@ -553,8 +584,9 @@ class ResolvedSettings:
         return value
 
 
-def _option_is_set(options: ClientOptions, row: Setting) -> bool:
-    """Whether the options (a client's, or the CLI's flags) set this row."""
+def _option_is_set(options: Any, row: Setting) -> bool:
+    """Whether the options (a client's, the CLI's flags, or a run's request: fields named as
+    the rows, and a `command` layer) set this row."""
     if row.resolved.startswith("policy."):
         command = options.command
         if row.resolved.startswith("policy.limits."):
