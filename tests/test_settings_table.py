@@ -4,10 +4,9 @@ a row says may set it really sets it.
 How each level is reached, named honestly:
 - the CLI's flags and the environment through the real `cleveragents doctor --settings --json`
   (a subprocess: it resolves exactly as `cleveragents run` does, through `flags.client_options`);
-- the daemon's `initializationOptions` and environment through its translation
-  (`daemon.config.initialization_settings`, in process: the function `initialize` calls);
-- run params through the daemon's `run_request` and the core's `RunManager.plan` (in process);
-- ACP's `_meta.cleveragents` through the agent's own reading of it and `RunManager.plan`.
+- the daemon's and ACP's levels through the real processes: tests/test_settings_fronts.py;
+- here too, in process, that a run's params and ACP's `_meta` reach the fields of the core's
+  `RunPlan` (what the run is built from), which no front reports one by one.
 """
 
 from __future__ import annotations
@@ -24,13 +23,15 @@ from typing import Any
 import pytest
 
 from cleveragents.acp.agent import _requested_profile, _requested_run_options
-from cleveragents.daemon.config import initialization_settings
 from cleveragents.protocol import wire
 from cleveragents.protocol.converter import structure
 from cleveragents.protocol.translate import run_request
+from cleveragents.providers import PROVIDERS
 from cleveragents.service.runs import RunManager, RunPlan, RunRequest
 from cleveragents.service.settings import ResolvedSettings, RunDefaults, shown_setting, shown_value
 from cleveragents.settings_table import BY_NAME, SETTINGS, Level, Setting, render_markdown
+from cleveragents.tool.policy import AUTOMATION_PROFILES
+from cleveragents.tool.result_budget import MIN_RESULT_BUDGET_CHARS
 from cleveragents.toolsets import build_registry
 from support.settings_samples import PRICES, SAMPLES, env_value, nested, shown_text
 
@@ -132,6 +133,14 @@ def test_each_variable_is_spelled_in_one_module() -> None:
         assert re.search(rf"\b{constant}\b", others), f"{constant} is read by no module"
 
 
+def test_the_choices_are_the_runtimes() -> None:
+    """The table's choices are what the code accepts (the tool runtime cannot import the
+    table, so it spells the profiles itself)."""
+    assert BY_NAME["automation_profile"].choices == AUTOMATION_PROFILES
+    assert BY_NAME["provider"].choices == PROVIDERS
+    assert BY_NAME["tool_result_budget"].minimum == MIN_RESULT_BUDGET_CHARS
+
+
 def test_docs_are_generated_from_the_table(tmp_path: Path) -> None:
     doc = ROOT / "docs" / "settings.md"
     assert doc.read_text(encoding="utf-8") == render_markdown()
@@ -181,30 +190,6 @@ def test_the_cli_honours_every_flag(tmp_path: Path) -> None:
             assert report[row.name]["value"] == shown_text(row, SAMPLES[row.name], tmp_path), (
                 row.name
             )
-
-
-@pytest.mark.parametrize(
-    "row", [r for r in SETTINGS if Level.ENV in r.levels], ids=lambda row: row.name
-)
-def test_the_daemon_honours_the_variable(row: Setting, tmp_path: Path) -> None:
-    """`initialize` with no options: the variable decides (as it does for `serve --acp`,
-    which resolves through the same `session_settings`)."""
-    assert row.env is not None
-    env = {row.env: env_value(SAMPLES[row.name], tmp_path)}
-    defaults = initialization_settings(None, env).defaults
-    if row.name == "history":  # the daemon opens the file itself (`open_history`)
-        return
-    assert _resolved(defaults, row, env) == shown_text(row, SAMPLES[row.name], tmp_path)
-
-
-@pytest.mark.parametrize(
-    "row", [r for r in SETTINGS if Level.DAEMON in r.levels], ids=lambda row: row.name
-)
-def test_initialization_options_set_it(row: Setting, tmp_path: Path) -> None:
-    assert row.option is not None
-    raw = nested(row.option, SAMPLES[row.name].option)
-    defaults = initialization_settings(raw, {}).defaults
-    assert _resolved(defaults, row, {}) == shown_text(row, SAMPLES[row.name], tmp_path)
 
 
 def _plan(request: RunRequest, tmp_path: Path) -> RunPlan:

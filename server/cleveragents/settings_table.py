@@ -162,6 +162,11 @@ def _one_of(names: tuple[str, ...]) -> str:
     return ", ".join(names[:-1]) + f" or {names[-1]}"
 
 
+def option_attribute(option: str) -> str:
+    """`maxIterations` -> `max_iterations` (the wire types' attribute of an option)."""
+    return "".join("_" + c.lower() if c.isupper() else c for c in option)
+
+
 def option_flag_name(option: str) -> str:
     """`fileSizeBytes` -> `file-size-bytes` (how the command line spells an option)."""
     return "".join("-" + c.lower() if c.isupper() else c for c in option)

@@ -15,7 +15,7 @@ from ..protocol.translate import command_settings
 from ..service.client_tools import DEFAULT_CLIENT_TOOL_TIMEOUT_S, ClientTool, check_client_tools
 from ..service.errors import ParamsError
 from ..service.settings import ClientOptions, SessionSettings, session_settings
-from ..settings_table import Level, rows_for
+from ..settings_table import Level, option_attribute, rows_for
 
 # Keys that look like secrets: refused in initializationOptions with a pointer to the env.
 # (`token` is not one: it is the `--tcp` daemon's access token, see remote.py.)
@@ -60,11 +60,6 @@ def client_options(options: wire.InitializationOptions) -> ClientOptions:
         approval_timeout_seconds=options.approval_timeout_seconds,
         command=command_settings(options),
     )
-
-
-def option_attribute(option: str) -> str:
-    """`maxIterations` as the wire's attribute `max_iterations`."""
-    return "".join("_" + c.lower() if c.isupper() else c for c in option)
 
 
 def initialization_settings(

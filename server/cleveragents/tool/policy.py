@@ -9,12 +9,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..settings_table import AUTOMATION_PROFILE_NAMES
 from .cancel import CancelToken
 from .registry import ToolSpec
 
-# The automation profile row's choices (settings_table.py), in order of what they allow.
-AUTOMATION_PROFILES = AUTOMATION_PROFILE_NAMES
+# In order of what they allow; the tool runtime imports nothing of ours, so the settings
+# table's automation profile row spells them again (a test keeps the two equal).
+AUTOMATION_PROFILES = ("read-only", "ask", "auto-edit", "full-auto")
 
 Verdict = Literal["allow", "ask", "deny"]
 ApprovalDecision = Literal["allow", "deny", "allow_for_run", "cancel"]
