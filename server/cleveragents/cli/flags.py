@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..settings_table import Level, Setting, rows_for
+from ..settings_table import Level, rows_for
 
 if TYPE_CHECKING:
     from ..service.errors import ServiceError
@@ -60,13 +60,9 @@ def flag_settings(args: argparse.Namespace) -> RunDefaults:
     return session_settings(options, os.environ, options_name=OPTIONS_NAME[:-1]).defaults
 
 
-def _flag(row: Setting) -> str:
-    return (row.flag or "").split(" ")[0]
-
-
 # The core's field names as the command line names them, in a refused run's problems: each
 # setting's flag from the table, and the run's own arguments.
-FIELD_FLAGS = {row.name: _flag(row) for row in rows_for(Level.CLI) if row.flag} | {
+FIELD_FLAGS = {row.name: row.flag_name for row in rows_for(Level.CLI) if row.flag_name} | {
     "sandbox_root": "--sandbox",
     "prompt": "the prompt",  # the one argument that is no flag
     "continue_from": "--continue",
@@ -77,7 +73,9 @@ OPTIONS_NAME = "the command line."  # what `flag_settings` calls the flags, for 
 
 # Option names (`maxIterations`, `commandLimits`) as flags, from the table.
 OPTION_FLAGS = {
-    row.option.split(".")[0]: _flag(row) for row in rows_for(Level.CLI) if row.option and row.flag
+    row.option.split(".")[0]: row.flag_name
+    for row in rows_for(Level.CLI)
+    if row.option and row.flag_name
 }
 
 
