@@ -1,8 +1,13 @@
 """Settings: run defaults from a client's options and the environment, as plain dataclasses.
 
 Precedence, for each setting: a run's params, then the client's options (the daemon's
-`initializationOptions`), then the environment, then the built-in default. API keys are read
-by the providers from the environment only; no request can carry one.
+`initializationOptions`), then the environment, then the built-in default. Each row of the
+settings table (`settings_table.py`) is resolved by the same code (`resolve_rows`, and
+`run_settings` for a run's params): read by the row's name from the options, parsed from its
+variable, checked by its type, choices and bounds (`check_setting`); what no level sets is
+the `RunDefaults` default. The command policy's rows layer (lists add up) through
+`command_policy`. API keys are read by the providers from the environment only; no request
+can carry one.
 """
 
 from __future__ import annotations
@@ -161,7 +166,8 @@ class SessionSettings:
 
 @dataclass(frozen=True, slots=True)
 class ClientOptions:
-    """What a client set for its whole session; None leaves a setting to the environment."""
+    """What a client set for its whole session; None leaves a setting to the environment.
+    A settings-table row's field has the row's name (`resolve_rows` reads it so)."""
 
     provider: str | None = None
     model: str | None = None
