@@ -4,10 +4,9 @@ a row says may set it really sets it.
 How each level is reached, named honestly:
 - the CLI's flags and the environment through the real `cleveragents doctor --settings --json`
   (a subprocess: it resolves exactly as `cleveragents run` does, through `flags.client_options`);
-- the daemon's `initializationOptions` and environment through its translation
-  (`daemon.config.initialization_settings`, in process: the function `initialize` calls);
-- run params through the daemon's `run_request` and the core's `RunManager.plan` (in process);
-- ACP's `_meta.cleveragents` through the agent's own reading of it and `RunManager.plan`.
+- the daemon's and ACP's levels through the real processes: tests/test_settings_fronts.py;
+- here too, in process, that a run's params and ACP's `_meta` reach the fields of the core's
+  `RunPlan` (what the run is built from), which no front reports one by one.
 """
 
 from __future__ import annotations
@@ -18,95 +17,26 @@ import re
 import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cleveragents.acp.agent import _requested_profile, _requested_run_options
-from cleveragents.daemon.config import initialization_settings
 from cleveragents.protocol import wire
 from cleveragents.protocol.converter import structure
 from cleveragents.protocol.translate import run_request
+from cleveragents.providers import PROVIDERS
 from cleveragents.service.runs import RunManager, RunPlan, RunRequest
 from cleveragents.service.settings import ResolvedSettings, RunDefaults, shown_setting, shown_value
 from cleveragents.settings_table import BY_NAME, SETTINGS, Level, Setting, render_markdown
+from cleveragents.tool.policy import AUTOMATION_PROFILES
+from cleveragents.tool.result_budget import MIN_RESULT_BUDGET_CHARS
 from cleveragents.toolsets import build_registry
+from support.settings_samples import PRICES, SAMPLES, env_value, nested, shown_text
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "server" / "cleveragents"
-PRICES = {"m-1": {"input": 1.0, "output": 2.0}}
-
-
-@dataclass(frozen=True)
-class Sample:
-    """A value for one row at every level it allows, and how `doctor --settings` shows it."""
-
-    option: Any = None  # initializationOptions / run params / _meta value
-    env: str | None = None
-    flag: tuple[str, ...] = ()
-    shown: str = ""
-
-
-# One sample per row: a new row without one fails `test_every_row_has_a_sample`.
-SAMPLES: dict[str, Sample] = {
-    "provider": Sample("replay", "replay", ("--provider", "replay"), "replay"),
-    "model": Sample("m-1", "m-1", ("--model", "m-1"), "m-1"),
-    "automation_profile": Sample("full-auto", "full-auto", ("--profile", "full-auto"), "full-auto"),
-    "max_iterations": Sample(7, "7", ("--max-iterations", "7"), "7"),
-    "base_url": Sample(
-        "http://127.0.0.1:9/v1",
-        "http://127.0.0.1:9/v1",
-        ("--base-url", "http://127.0.0.1:9/v1"),
-        "http://127.0.0.1:9/v1",
-    ),
-    "replay_script": Sample("s.json", "s.json", ("--script", "s.json"), "s.json"),
-    "max_tokens": Sample(99, shown="99"),
-    "system_prompt": Sample("Be brief.", shown="Be brief."),
-    "tool_result_budget": Sample(5000, "5000", ("--tool-result-budget", "5000"), "5000"),
-    "context_window": Sample(4096, "4096", ("--context-window", "4096"), "4096"),
-    "prompt_caching": Sample(False, "0", ("--no-prompt-cache",), "off"),
-    "project_instructions": Sample(False, "0", ("--no-project-instructions",), "off"),
-    "prices": Sample(PRICES, json.dumps(PRICES), ("--prices", "PRICES_FILE"), "m-1"),
-    "context_clear_trigger": Sample(env="5000", shown="5000"),
-    "context_keep_tool_uses": Sample(env="7", shown="7"),
-    "context_clear_at_least": Sample(env="1234", shown="1234"),
-    "compaction_summary": Sample(env="1", shown="on"),
-    "openai_vision": Sample(env="1", shown="on"),
-    "trust_workspace": Sample(True, "1", ("--trust-workspace",), "on"),
-    "history": Sample(env="HISTORY_FILE", flag=("--history", "HISTORY_FILE"), shown="HISTORY_FILE"),
-    "command_read_paths": Sample(
-        ["/opt/extra"], "/opt/extra", ("--command-read-path", "/opt/extra"), "/opt/extra"
-    ),
-    "command_env": Sample(["FOO_*"], "FOO_*", ("--command-env", "FOO_*"), "FOO_*"),
-    "command_limit_max_processes": Sample(77, "77", ("--command-limit", "processes=77"), "77"),
-    "command_limit_max_file_size": Sample(
-        "3G", "3G", ("--command-limit", "file-size-bytes=3G"), str(3 << 30)
-    ),
-    "command_limit_max_address_space": Sample(
-        "5G", "5G", ("--command-limit", "address-space-bytes=5G"), str(5 << 30)
-    ),
-    "command_limit_max_cpu_seconds": Sample(33, "33", ("--command-limit", "cpu-seconds=33"), "33"),
-    "command_limit_max_memory": Sample(
-        "1G", "1G", ("--command-limit", "memory-bytes=1G"), str(1 << 30)
-    ),
-    "command_limit_tmp_size": Sample(
-        "64M", "64M", ("--command-limit", "tmp-size-bytes=64M"), str(64 << 20)
-    ),
-    "command_limit_min_free_disk": Sample(
-        "2M", "2M", ("--command-limit", "min-free-disk-bytes=2M"), str(2 << 20)
-    ),
-    "allow_unconfined_commands": Sample(True, "1", ("--allow-unconfined-commands",), "on"),
-    "command_never_visible": Sample(env="/opt/hidden", shown="/opt/hidden"),
-    "command_bubblewrap": Sample(env="none", shown="none"),
-    "command_user": Sample(env="daemon", shown="daemon"),
-    "allow_protected_writes": Sample(env="1", shown="on"),
-    "protected_paths": Sample(env="Makefile", shown="Makefile"),
-    "anthropic_api_key": Sample(env="sk-ant-0123456789", shown="set (17 characters)"),
-    "openai_api_key": Sample(env="sk-0123", shown="set (7 characters)"),
-}
-
 # Where a run's plan (`RunManager.plan`) keeps each setting a run (or ACP) may set.
 PLAN_FIELDS: dict[str, str] = {
     "provider": "provider",
@@ -125,21 +55,6 @@ PLAN_FIELDS: dict[str, str] = {
     "command_env": "command_policy.env_allow",
     "allow_unconfined_commands": "command_policy.allow_unconfined",
 }
-
-
-def _text(row: Setting, sample: Sample, tmp_path: Path) -> str:
-    return sample.shown.replace("HISTORY_FILE", str(tmp_path / "h.sqlite3"))
-
-
-def _env_value(sample: Sample, tmp_path: Path) -> str:
-    assert sample.env is not None
-    return sample.env.replace("HISTORY_FILE", str(tmp_path / "h.sqlite3"))
-
-
-def _nested(option: str, value: Any) -> dict[str, Any]:
-    """`commandLimits.processes` = 77 as {"commandLimits": {"processes": 77}}."""
-    head, _, rest = option.partition(".")
-    return {head: _nested(rest, value) if rest else value}
 
 
 def _plan_value(plan: RunPlan, path: str) -> Any:
@@ -184,11 +99,19 @@ def test_every_row_has_a_sample() -> None:
 
 
 def test_each_variable_is_spelled_in_one_module() -> None:
-    """Every `CLEVERAGENTS_*` name of the package lives in settings_table.py alone, and each
-    variable constant there is read by some other module (no dead rows)."""
+    """Every `CLEVERAGENTS_*` name of the package lives in settings_table.py alone, and so does
+    every provider variable the table has a row for (as a string the code reads); each other
+    variable constant there is read by some module (no dead rows): the rows the core resolves
+    generically (`defaults.`, `env.`) are read through the table itself."""
+    provider_names = {row.env for row in SETTINGS if row.env and row.resolved.startswith("env.")}
+    provider_names |= {"OPENAI_BASE_URL"}  # its row's value is read by the provider, not doctor
+    assert {"OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"} <= provider_names
     spelled: dict[str, set[str]] = {}
     for path in PACKAGE.rglob("*.py"):
-        for name in re.findall(r"CLEVERAGENTS_[A-Z0-9_]*", path.read_text(encoding="utf-8")):
+        text = path.read_text(encoding="utf-8")
+        names = re.findall(r"CLEVERAGENTS_[A-Z0-9_]*", text)
+        names += [n for n in re.findall(r"[\"']([A-Z_]+)[\"']", text) if n in provider_names]
+        for name in names:
             spelled.setdefault(name, set()).add(str(path.relative_to(PACKAGE)))
     assert spelled, "the grep found nothing: the pattern is wrong"
     elsewhere = {name: files for name, files in spelled.items() if files != {"settings_table.py"}}
@@ -199,10 +122,23 @@ def test_each_variable_is_spelled_in_one_module() -> None:
         for p in PACKAGE.rglob("*.py")
         if p.name != "settings_table.py"
     )
-    for constant in re.findall(r"^(ENV_[A-Z_]+|COMMAND_TAG_VARIABLE) = ", table, re.M):
-        if constant == "ENV_PREFIX":
+    generic = {
+        row.env for row in SETTINGS if row.env and row.resolved.split(".")[0] in ("defaults", "env")
+    }
+    for constant, value in re.findall(
+        r'^(ENV_[A-Z_]+|COMMAND_TAG_VARIABLE) = "(\w+)"', table, re.M
+    ):
+        if constant == "ENV_PREFIX" or value in generic:
             continue
         assert re.search(rf"\b{constant}\b", others), f"{constant} is read by no module"
+
+
+def test_the_choices_are_the_runtimes() -> None:
+    """The table's choices are what the code accepts (the tool runtime cannot import the
+    table, so it spells the profiles itself)."""
+    assert BY_NAME["automation_profile"].choices == AUTOMATION_PROFILES
+    assert BY_NAME["provider"].choices == PROVIDERS
+    assert BY_NAME["tool_result_budget"].minimum == MIN_RESULT_BUDGET_CHARS
 
 
 def test_docs_are_generated_from_the_table(tmp_path: Path) -> None:
@@ -226,7 +162,7 @@ def test_defaults_come_from_nowhere_else(tmp_path: Path) -> None:
 
 def test_the_cli_honours_every_variable(tmp_path: Path) -> None:
     env = {
-        row.env: _env_value(SAMPLES[row.name], tmp_path)
+        row.env: env_value(SAMPLES[row.name], tmp_path)
         for row in SETTINGS
         if row.env and Level.ENV in row.levels
     }
@@ -236,7 +172,7 @@ def test_the_cli_honours_every_variable(tmp_path: Path) -> None:
             assert report[row.name]["source"] == "default", row.name
             continue
         assert report[row.name]["source"] == "env", row.name
-        assert report[row.name]["value"] == _text(row, SAMPLES[row.name], tmp_path), row.name
+        assert report[row.name]["value"] == shown_text(row, SAMPLES[row.name], tmp_path), row.name
     assert "sk-0123" not in json.dumps(report)
 
 
@@ -251,31 +187,9 @@ def test_the_cli_honours_every_flag(tmp_path: Path) -> None:
     for row in SETTINGS:
         if Level.CLI in row.levels:
             assert report[row.name]["source"] == "flag", row.name
-            assert report[row.name]["value"] == _text(row, SAMPLES[row.name], tmp_path), row.name
-
-
-@pytest.mark.parametrize(
-    "row", [r for r in SETTINGS if Level.ENV in r.levels], ids=lambda row: row.name
-)
-def test_the_daemon_honours_the_variable(row: Setting, tmp_path: Path) -> None:
-    """`initialize` with no options: the variable decides (as it does for `serve --acp`,
-    which resolves through the same `session_settings`)."""
-    assert row.env is not None
-    env = {row.env: _env_value(SAMPLES[row.name], tmp_path)}
-    defaults = initialization_settings(None, env).defaults
-    if row.name == "history":  # the daemon opens the file itself (`open_history`)
-        return
-    assert _resolved(defaults, row, env) == _text(row, SAMPLES[row.name], tmp_path)
-
-
-@pytest.mark.parametrize(
-    "row", [r for r in SETTINGS if Level.DAEMON in r.levels], ids=lambda row: row.name
-)
-def test_initialization_options_set_it(row: Setting, tmp_path: Path) -> None:
-    assert row.option is not None
-    raw = _nested(row.option, SAMPLES[row.name].option)
-    defaults = initialization_settings(raw, {}).defaults
-    assert _resolved(defaults, row, {}) == _text(row, SAMPLES[row.name], tmp_path)
+            assert report[row.name]["value"] == shown_text(row, SAMPLES[row.name], tmp_path), (
+                row.name
+            )
 
 
 def _plan(request: RunRequest, tmp_path: Path) -> RunPlan:
@@ -288,7 +202,7 @@ def _plan(request: RunRequest, tmp_path: Path) -> RunPlan:
 )
 def test_run_params_set_it(row: Setting, tmp_path: Path) -> None:
     assert row.option is not None
-    raw = {"prompt": "x", "sandboxRoot": str(tmp_path)} | _nested(
+    raw = {"prompt": "x", "sandboxRoot": str(tmp_path)} | nested(
         row.option, SAMPLES[row.name].option
     )
     plan = _plan(run_request(structure(raw, wire.RunParams)), tmp_path)
@@ -297,7 +211,7 @@ def test_run_params_set_it(row: Setting, tmp_path: Path) -> None:
         value = getattr(plan.command_policy.limits, row.resolved.rsplit(".", 1)[1])
     else:
         value = _plan_value(plan, PLAN_FIELDS[row.name])
-    assert shown_value(value) == _text(row, SAMPLES[row.name], tmp_path)
+    assert shown_value(value) == shown_text(row, SAMPLES[row.name], tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -313,7 +227,7 @@ def test_acp_meta_sets_it(row: Setting, tmp_path: Path) -> None:
         **_requested_run_options(meta),
     )
     value = _plan_value(_plan(request, tmp_path), PLAN_FIELDS[row.name])
-    assert shown_value(value) == _text(row, SAMPLES[row.name], tmp_path)
+    assert shown_value(value) == shown_text(row, SAMPLES[row.name], tmp_path)
 
 
 def test_a_bad_provider_variable_exits_2_naming_it(tmp_path: Path) -> None:

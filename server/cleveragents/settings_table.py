@@ -49,6 +49,37 @@ class Setting:
     option: str | None = None
     flag: str | None = None
     secret: bool = False
+    # How a value is checked (`service/settings.check_setting`): the names it may be, its
+    # bounds (with the unit, the message gives both bounds), and the CLI flag's own help when
+    # it says more than the doc line.
+    choices: tuple[str, ...] = ()
+    minimum: int | None = None
+    maximum: int | None = None
+    unit: str = ""
+    flag_help: str = ""
+
+    @property
+    def flag_name(self) -> str | None:
+        """`--max-iterations` of `--max-iterations N`."""
+        return self.flag.split(" ")[0] if self.flag else None
+
+    @property
+    def metavar(self) -> str | None:
+        """`N` of `--max-iterations N` (None for a switch or a choice)."""
+        parts = (self.flag or "").split(" ")
+        return parts[1] if len(parts) > 1 else None
+
+    @property
+    def value_type(self) -> str:
+        """How a value is read: `integer`, `yes/no`, `JSON`, `list` (lists add up across the
+        levels), `limit`, or `text` (also paths, URLs, secrets)."""
+        if self.kind.startswith("integer"):
+            return "integer"
+        if self.kind in ("paths", "names", "patterns"):
+            return "list"
+        if self.kind in ("yes/no", "JSON", "limit"):
+            return self.kind
+        return "text"
 
 
 _ALL_CLIENT = frozenset({Level.RUN, Level.DAEMON, Level.CLI, Level.ENV})
@@ -88,6 +119,11 @@ ENV_MIN_FREE_DISK = "CLEVERAGENTS_COMMAND_MIN_FREE_DISK"
 ENV_COMMAND_USER = "CLEVERAGENTS_COMMAND_USER"
 ENV_ALLOW_PROTECTED_WRITES = "CLEVERAGENTS_ALLOW_PROTECTED_WRITES"
 ENV_PROTECTED_PATHS = "CLEVERAGENTS_PROTECTED_PATHS"
+# The openai provider's own variables (the OpenAI SDK's names), read only through here too.
+ENV_OPENAI_MODEL = "OPENAI_MODEL"
+ENV_OPENAI_BASE_URL = "OPENAI_BASE_URL"
+ENV_OPENAI_API_KEY = "OPENAI_API_KEY"
+ENV_ANTHROPIC_API_KEY = "ANTHROPIC_API_KEY"
 # Not a setting: cleveragents gives every command it starts this variable (to find what the
 # command left running).
 COMMAND_TAG_VARIABLE = "CLEVERAGENTS_COMMAND_ID"
@@ -96,6 +132,12 @@ ENV_PREFIX = "CLEVERAGENTS_"
 
 MAX_ITERATIONS_CAP = 1000
 DEFAULT_MAX_ITERATIONS_TEXT = "25"
+PROVIDER_NAMES = ("offline", "replay", "anthropic", "openai")
+AUTOMATION_PROFILE_NAMES = ("read-only", "ask", "auto-edit", "full-auto")
+TRUST_HELP = (
+    f"start the sandbox's .mcp.json servers without asking (also {ENV_TRUST_WORKSPACE}=1); "
+    "otherwise they start once you trust the file at the terminal"
+)
 _YES_NO = "`1`/`0` (also true/false, yes/no, on/off)"
 _SIZE = "a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`"
 
@@ -116,6 +158,15 @@ def _limit(name: str, option: str, env: str, label: str) -> Setting:
     )
 
 
+def _one_of(names: tuple[str, ...]) -> str:
+    return ", ".join(names[:-1]) + f" or {names[-1]}"
+
+
+def option_attribute(option: str) -> str:
+    """`maxIterations` -> `max_iterations` (the wire types' attribute of an option)."""
+    return "".join("_" + c.lower() if c.isupper() else c for c in option)
+
+
 def option_flag_name(option: str) -> str:
     """`fileSizeBytes` -> `file-size-bytes` (how the command line spells an option)."""
     return "".join("-" + c.lower() if c.isupper() else c for c in option)
@@ -128,12 +179,13 @@ SETTINGS: tuple[Setting, ...] = (
         kind="text",
         env=ENV_PROVIDER,
         default="`offline`",
-        check="offline, replay, anthropic or openai",
+        check=_one_of(PROVIDER_NAMES),
         levels=_ALL_CLIENT,
         doc="The LLM provider.",
         resolved="defaults.provider",
         option="provider",
         flag="--provider",
+        choices=PROVIDER_NAMES,
     ),
     Setting(
         name="model",
@@ -154,12 +206,13 @@ SETTINGS: tuple[Setting, ...] = (
         kind="text",
         env=ENV_PROFILE,
         default="`ask`",
-        check="ask, auto-edit or full-auto",
+        check=_one_of(AUTOMATION_PROFILE_NAMES),
         levels=_ACP_TOO,
         doc="What may run without asking.",
         resolved="defaults.automation_profile",
         option="automationProfile",
         flag="--profile",
+        choices=AUTOMATION_PROFILE_NAMES,
     ),
     Setting(
         name="max_iterations",
@@ -172,7 +225,9 @@ SETTINGS: tuple[Setting, ...] = (
         doc="Model calls a run may make before it stops.",
         resolved="defaults.max_iterations",
         option="maxIterations",
-        flag="--max-iterations",
+        flag="--max-iterations N",
+        minimum=1,
+        maximum=MAX_ITERATIONS_CAP,
     ),
     Setting(
         name="base_url",
@@ -198,7 +253,7 @@ SETTINGS: tuple[Setting, ...] = (
         doc="The replay provider's JSON script.",
         resolved="defaults.replay_script",
         option="replayScript",
-        flag="--script",
+        flag="--script FILE",
     ),
     Setting(
         name="max_tokens",
@@ -211,6 +266,7 @@ SETTINGS: tuple[Setting, ...] = (
         doc="Tokens a model call may answer.",
         resolved="defaults.max_tokens",
         option="maxTokens",
+        minimum=1,
     ),
     Setting(
         name="system_prompt",
@@ -235,7 +291,10 @@ SETTINGS: tuple[Setting, ...] = (
         doc="Characters of one tool result the model is shown.",
         resolved="defaults.result_budget_chars",
         option="toolResultBudget",
-        flag="--tool-result-budget",
+        flag="--tool-result-budget CHARS",
+        minimum=1_000,
+        maximum=10_000_000,
+        unit="characters",
     ),
     Setting(
         name="context_window",
@@ -248,7 +307,10 @@ SETTINGS: tuple[Setting, ...] = (
         doc="The model's context window, for models the table does not know.",
         resolved="defaults.context_window",
         option="contextWindow",
-        flag="--context-window",
+        flag="--context-window TOKENS",
+        minimum=1024,
+        maximum=100_000_000,
+        unit="tokens",
     ),
     Setting(
         name="prompt_caching",
@@ -262,6 +324,7 @@ SETTINGS: tuple[Setting, ...] = (
         resolved="defaults.prompt_caching",
         option="promptCaching",
         flag="--no-prompt-cache",
+        flag_help=f"send no prompt-cache breakpoints (also: {ENV_PROMPT_CACHING}=0)",
     ),
     Setting(
         name="project_instructions",
@@ -275,6 +338,8 @@ SETTINGS: tuple[Setting, ...] = (
         resolved="defaults.project_instructions",
         option="projectInstructions",
         flag="--no-project-instructions",
+        flag_help="do not send the workspace's AGENTS.md / CLAUDE.md files nor the user's own "
+        f"to the model (also: {ENV_PROJECT_INSTRUCTIONS}=0)",
     ),
     Setting(
         name="prices",
@@ -288,6 +353,9 @@ SETTINGS: tuple[Setting, ...] = (
         resolved="defaults.prices",
         option="prices",
         flag="--prices FILE",
+        flag_help='a JSON file of prices by model, USD per million tokens: {"my-model": '
+        '{"input": 0.5, "output": 1.5, "cacheWrite": 0.6, "cacheRead": 0.05}}'
+        f" (also: ${ENV_PRICES})",
     ),
     Setting(
         name="context_clear_trigger",
@@ -299,6 +367,7 @@ SETTINGS: tuple[Setting, ...] = (
         levels=frozenset({Level.ENV}),
         doc="Clear old tool results once the prompt is this large.",
         resolved="defaults.context_policy.trigger_tokens",
+        minimum=0,
     ),
     Setting(
         name="context_keep_tool_uses",
@@ -310,6 +379,7 @@ SETTINGS: tuple[Setting, ...] = (
         levels=frozenset({Level.ENV}),
         doc="The newest tool results a clearing keeps.",
         resolved="defaults.context_policy.keep_tool_uses",
+        minimum=0,
     ),
     Setting(
         name="context_clear_at_least",
@@ -321,6 +391,7 @@ SETTINGS: tuple[Setting, ...] = (
         levels=frozenset({Level.ENV}),
         doc="The least a clearing frees (so the cache is not broken for less).",
         resolved="defaults.context_policy.clear_at_least_tokens",
+        minimum=0,
     ),
     Setting(
         name="compaction_summary",
@@ -357,6 +428,7 @@ SETTINGS: tuple[Setting, ...] = (
         resolved="defaults.trust_workspace",
         option="trustWorkspace",
         flag="--trust-workspace",
+        flag_help=TRUST_HELP,
     ),
     Setting(
         name="history",
@@ -369,7 +441,7 @@ SETTINGS: tuple[Setting, ...] = (
         doc="The run history database (also `serve --history`; `--no-history` stores nothing).",
         resolved="history",
         option=None,
-        flag="--history",
+        flag="--history PATH",
     ),
     Setting(
         name="command_read_paths",
@@ -382,7 +454,8 @@ SETTINGS: tuple[Setting, ...] = (
         doc="Folders run_command may also read (lists add up).",
         resolved="policy.extra_read_paths",
         option="commandReadPaths",
-        flag="--command-read-path",
+        flag="--command-read-path PATH",
+        flag_help="a folder run_command may also read, e.g. ~/.cargo (repeatable)",
     ),
     Setting(
         name="command_env",
@@ -395,7 +468,8 @@ SETTINGS: tuple[Setting, ...] = (
         doc="Variables run_command also passes on (lists add up).",
         resolved="policy.env_allow",
         option="commandEnv",
-        flag="--command-env",
+        flag="--command-env NAME",
+        flag_help="a variable (or pattern such as NODE_*) run_command also gets (repeatable)",
     ),
     _limit("max_processes", "processes", ENV_MAX_PROCESSES, "processes"),
     _limit("max_file_size", "fileSizeBytes", ENV_MAX_FILE_SIZE, "file size"),
@@ -416,6 +490,8 @@ SETTINGS: tuple[Setting, ...] = (
         resolved="policy.allow_unconfined",
         option="allowUnconfinedCommands",
         flag="--allow-unconfined-commands",
+        flag_help="where bubblewrap is missing, run commands unconfined under full-auto "
+        "without asking",
     ),
     Setting(
         name="command_never_visible",
@@ -477,24 +553,46 @@ SETTINGS: tuple[Setting, ...] = (
         name="anthropic_api_key",
         label="Anthropic API key",
         kind="secret",
-        env="ANTHROPIC_API_KEY",
+        env=ENV_ANTHROPIC_API_KEY,
         default="none",
         check="",
         levels=frozenset({Level.ENV}),
         doc="The anthropic provider's key: the environment alone sets it.",
-        resolved="env.ANTHROPIC_API_KEY",
+        resolved=f"env.{ENV_ANTHROPIC_API_KEY}",
         secret=True,
+    ),
+    Setting(
+        name="openai_model",
+        label="the openai provider's default model",
+        kind="text",
+        env=ENV_OPENAI_MODEL,
+        default="none (the openai provider then asks for a model)",
+        check="",
+        levels=frozenset({Level.ENV}),
+        doc="The openai provider's model when no level above names one.",
+        resolved=f"env.{ENV_OPENAI_MODEL}",
+    ),
+    Setting(
+        name="openai_base_url",
+        label="the openai provider's default base URL",
+        kind="URL",
+        env=ENV_OPENAI_BASE_URL,
+        default="OpenAI's",
+        check="",
+        levels=frozenset({Level.ENV}),
+        doc="The openai provider's base URL when no level above sets one.",
+        resolved=f"env.{ENV_OPENAI_BASE_URL}",
     ),
     Setting(
         name="openai_api_key",
         label="OpenAI API key",
         kind="secret",
-        env="OPENAI_API_KEY",
+        env=ENV_OPENAI_API_KEY,
         default="none",
         check="(a local server may need none)",
         levels=frozenset({Level.ENV}),
         doc="The openai provider's key: the environment alone sets it.",
-        resolved="env.OPENAI_API_KEY",
+        resolved=f"env.{ENV_OPENAI_API_KEY}",
         secret=True,
     ),
 )
@@ -536,7 +634,11 @@ and `--no-history`; the daemon takes `toolModules`, `builtinTools`, `pluginTools
 flags too and shows the policy they make. A run's own command settings apply to that run only.
 Attached files (`--file PATH[:START-END]`, run param `resources`) and images (`--image PATH`,
 `images`, [images.md](images.md)) belong to one prompt. API keys come from the environment
-alone (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`).
+alone (`{anthropic_key}`, `{openai_key}`).
+
+The daemon's `cleveragents/settings` (with a run's params, what that run would use) and ACP's
+`session/new` with `_meta.cleveragents.reportSettings: true` answer the same report as
+`doctor --settings`, each value with its source.
 
 A command's own environment also carries `{tag}`, which cleveragents sets (to find what a
 command left running), not one you set.
@@ -564,7 +666,13 @@ def render_markdown() -> str:
     for row in SETTINGS:
         cells = [row.label, *(_cell(row, c) for c in columns), row.default, row.check, row.doc]
         lines.append("| " + " | ".join(cells) + " |")
-    lines.append(_OUTRO.format(tag=COMMAND_TAG_VARIABLE))
+    lines.append(
+        _OUTRO.format(
+            tag=COMMAND_TAG_VARIABLE,
+            anthropic_key=ENV_ANTHROPIC_API_KEY,
+            openai_key=ENV_OPENAI_API_KEY,
+        )
+    )
     return "\n".join(lines)
 
 

@@ -133,7 +133,7 @@ def test_attached_files_reach_the_first_message(home: Path) -> None:
         (["--file", "../outside.txt"], {}, "--file ../outside.txt: path '../outside.txt'"),
         (["--file", "app.py:40-45"], {}, "--file app.py:40-45: line 40 is past the end"),
         (["--file", "app.py:5-2"], {}, "END may not come before START"),
-        (["--tool-result-budget", "5"], {}, "argument --tool-result-budget: must be between"),
+        (["--tool-result-budget", "5"], {}, "--tool-result-budget: must be between"),
         (["--context-window", "ten"], {}, "argument --context-window: expected a whole number"),
         (["--command-limit", "memory=8G"], {}, "argument --command-limit: expected NAME=VALUE"),
         (["--command-limit", "processes=many"], {}, "'many' is not a valid limit"),

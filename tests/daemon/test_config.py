@@ -80,7 +80,7 @@ def test_options_win_over_the_environment() -> None:
     [
         (
             {"CLEVERAGENTS_MAX_ITERATIONS": "lots"},
-            "$CLEVERAGENTS_MAX_ITERATIONS: expected an integer",
+            "$CLEVERAGENTS_MAX_ITERATIONS: expected a whole number",
         ),
         ({"CLEVERAGENTS_MAX_ITERATIONS": "0"}, "$CLEVERAGENTS_MAX_ITERATIONS: must be at least 1"),
         ({"CLEVERAGENTS_PROVIDER": "skynet"}, "$CLEVERAGENTS_PROVIDER: unknown provider"),
@@ -106,9 +106,9 @@ def test_one_error_names_bad_types_and_bad_values_together() -> None:
         )
     assert [p.split(":")[0] for p in raised.value.problems] == [
         "initializationOptions.maxIterations",
-        "initializationOptions.provider",
-        "initializationOptions.approvalTimeoutSeconds",
+        "initializationOptions.provider",  # the settings table's order
         "initializationOptions.maxTokens",
+        "initializationOptions.approvalTimeoutSeconds",
     ], raised.value.problems
     assert "expected an integer" in raised.value.problems[0]
 

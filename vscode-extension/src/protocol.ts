@@ -175,7 +175,7 @@ export interface InitializationOptions {
   provider?: string | null;
   /** The model name for the provider. Default: `$CLEVERAGENTS_MODEL`, else the provider's (`OPENAI_MODEL` for openai). */
   model?: string | null;
-  /** What may run without asking. Accepts: ask, auto-edit or full-auto. Default: `$CLEVERAGENTS_PROFILE`, else `ask`. */
+  /** What may run without asking. Accepts: read-only, ask, auto-edit or full-auto. Default: `$CLEVERAGENTS_PROFILE`, else `ask`. */
   automationProfile?: AutomationProfile | null;
   /** Model calls a run may make before it stops. Accepts: 1 to 1000. Default: `$CLEVERAGENTS_MAX_ITERATIONS`, else 25. */
   maxIterations?: number | null;
@@ -329,6 +329,18 @@ export interface RequestedToolCall {
   parseError: string | null;
 }
 
+/** One row of the settings table (docs/settings.md) as resolved. */
+export interface ResolvedSetting {
+  /** The row's name, e.g. `max_iterations`. */
+  name: string;
+  /** Its environment variable, if it has one. */
+  variable: string | null;
+  /** The value as text (`cleveragents doctor --settings` shows the same); a secret shows only whether it is set and its length. */
+  value: string;
+  /** Where it came from: `default`, `env`, `initializationOptions` or `params`. */
+  source: string;
+}
+
 /** Put a run's folder back as it was before one of its iterations, or before the run. Refused (-32002) while any run is active in that folder (or a folder inside it or around it). The folder as it was is snapshotted first, so the restore is itself undoable. */
 export interface RestoreParams {
   /** The run, or a restore (restoring a restore undoes it). */
@@ -473,7 +485,7 @@ export interface RunParams {
   model?: string | null;
   /** Model calls a run may make before it stops. Accepts: 1 to 1000. Default: the session's `maxIterations`. */
   maxIterations?: number | null;
-  /** What may run without asking. Accepts: ask, auto-edit or full-auto. Default: the session's `automationProfile`. */
+  /** What may run without asking. Accepts: read-only, ask, auto-edit or full-auto. Default: the session's `automationProfile`. */
   automationProfile?: AutomationProfile | null;
   /** A finished run's id: this run continues its conversation. */
   continueFrom?: string | null;
@@ -645,6 +657,17 @@ export interface ServerCapability {
   trust: boolean;
   /** The names of the client's tools this daemon offers to runs (1.3). */
   clientTools: string[];
+}
+
+/** `params` may be omitted. */
+export interface SettingsParams {
+  /** Also resolve a run with these params (checked as `cleveragents/run` checks them, not started): its settings are then the ones that run would use. */
+  run?: RunParams | null;
+}
+
+export interface SettingsResult {
+  /** Every row, in the table's order. */
+  settings: ResolvedSetting[];
 }
 
 /** The workspace checkpoint before an iteration first changed the folder was saved (a step of its own: its time is in no tool call's `durationMs`). */
@@ -881,6 +904,7 @@ export interface ClientRequests {
   "cleveragents/getRun": { params: GetRunParams; result: RunDetail };
   "cleveragents/restore": { params: RestoreParams; result: RestoreResult };
   "cleveragents/listCommands": { params: ListCommandsParams; result: ListCommandsResult };
+  "cleveragents/settings": { params: SettingsParams; result: SettingsResult };
 }
 
 /** Requests the daemon sends to the client. */

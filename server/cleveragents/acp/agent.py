@@ -67,7 +67,13 @@ from ..mcp import McpConfig, McpError, McpServerConfig, McpToolset
 from ..service.errors import ServiceError
 from ..service.history import RunHistory, StoredRun
 from ..service.runs import RunManager, RunRequest, check_sandbox_root
-from ..service.settings import RunDefaults, check_context_window, check_result_budget
+from ..service.settings import (
+    ClientOptions,
+    RunDefaults,
+    check_setting,
+    history_argument,
+    settings_report,
+)
 from ..settings_table import Level, rows_for
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.records import ToolCallRunResult
@@ -201,7 +207,32 @@ class CleverAgentsAgent:
         log.info("session %s in %s, profile %s", session_id, sandbox_root, profile)
         # `/undo`, `/restore N` and the custom commands: sent after this answer.
         advertise_commands(self.client, session_id, sandbox_root)
-        return NewSessionResponse(session_id=session_id, modes=_modes(profile))
+        meta = kwargs.get(META_KEY)
+        report = None
+        if isinstance(meta, dict) and meta.get("reportSettings") is True:
+            report = {
+                META_KEY: {"settings": self._settings_report(meta, run_options, sandbox_root)}
+            }
+        return NewSessionResponse(session_id=session_id, modes=_modes(profile), field_meta=report)
+
+    def _settings_report(
+        self, meta: dict[str, Any], run_options: dict[str, Any], sandbox_root: str
+    ) -> list[dict[str, Any]]:
+        """Every setting as this session's runs resolve it (its `_meta` over the agent's
+        environment), with its source: `_meta.cleveragents.reportSettings` asks for it."""
+        requested = dict(run_options)
+        if meta.get("automationProfile") is not None:
+            requested["automation_profile"] = meta["automationProfile"]
+        history = self.manager.history
+        report = settings_report(
+            ClientOptions(),
+            os.environ,
+            history=history_argument(history.path if history else None, os.environ),
+            history_level="--history",
+            run=RunRequest(prompt="", sandbox_root=sandbox_root, **requested),
+            run_level="_meta",
+        )
+        return [row.to_dict() for row in report]
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -451,10 +482,6 @@ def _requested_profile(meta: Any, defaults: RunDefaults) -> str:
     return str(requested)
 
 
-# The numeric `_meta.cleveragents` settings' checks (the core's, as for the other fronts).
-_META_CHECKS = {"tool_result_budget": check_result_budget, "context_window": check_context_window}
-
-
 def _requested_run_options(meta: Any) -> dict[str, Any]:
     """The run settings the settings table lets `session/new`'s `_meta.cleveragents` set
     (beside `automationProfile`), as `RunRequest` fields; RequestError naming a bad one."""
@@ -472,7 +499,7 @@ def _requested_run_options(meta: Any) -> dict[str, Any]:
         else:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise invalid_params(f"{where}: expected an integer, got {value!r}")
-            problem = _META_CHECKS[row.name](value)
+            problem = check_setting(row, value)  # the core's, as for the other fronts
             if problem:
                 raise invalid_params(f"{where}: {problem}")
         options[row.name] = value

@@ -80,13 +80,14 @@ def parser() -> argparse.ArgumentParser:
 
 def _max_iterations(text: str) -> int:
     """The core's check, so a bad value exits 2 naming the flag."""
-    from ..service.settings import check_max_iterations
+    from ..service.settings import check_setting
+    from ..settings_table import setting
 
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    problem = check_max_iterations(value)
+    problem = check_setting(setting("max_iterations"), value)
     if problem:
         raise argparse.ArgumentTypeError(problem)
     return value

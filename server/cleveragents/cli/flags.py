@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..settings_table import Level, Setting, rows_for
+from ..settings_table import Level, rows_for
 
 if TYPE_CHECKING:
     from ..service.errors import ServiceError
@@ -31,31 +31,24 @@ def file_flag(requests: list[ResourceRequest]) -> Callable[[int | None, str], st
 
 
 def client_options(args: argparse.Namespace) -> ClientOptions:
-    """The setting flags (`parser.add_setting_flags`) as the core's client options: a flag
-    left out is None, so the environment and then the default decide (the core resolves)."""
+    """The setting flags (`parser.add_setting_flags`, each stored under its row's name) as the
+    core's client options: a flag left out is None, so the environment and then the default
+    decide (the core resolves); the command rows make the command layer."""
     from ..service.settings import ClientOptions, CommandSettings
+    from .parser import LIMITS_DEST
 
     command = CommandSettings(
         read_paths=tuple(args.command_read_paths),
         env=tuple(args.command_env),
-        limits=dict(args.command_limits),
+        limits=dict(getattr(args, LIMITS_DEST)),
         allow_unconfined=args.allow_unconfined_commands,
     )
-    return ClientOptions(
-        provider=args.provider,
-        model=args.model,
-        automation_profile=args.profile,
-        max_iterations=args.max_iterations,
-        base_url=args.base_url,
-        replay_script=args.script,
-        tool_result_budget=args.tool_result_budget,
-        context_window=args.context_window,
-        prompt_caching=False if args.no_prompt_cache else None,
-        project_instructions=False if args.no_project_instructions else None,
-        prices=args.prices,
-        trust_workspace=True if args.trust_workspace else None,
-        command=command,
-    )
+    defaults = {
+        row.name: getattr(args, row.name)
+        for row in rows_for(Level.CLI)
+        if row.resolved.startswith("defaults.")
+    }
+    return ClientOptions(**defaults, command=command)
 
 
 def flag_settings(args: argparse.Namespace) -> RunDefaults:
@@ -67,13 +60,9 @@ def flag_settings(args: argparse.Namespace) -> RunDefaults:
     return session_settings(options, os.environ, options_name=OPTIONS_NAME[:-1]).defaults
 
 
-def _flag(row: Setting) -> str:
-    return (row.flag or "").split(" ")[0]
-
-
 # The core's field names as the command line names them, in a refused run's problems: each
 # setting's flag from the table, and the run's own arguments.
-FIELD_FLAGS = {row.name: _flag(row) for row in rows_for(Level.CLI) if row.flag} | {
+FIELD_FLAGS = {row.name: row.flag_name for row in rows_for(Level.CLI) if row.flag_name} | {
     "sandbox_root": "--sandbox",
     "prompt": "the prompt",  # the one argument that is no flag
     "continue_from": "--continue",
@@ -84,7 +73,9 @@ OPTIONS_NAME = "the command line."  # what `flag_settings` calls the flags, for 
 
 # Option names (`maxIterations`, `commandLimits`) as flags, from the table.
 OPTION_FLAGS = {
-    row.option.split(".")[0]: _flag(row) for row in rows_for(Level.CLI) if row.option and row.flag
+    row.option.split(".")[0]: row.flag_name
+    for row in rows_for(Level.CLI)
+    if row.option and row.flag_name
 }
 
 

@@ -11,19 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..batch.command import add_batch_parser
-from ..settings_table import (
-    ENV_PRICES,
-    ENV_PROJECT_INSTRUCTIONS,
-    ENV_PROMPT_CACHING,
-    ENV_TRUST_WORKSPACE,
-    setting,
-)
-from ..tool.policy import AUTOMATION_PROFILES
-
-TRUST_HELP = (
-    f"start the sandbox's .mcp.json servers without asking (also {ENV_TRUST_WORKSPACE}=1); "
-    "otherwise they start once you trust the file at the terminal"
-)
+from ..settings_table import TRUST_HELP, Level, Setting, rows_for, setting
 
 if TYPE_CHECKING:
     from ..service.resources import ResourceRequest
@@ -175,127 +163,75 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_setting_flags(parser: argparse.ArgumentParser) -> None:
-    """A flag for each row of the settings table the command line may set (`run` and
-    `doctor --settings` take the same ones; `flags.client_options` reads them)."""
-    parser.add_argument(
-        "--provider",
-        choices=("offline", "replay", "anthropic", "openai"),
-        help=table_help("provider"),
-    )
-    parser.add_argument("--model", help=table_help("model"))
-    parser.add_argument("--base-url", help=table_help("base_url"))
-    parser.add_argument("--script", metavar="FILE", help=table_help("replay_script"))
-    parser.add_argument(
-        "--no-prompt-cache",
-        action="store_true",
-        help=f"send no prompt-cache breakpoints (also: {ENV_PROMPT_CACHING}=0)",
-    )
-    parser.add_argument(
-        "--no-project-instructions",
-        action="store_true",
-        help="do not send the workspace's AGENTS.md / CLAUDE.md files nor the user's own to "
-        f"the model (also: {ENV_PROJECT_INSTRUCTIONS}=0)",
-    )
-    parser.add_argument(
-        "--tool-result-budget",
-        type=result_budget_flag,
-        metavar="CHARS",
-        help=table_help("tool_result_budget"),
-    )
-    parser.add_argument(
-        "--context-window",
-        type=context_window_flag,
-        metavar="TOKENS",
-        help=table_help("context_window"),
-    )
-    parser.add_argument(
-        "--prices",
-        type=prices_flag,
-        metavar="FILE",
-        help='a JSON file of prices by model, USD per million tokens: {"my-model": {"input": '
-        f'0.5, "output": 1.5, "cacheWrite": 0.6, "cacheRead": 0.05}}}} (also: ${ENV_PRICES})',
-    )
-    parser.add_argument(
-        "--max-iterations",
-        type=int,
-        metavar="N",
-        help=table_help("max_iterations"),
-    )
-    parser.add_argument(
-        "--profile", choices=AUTOMATION_PROFILES, help=table_help("automation_profile")
-    )
-    parser.add_argument("--history", metavar="PATH", help=table_help("history"))
-    parser.add_argument("--trust-workspace", action="store_true", help=TRUST_HELP)
-    add_command_flags(parser)
-
-
-def add_command_flags(parser: argparse.ArgumentParser) -> None:
-    """What run_command may reach, over the command variables (settings_table.py)."""
-    parser.add_argument(
-        "--command-read-path",
-        dest="command_read_paths",
-        action="append",
-        default=[],
-        type=read_path_flag,
-        metavar="PATH",
-        help="a folder run_command may also read, e.g. ~/.cargo (repeatable)",
-    )
-    parser.add_argument(
-        "--command-env",
-        dest="command_env",
-        action="append",
-        default=[],
-        type=variable_flag,
-        metavar="NAME",
-        help="a variable (or pattern such as NODE_*) run_command also gets (repeatable)",
-    )
+    """A flag for each row of the settings table the command line may set, built from the row
+    (`run` and `doctor --settings` take the same ones; `flags.client_options` reads them back
+    by the row's name). The command limits' rows share one `--command-limit NAME=VALUE`."""
+    rows = list(rows_for(Level.CLI))
+    for row in rows:
+        if row.value_type != "limit":
+            _add_row_flag(parser, row)
+    limits = [row for row in rows if row.value_type == "limit"]
+    names = [(row.flag or "").split(" ")[1].removesuffix("=VALUE") for row in limits]
     parser.add_argument(
         "--command-limit",
-        dest="command_limits",
+        dest=LIMITS_DEST,
         action="append",
         default=[],
         type=command_limit_flag,
         metavar="NAME=VALUE",
-        help="a limit on each command: processes, file-size-bytes, address-space-bytes, "
-        "cpu-seconds, memory-bytes, tmp-size-bytes or min-free-disk-bytes, e.g. "
+        help=f"a limit on each command: {', '.join(names[:-1])} or {names[-1]}, e.g. "
         "memory-bytes=8G or processes=unlimited (repeatable)",
     )
-    parser.add_argument(
-        "--allow-unconfined-commands",
-        action="store_const",
-        const=True,
-        default=None,
-        help="where bubblewrap is missing, run commands unconfined under full-auto without asking",
-    )
+
+
+# Where the `--command-limit` values go (the limit rows share the flag).
+LIMITS_DEST = "command_limits"
+
+
+def _add_row_flag(parser: argparse.ArgumentParser, row: Setting) -> None:
+    """One row's flag, stored under the row's name: a switch for a yes/no row (`--no-...`
+    turns it off, any other on; left out it is None, so the levels below decide), a choice,
+    a whole number, a price file, a repeatable list, or text."""
+    flag = row.flag_name
+    assert flag is not None
+    help_text = row.flag_help or table_help(row.name)
+    kind = row.value_type
+    if kind == "yes/no":
+        parser.add_argument(
+            flag,
+            dest=row.name,
+            action="store_const",
+            const=not flag.startswith("--no-"),
+            default=None,
+            help=help_text,
+        )
+        return
+    options: dict[str, Any] = {"dest": row.name, "metavar": row.metavar, "help": help_text}
+    if row.choices:
+        options["choices"] = row.choices
+    elif kind == "integer":
+        options["type"] = whole_number(row)
+    elif kind == "JSON":
+        options["type"] = prices_flag
+    elif kind == "list":
+        options.update(action="append", default=[], type=_LIST_ITEMS[row.kind])
+    parser.add_argument(flag, **options)
 
 
 # -- flag values: each checked here, so a bad one exits 2 naming the flag ----------------------
-def checked_int(check: Callable[[int], str | None]) -> Callable[[str], int]:
+def whole_number(row: Setting) -> Callable[[str], int]:
+    """An integer row's flag value as a number (argparse names the flag when it is none); its
+    range is the core's check, which names the flag too (`--max-iterations: must be ...`)."""
+
     def parse(text: str) -> int:
-        try:
-            value = int(text.replace("_", ""))
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        problem = check(value)
+        from ..service.settings import parse_setting_text
+
+        value, problem = parse_setting_text(row, text)
         if problem:
             raise argparse.ArgumentTypeError(problem)
-        return value
+        return int(value)
 
     return parse
-
-
-def result_budget_flag(text: str) -> int:
-    from ..service.settings import check_result_budget
-
-    parsed: int = checked_int(check_result_budget)(text)
-    return parsed
-
-
-def context_window_flag(text: str) -> int:
-    from ..service.settings import check_context_window
-
-    parsed: int = checked_int(check_context_window)(text)
-    return parsed
 
 
 def prices_flag(path: str) -> dict[str, Any]:
@@ -347,6 +283,10 @@ def variable_flag(text: str) -> str:
     if problem:
         raise argparse.ArgumentTypeError(problem)
     return text
+
+
+# The item check of each list row's flag, by the row's kind.
+_LIST_ITEMS: dict[str, Callable[[str], str]] = {"paths": read_path_flag, "names": variable_flag}
 
 
 def command_limit_flag(text: str) -> tuple[str, str]:

@@ -111,7 +111,7 @@ def run_command(args: argparse.Namespace) -> int:
         sandbox_root=sandbox,
         model=args.model,
         base_url=args.base_url,
-        replay_script=args.script,
+        replay_script=args.replay_script,
         resources=tuple(args.files),
         images=tuple(ImageInput(path, path=path) for path in args.images),
         continue_from=args.continue_from,

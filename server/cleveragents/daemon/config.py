@@ -15,6 +15,7 @@ from ..protocol.translate import command_settings
 from ..service.client_tools import DEFAULT_CLIENT_TOOL_TIMEOUT_S, ClientTool, check_client_tools
 from ..service.errors import ParamsError
 from ..service.settings import ClientOptions, SessionSettings, session_settings
+from ..settings_table import Level, option_attribute, rows_for
 
 # Keys that look like secrets: refused in initializationOptions with a pointer to the env.
 # (`token` is not one: it is the `--tcp` daemon's access token, see remote.py.)
@@ -39,31 +40,25 @@ def parse_initialization_options(raw: Any) -> wire.InitializationOptions:
 
 
 def client_options(options: wire.InitializationOptions) -> ClientOptions:
+    """The options as the core's: each settings-table row `initializationOptions` may set,
+    read by its option name (the wire's attribute is its snake_case), then the daemon's own
+    (tools, approvals) and the command layer."""
+    settings: dict[str, Any] = {}
+    for row in rows_for(Level.DAEMON):
+        if row.option is None or not row.resolved.startswith("defaults."):
+            continue  # the command rows: `command_settings` below
+        value = getattr(options, option_attribute(row.option))
+        if row.value_type == "JSON" and value is not None:  # the price table's typed models
+            value = {model: unstructure(price) for model, price in value.items()}
+        settings[row.name] = value
     return ClientOptions(
-        provider=options.provider,
-        model=options.model,
-        automation_profile=options.automation_profile,
-        max_iterations=options.max_iterations,
-        system_prompt=options.system_prompt,
-        base_url=options.base_url,
-        replay_script=options.replay_script,
-        max_tokens=options.max_tokens,
+        **settings,
         tool_modules=tuple(options.tool_modules) if options.tool_modules is not None else None,
         builtin_tools=options.builtin_tools,
         plugin_tools=options.plugin_tools,
         approvals=options.approvals,
         approval_timeout_seconds=options.approval_timeout_seconds,
-        tool_result_budget=options.tool_result_budget,
-        context_window=options.context_window,
-        prompt_caching=options.prompt_caching,
-        project_instructions=options.project_instructions,
-        prices=(
-            {model: unstructure(price) for model, price in options.prices.items()}
-            if options.prices is not None
-            else None
-        ),
         command=command_settings(options),
-        trust_workspace=options.trust_workspace,
     )
 
 

@@ -8,7 +8,7 @@ tests can drive runs with a client of their own. The run logic is the core's
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -33,6 +33,7 @@ from ..protocol.translate import (
 from ..service.client_tools import ClientTool, ClientToolAnswer, ClientToolCall, MalformedAnswer
 from ..service.errors import ParamsError, ServiceError
 from ..service.runs import RunManager, RunPlan
+from ..service.settings import ClientOptions, history_argument, settings_report
 from ..tool.events import (
     IterationStarted,
     PlanUpdated,
@@ -113,6 +114,39 @@ def plan(manager: RunManager, params: wire.RunParams) -> RunPlan:
     """Check a run's params without starting it; ServiceError names every bad value."""
     with _wire_names():
         return manager.plan(run_request(params))
+
+
+def settings(
+    manager: RunManager,
+    params: wire.SettingsParams,
+    options: ClientOptions,
+    env: Mapping[str, str],
+) -> wire.SettingsResult:
+    """`cleveragents/settings`: the session's settings (its `options` over `env`), and with
+    `run` those of a run with those params (checked by the core as a run is, not started)."""
+    request = None
+    if params.run is not None:
+        request = run_request(params.run)
+        with _wire_names():
+            manager.plan(request)
+    history = manager.history
+    report = settings_report(
+        options,
+        env,
+        history=history_argument(history.path if history else None, env),
+        history_level="--history",
+        options_level="initializationOptions",
+        run=request,
+        run_level="params",
+    )
+    return wire.SettingsResult(
+        settings=[
+            wire.ResolvedSetting(
+                name=row.name, variable=row.env, value=row.value, source=row.source
+            )
+            for row in report
+        ]
+    )
 
 
 def cancel(manager: RunManager, params: wire.CancelParams) -> wire.CancelResult:

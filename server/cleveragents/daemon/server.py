@@ -46,11 +46,16 @@ from ..service.errors import ErrorKind, ParamsError, ServiceError
 from ..service.history import RunHistory
 from ..service.processes import claim_stdio, kill_descendants
 from ..service.runs import RunManager
-from ..service.settings import SessionSettings, open_history
+from ..service.settings import ClientOptions, SessionSettings, open_history
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.registry import ToolRegistry
 from ..toolsets import ToolLoadError, build_registry
-from .config import declared_client_tools, initialization_settings
+from .config import (
+    client_options,
+    declared_client_tools,
+    initialization_settings,
+    parse_initialization_options,
+)
 from .connection import Connection
 from .encoded import EncodedResult
 from .options import parse_serve_options
@@ -85,6 +90,8 @@ class Daemon:
         self.env = dict(os.environ) if env is None else env
         self.state: State = "new"
         self.manager: RunManager | None = None
+        # What `initialize` set, for `cleveragents/settings` (which names each level).
+        self.client_options = ClientOptions()
         self.exit_code: int | None = None
         self.stopped = asyncio.Event()
         self.parser = FrameParser()
@@ -331,6 +338,12 @@ class Daemon:
         async def get_run(ls: LanguageServer, params: wire.GetRunParams) -> Any:
             return await self._call(lambda m: _runs().get_run(m, params))
 
+        @server.feature("cleveragents/settings")
+        async def settings(ls: LanguageServer, params: wire.SettingsParams) -> Any:
+            return await self._call(
+                lambda m: _runs().settings(m, params, self.client_options, self.env)
+            )
+
         @server.feature("cleveragents/restore")
         async def restore(ls: LanguageServer, params: wire.RestoreParams) -> Any:
             return await self._call(lambda m: _runs().restore(m, params))
@@ -365,6 +378,9 @@ class Daemon:
             self.state = "new"
             raise
         self.manager = RunManager(registry, settings.defaults, self.history)
+        self.client_options = client_options(
+            parse_initialization_options(params.initialization_options)
+        )
         self.connection.approvals = settings.approvals
         self.connection.trust = settings.trust_prompts
         self.connection.client_tools = tuple(client_tools)

@@ -11,6 +11,7 @@ from ..service.image_inputs import ImageInput
 from ..service.resources import ResourceRequest
 from ..service.runs import RunOutcome, RunRequest
 from ..service.settings import COMMAND_LIMITS, CommandSettings
+from ..settings_table import Level, option_attribute, rows_for
 from ..tool.images import ImageAttachment
 from ..tool.instructions import InstructionFile
 from ..tool.messages import AssistantMessage, Message, UserMessage
@@ -27,24 +28,21 @@ if TYPE_CHECKING:  # Only named here: the checkpoint and trust code load when fi
 
 
 def run_request(params: wire.RunParams) -> RunRequest:
+    """The params as the core's request: each settings-table row a run may set by its option
+    name (the wire's attribute is its snake_case; the request's field is the row's name), then
+    the run's own fields and its command layer."""
+    settings = {
+        row.name: getattr(params, option_attribute(row.option))
+        for row in rows_for(Level.RUN)
+        if row.option is not None and row.resolved.startswith("defaults.")
+    }
     return RunRequest(
+        **settings,
         prompt=params.prompt,
         sandbox_root=params.sandbox_root,
-        provider=params.provider,
-        model=params.model,
-        max_iterations=params.max_iterations,
-        automation_profile=params.automation_profile,
         continue_from=params.continue_from,
         run_id=params.run_id,
-        system_prompt=params.system_prompt,
         tools=tuple(params.tools) if params.tools is not None else None,
-        base_url=params.base_url,
-        replay_script=params.replay_script,
-        max_tokens=params.max_tokens,
-        tool_result_budget=params.tool_result_budget,
-        context_window=params.context_window,
-        prompt_caching=params.prompt_caching,
-        project_instructions=params.project_instructions,
         resources=tuple(
             ResourceRequest(r.path, r.text, r.start_line, r.end_line)
             for r in params.resources or ()

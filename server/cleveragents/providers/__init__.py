@@ -5,11 +5,17 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..settings_table import ENV_OPENAI_VISION, ENV_PROVIDER, ENV_REPLAY_SCRIPT
+from ..settings_table import (
+    ENV_OPENAI_MODEL,
+    ENV_OPENAI_VISION,
+    ENV_PROVIDER,
+    ENV_REPLAY_SCRIPT,
+    PROVIDER_NAMES,
+)
 from ..tool.llm import LLMCaller
 from .errors import ProviderError
 
-PROVIDERS = ("offline", "replay", "anthropic", "openai")
+PROVIDERS = PROVIDER_NAMES  # the provider row's choices (settings_table.py)
 DEFAULT_PROVIDER = "offline"
 
 
@@ -70,11 +76,11 @@ def create_llm_caller(
     if options.get("vision") is not None:
         passthrough["vision"] = bool(options["vision"])
     if not model:
-        model = os.environ.get("OPENAI_MODEL")
+        model = os.environ.get(ENV_OPENAI_MODEL)
     if not model:
         raise ProviderConfigError(
             "the openai provider needs a model name: pass --model (e.g. gpt-4o-mini, or "
-            "llama3.1 for Ollama) or set OPENAI_MODEL"
+            f"llama3.1 for Ollama) or set {ENV_OPENAI_MODEL}"
         )
     return OpenAICaller(model, **passthrough)
 

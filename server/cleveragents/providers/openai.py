@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
-from ..settings_table import ENV_OPENAI_VISION
+from ..settings_table import ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_OPENAI_VISION
 from ..tool.llm import TextSink
 from ..tool.messages import LLMRequest, LLMResponse, ToolCallRequest
 from ..tool.records import Usage
@@ -246,12 +246,13 @@ class OpenAICaller:
         self._tools = ToolsConverter(ToolCallRouter.to_openai_tools)
         if client is None:
             openai = _import_sdk()
-            base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-            api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+            base_url = base_url or os.environ.get(ENV_OPENAI_BASE_URL) or None
+            api_key = api_key or os.environ.get(ENV_OPENAI_API_KEY) or None
             if api_key is None:
                 if base_url is None:
                     raise ProviderError(
-                        "no OpenAI API key: set OPENAI_API_KEY, or point OPENAI_BASE_URL "
+                        f"no OpenAI API key: set {ENV_OPENAI_API_KEY}, or point "
+                        f"{ENV_OPENAI_BASE_URL} "
                         "(or base_url) at an OpenAI-compatible server such as Ollama "
                         "(http://localhost:11434/v1), which needs no key"
                     )
@@ -352,14 +353,14 @@ class OpenAICaller:
                 f"{where}: is the local server (Ollama, vLLM, llama.cpp, LM Studio) running "
                 f"at {self.base_url}?"
             )
-        return f"{where}: check the network and the base URL (OPENAI_BASE_URL)."
+        return f"{where}: check the network and the base URL ({ENV_OPENAI_BASE_URL})."
 
     def _describe_status_error(self, exc: Any) -> str:
         status = int(getattr(exc, "status_code", 0))
         message = _server_message(exc)
         said = f"{self.base_url} answered {status}: {message}"
         if status == 401:
-            return f"{said}. The API key was rejected: set OPENAI_API_KEY to a valid key."
+            return f"{said}. The API key was rejected: set {ENV_OPENAI_API_KEY} to a valid key."
         if status == 403:
             return f"{said}. The API key may not use model {self.model!r}."
         if status == 404:

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import unquote, urlparse
 
-from ..providers import PROVIDERS, ProviderConfigError, create_llm_caller, no_vision
+from ..providers import ProviderConfigError, create_llm_caller, no_vision
+from ..settings_table import Level, rows_for
 from ..tool.cancel import CancelToken, unless_cancelled
 from ..tool.context import ToolActorContext
 from ..tool.events import RunObserver
@@ -50,14 +51,7 @@ from .errors import (
 )
 from .history import BatchLabel, RunHistory, RunSummary, StoredCheckpoint, StoredRun
 from .image_inputs import ImageInput, check_image_count, load_images
-from .settings import (
-    CommandSettings,
-    RunDefaults,
-    check_context_window,
-    check_max_iterations,
-    check_result_budget,
-    command_policy,
-)
+from .settings import CommandSettings, RunDefaults, check_setting, command_policy, run_settings
 from .threads import DaemonThreadPool
 
 if TYPE_CHECKING:
@@ -314,28 +308,14 @@ class RunManager:
         sandbox_root, problem = check_sandbox_root(params.sandbox_root)
         if problem:
             problems.append(f"sandbox_root: {problem}")
-        provider = params.provider if params.provider is not None else defaults.provider
-        if provider not in PROVIDERS:
-            problems.append(
-                f"provider: unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}"
-            )
-        max_iterations = (
-            params.max_iterations if params.max_iterations is not None else defaults.max_iterations
-        )
-        problem = check_max_iterations(max_iterations)
-        if problem:
-            problems.append(f"max_iterations: {problem}")
-        if params.max_tokens is not None and params.max_tokens < 1:
-            problems.append("max_tokens: must be at least 1")
+        # Each setting a run may set, checked as its row says (the session's were at start).
+        for row in rows_for(Level.RUN):
+            value = getattr(params, row.name, None)
+            problem = check_setting(row, value) if value is not None else None
+            if problem:
+                problems.append(f"{row.name}: {problem}")
         if params.run_id is not None and not _RUN_ID.match(params.run_id):
             problems.append("run_id: use 1 to 64 letters, digits, '_', '-', '.' or ':'")
-        for name, value, check in (
-            ("tool_result_budget", params.tool_result_budget, check_result_budget),
-            ("context_window", params.context_window, check_context_window),
-        ):
-            problem = check(value) if value is not None else None
-            if problem:
-                problems.append(f"{name}: {problem}")
         problems.extend(check_image_count(params.images))
         if params.resources and _root_ok(sandbox_root, problems):
             from .resources import check_resources
@@ -361,50 +341,28 @@ class RunManager:
         run_id = params.run_id or new_run_id()
         if run_id in self._active:
             raise _run_id_taken(run_id)
-        overrides = {
-            "base_url": params.base_url,
-            "script": params.replay_script,
-            "max_tokens": params.max_tokens,
-        }
-        options = defaults.provider_options()
-        options.update({k: v for k, v in overrides.items() if v is not None})
-        caching = (
-            params.prompt_caching if params.prompt_caching is not None else defaults.prompt_caching
-        )
-        options["cache"] = caching
+        run = run_settings(defaults, params)
+        options = run.provider_options()
+        options["cache"] = run.prompt_caching  # said even when on (the provider's default)
         return RunPlan(
             run_id=run_id,
             prompt=params.prompt,
             sandbox_root=sandbox_root,
-            provider=provider,
-            model=params.model if params.model is not None else defaults.model,
-            automation_profile=params.automation_profile or defaults.automation_profile,
-            max_iterations=max_iterations,
-            system_prompt=(
-                params.system_prompt if params.system_prompt is not None else defaults.system_prompt
-            ),
+            provider=run.provider,
+            model=run.model,
+            automation_profile=run.automation_profile,
+            max_iterations=run.max_iterations,
+            system_prompt=run.system_prompt,
             continue_from=params.continue_from,
             tools=tuple(params.tools) if params.tools is not None else None,
             provider_options=options,
             progress_token=params.progress_token,
-            result_budget_chars=(
-                params.tool_result_budget
-                if params.tool_result_budget is not None
-                else defaults.result_budget_chars
-            ),
-            context_window=(
-                params.context_window
-                if params.context_window is not None
-                else defaults.context_window
-            ),
-            prompt_caching=caching,
+            result_budget_chars=run.result_budget_chars,
+            context_window=run.context_window,
+            prompt_caching=run.prompt_caching,
             resources=tuple(params.resources),
             command_policy=policy,
-            project_instructions=(
-                params.project_instructions
-                if params.project_instructions is not None
-                else defaults.project_instructions
-            ),
+            project_instructions=run.project_instructions,
             batch=params.batch,
             images=tuple(params.images),
         )

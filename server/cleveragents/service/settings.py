@@ -1,8 +1,13 @@
 """Settings: run defaults from a client's options and the environment, as plain dataclasses.
 
 Precedence, for each setting: a run's params, then the client's options (the daemon's
-`initializationOptions`), then the environment, then the built-in default. API keys are read
-by the providers from the environment only; no request can carry one.
+`initializationOptions`), then the environment, then the built-in default. Each row of the
+settings table (`settings_table.py`) is resolved by the same code (`resolve_rows`, and
+`run_settings` for a run's params): read by the row's name from the options, parsed from its
+variable, checked by its type, choices and bounds (`check_setting`); what no level sets is
+the `RunDefaults` default. The command policy's rows layer (lists add up) through
+`command_policy`. API keys are read by the providers from the environment only; no request
+can carry one.
 """
 
 from __future__ import annotations
@@ -13,41 +18,17 @@ import os
 import re
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..assembly import SYSTEM_PROMPT
 from ..paths import default_history_path
-from ..providers import PROVIDERS
-from ..settings_table import (
-    ENV_BASE_URL,
-    ENV_COMPACTION_SUMMARY,
-    ENV_CONTEXT_CLEAR_AT_LEAST,
-    ENV_CONTEXT_CLEAR_TRIGGER,
-    ENV_CONTEXT_KEEP_TOOL_USES,
-    ENV_CONTEXT_WINDOW,
-    ENV_HISTORY,
-    ENV_MAX_ITERATIONS,
-    ENV_MODEL,
-    ENV_OPENAI_VISION,
-    ENV_PRICES,
-    ENV_PROFILE,
-    ENV_PROJECT_INSTRUCTIONS,
-    ENV_PROMPT_CACHING,
-    ENV_PROVIDER,
-    ENV_REPLAY_SCRIPT,
-    ENV_TOOL_RESULT_BUDGET,
-    ENV_TRUST_WORKSPACE,
-    MAX_ITERATIONS_CAP,
-    SETTINGS,
-    Setting,
-)
+from ..settings_table import BY_ENV, ENV_HISTORY, SETTINGS, Level, Setting, rows_for
 from ..tool.context_guard import ContextPolicy
 from ..tool.defaults import DEFAULT_MAX_ITERATIONS
 from ..tool.models import ModelPrice, normalise_prices
-from ..tool.policy import AUTOMATION_PROFILES
-from ..tool.result_budget import DEFAULT_RESULT_BUDGET_CHARS, MIN_RESULT_BUDGET_CHARS
+from ..tool.result_budget import DEFAULT_RESULT_BUDGET_CHARS
 from ..workspace.command_policy import (
     CommandPolicy,
     parse_limit,
@@ -61,10 +42,6 @@ DEFAULT_PROFILE = "ask"
 DEFAULT_APPROVAL_TIMEOUT_S = 600.0
 MAX_APPROVAL_TIMEOUT_S = 86_400.0
 
-
-MAX_RESULT_BUDGET_CHARS = 10_000_000
-MIN_CONTEXT_WINDOW = 1024
-MAX_CONTEXT_WINDOW = 100_000_000
 
 # The command limits a client may set, by their option names, and the CommandPolicy limit
 # each sets (with whether it is a size in bytes, which also takes K/M/G/T suffixes).
@@ -189,7 +166,8 @@ class SessionSettings:
 
 @dataclass(frozen=True, slots=True)
 class ClientOptions:
-    """What a client set for its whole session; None leaves a setting to the environment."""
+    """What a client set for its whole session; None leaves a setting to the environment.
+    A settings-table row's field has the row's name (`resolve_rows` reads it so)."""
 
     provider: str | None = None
     model: str | None = None
@@ -233,36 +211,7 @@ def session_settings(
     """
     env = os.environ if env is None else env
     problems: list[str] = []
-
-    def pick(name: str, option: Any, env_name: str) -> tuple[Any, str]:
-        if option is not None:
-            return option, f"{options_name}.{_camel(name)}"
-        return env.get(env_name) or None, f"${env_name}"
-
-    provider, where = pick("provider", options.provider, ENV_PROVIDER)
-    provider = provider or "offline"
-    if provider not in PROVIDERS:
-        problems.append(
-            f"{where}: unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}"
-        )
-    profile, where = pick("automation_profile", options.automation_profile, ENV_PROFILE)
-    profile = profile or DEFAULT_PROFILE
-    if profile not in AUTOMATION_PROFILES:
-        problems.append(
-            f"{where}: unknown automation profile {profile!r}; choose one of "
-            f"{', '.join(AUTOMATION_PROFILES)}"
-        )
-    max_iterations_raw, where = pick("max_iterations", options.max_iterations, ENV_MAX_ITERATIONS)
-    max_iterations = DEFAULT_MAX_ITERATIONS
-    if max_iterations_raw is not None:
-        try:
-            max_iterations = int(max_iterations_raw)
-        except ValueError:
-            problems.append(f"{where}: expected an integer, got {max_iterations_raw!r}")
-        else:
-            problem = check_max_iterations(max_iterations)
-            if problem:
-                problems.append(f"{where}: {problem}")
+    resolved = resolve_rows(options, env, options_name, problems)
     timeout = options.approval_timeout_seconds
     # Finite and bounded: an approval that could wait forever is the hang the protocol rules out.
     if timeout is not None and not (0 < timeout <= MAX_APPROVAL_TIMEOUT_S):
@@ -270,59 +219,20 @@ def session_settings(
             f"{options_name}.approvalTimeoutSeconds: must be more than 0 and at most "
             f"{MAX_APPROVAL_TIMEOUT_S:g}"
         )
-    if options.max_tokens is not None and options.max_tokens < 1:
-        problems.append(f"{options_name}.maxTokens: must be at least 1")
-    budget = _int_setting(
-        problems, *pick("tool_result_budget", options.tool_result_budget, ENV_TOOL_RESULT_BUDGET)
-    )
-    _check_range(problems, budget, check_result_budget)
-    window = _int_setting(
-        problems, *pick("context_window", options.context_window, ENV_CONTEXT_WINDOW)
-    )
-    _check_range(problems, window, check_context_window)
-    caching = _bool_setting(
-        problems, *pick("prompt_caching", options.prompt_caching, ENV_PROMPT_CACHING)
-    )
-    context_policy = _context_policy(problems, options, pick)
-    summary = _bool_setting(
-        problems, *pick("compaction_summary", options.compaction_summary, ENV_COMPACTION_SUMMARY)
-    )
-    instructions = _bool_setting(
-        problems,
-        *pick("project_instructions", options.project_instructions, ENV_PROJECT_INSTRUCTIONS),
-    )
-    prices = _prices(problems, options.prices, env, options_name)
     policy = _command_policy(problems, options.command, env, options_name)
-    trust_workspace = options.trust_workspace
-    if trust_workspace is None:
-        trust_workspace, problem = env_flag(env, ENV_TRUST_WORKSPACE)
-        if problem:
-            problems.append(problem)
-    openai_vision, problem = env_flag(env, ENV_OPENAI_VISION)
-    if problem:
-        problems.append(problem)
     if problems:
         raise ParamsError(problems)
     defaults = RunDefaults(
-        provider=provider,
-        model=pick("model", options.model, ENV_MODEL)[0],
-        automation_profile=profile,
-        max_iterations=max_iterations,
-        system_prompt=options.system_prompt if options.system_prompt is not None else SYSTEM_PROMPT,
-        base_url=pick("base_url", options.base_url, ENV_BASE_URL)[0],
-        replay_script=pick("replay_script", options.replay_script, ENV_REPLAY_SCRIPT)[0],
-        max_tokens=options.max_tokens,
+        **{path: value for path, value in resolved.items() if "." not in path},
+        context_policy=_context_policy(
+            {
+                path.partition(".")[2]: value
+                for path, value in resolved.items()
+                if path.startswith("context_policy.")
+            }
+        ),
         approval_timeout_s=timeout if timeout is not None else DEFAULT_APPROVAL_TIMEOUT_S,
-        result_budget_chars=budget[0] if budget[0] is not None else DEFAULT_RESULT_BUDGET_CHARS,
-        context_window=window[0],
-        prompt_caching=caching if caching is not None else True,
-        context_policy=context_policy,
-        compaction_summary=summary is True,
-        project_instructions=instructions if instructions is not None else True,
-        prices=prices,
         command_policy=policy,
-        trust_workspace=trust_workspace,
-        openai_vision=openai_vision,
     )
     tools = ToolSettings(
         modules=tuple(options.tool_modules or ()),
@@ -337,79 +247,125 @@ def session_settings(
     )
 
 
-def _context_policy(problems: list[str], options: ClientOptions, pick: Any) -> ContextPolicy:
-    """The policy from its three settings, each an option or a variable (defaults: the
-    cache-priced policy's); a trigger of 0 clears only at the window's limit."""
-    default = ContextPolicy()
-    settings = (
-        ("context_clear_trigger", ENV_CONTEXT_CLEAR_TRIGGER, default.trigger_tokens),
-        ("context_keep_tool_uses", ENV_CONTEXT_KEEP_TOOL_USES, default.keep_tool_uses),
-        ("context_clear_at_least", ENV_CONTEXT_CLEAR_AT_LEAST, default.clear_at_least_tokens),
-    )
-    values: list[int] = []
-    for name, env_name, fallback in settings:
-        value, where = _int_setting(problems, *pick(name, getattr(options, name), env_name))
-        if value is not None and value < 0:
-            problems.append(f"{where}: must be at least 0, got {value}")
-            value = None
-        values.append((fallback or 0) if value is None else value)
-    trigger, keep, at_least = values
-    return ContextPolicy(trigger or None, keep, at_least)
+def run_settings(defaults: RunDefaults, run: Any) -> RunDefaults:
+    """`defaults` with what a run's request (`RunRequest`) sets: the table's run level, over
+    the session's. Each run row is the request's field of the row's name (None: unset); the
+    values were checked (`RunManager.plan`); the command layer is `command_policy`'s."""
+    values: dict[str, Any] = {}
+    for row in rows_for(Level.RUN):
+        path = row.resolved.removeprefix("defaults.")
+        value = getattr(run, row.name, None)
+        if path != row.resolved and value is not None:
+            values[path] = value
+    return replace(defaults, **values)
 
 
-def _int_setting(problems: list[str], raw: Any, where: str) -> tuple[int | None, str]:
-    """An integer setting (an option's int, or an environment variable's text)."""
-    if raw is None or isinstance(raw, int):
-        return raw, where
-    try:
-        return int(str(raw).strip().replace("_", "")), where
-    except ValueError:
-        problems.append(f"{where}: expected a whole number, got {raw!r}")
-        return None, where
+def resolve_rows(
+    options: ClientOptions, env: Mapping[str, str], options_name: str, problems: list[str]
+) -> dict[str, Any]:
+    """Every row the run defaults hold (`resolved` under `defaults.`), resolved by its levels:
+    the options (a field named as the row), then its variable; a row no level sets is left
+    out (the `RunDefaults` default decides). Keyed by the path under `defaults.`; each bad
+    value is a problem naming its option or variable."""
+    resolved: dict[str, Any] = {}
+    for row in SETTINGS:
+        path = row.resolved.removeprefix("defaults.")
+        if path == row.resolved:
+            continue  # the command policy's rows (layered), the history file, the keys
+        layers: list[tuple[str, Any, bool]] = []  # (where, value, is text), highest first
+        option = getattr(options, row.name, None)
+        if option is not None:
+            layers.append((f"{options_name}.{row.option or _camel(row.name)}", option, False))
+        text = env.get(row.env) if row.env else None
+        if text:  # an empty variable is an unset one
+            layers.append((f"${row.env}", text, True))
+        values: list[Any] = []
+        for where, raw, is_text in layers:
+            value, problem = _typed(row, raw, is_text)
+            if problem is None and value is not None:
+                problem = check_setting(row, value)
+            if problem:
+                problems.append(f"{where}: {problem}")
+            else:
+                values.append(value)
+            if row.value_type != "JSON":
+                break  # the first level that sets it wins (even with a bad value)
+        if not values:
+            continue
+        if row.value_type == "JSON":  # a price table: merged model by model, the top last
+            merged: dict[str, Any] = {}
+            for value in reversed(values):
+                merged.update(value)
+            resolved[path] = merged
+        else:
+            resolved[path] = values[0]
+    return resolved
 
 
-def _check_range(problems: list[str], value: tuple[int | None, str], check: Any) -> None:
-    number, where = value
-    if number is not None:
-        problem = check(number)
+def _typed(row: Setting, raw: Any, is_text: bool) -> tuple[Any, str | None]:
+    """A level's value as the row's type (a variable's text parsed; an option's value is
+    typed by its front), or the problem with it."""
+    kind = row.value_type
+    if is_text:
+        raw, problem = parse_setting_text(row, raw)
         if problem:
-            problems.append(f"{where}: {problem}")
+            return None, problem
+    if kind == "JSON":  # the only JSON row is the price table
+        try:
+            return parse_prices(raw), None
+        except (TypeError, ValueError) as exc:
+            return None, str(exc)
+    return raw, None
 
 
-def _bool_setting(problems: list[str], raw: Any, where: str) -> bool | None:
-    if raw is None or isinstance(raw, bool):
-        return raw
-    text = str(raw).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    problems.append(f"{where}: expected 1 or 0 (true or false), got {raw!r}")
+def parse_setting_text(row: Setting, text: str) -> tuple[Any, str | None]:
+    """A variable's (or a flag's) text as the row's type, or the problem with it."""
+    kind = row.value_type
+    if kind == "integer":
+        try:
+            return int(text.strip().replace("_", "")), None
+        except ValueError:
+            return None, f"expected a whole number, got {text!r}"
+    if kind == "yes/no":
+        word = text.strip().lower()
+        if word in _TRUE:
+            return True, None
+        if word in _FALSE:
+            return False, None
+        return None, f"expected 1 or 0 (true or false), got {text!r}"
+    if kind == "JSON":
+        try:
+            return json.loads(text), None
+        except json.JSONDecodeError as exc:
+            return None, f"not valid JSON ({exc})"
+    return text, None
+
+
+def check_setting(row: Setting, value: Any) -> str | None:
+    """The row's check of a typed value: one of its choices, within its bounds (with a unit
+    the message names both bounds); None when it holds."""
+    if row.choices and value not in row.choices:
+        return f"unknown {row.label} {value!r}; choose one of {', '.join(row.choices)}"
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    low, high = row.minimum, row.maximum
+    if row.unit and low is not None and high is not None:
+        if not low <= value <= high:
+            return f"must be between {low:,} and {high:,} {row.unit}, got {value}"
+        return None
+    if low is not None and value < low:
+        return f"must be at least {low}, got {value}"
+    if high is not None and value > high:
+        return f"must be at most {high}, got {value}"
     return None
 
 
-def _prices(
-    problems: list[str],
-    option: Mapping[str, Mapping[str, Any]] | None,
-    env: Mapping[str, str],
-    options_name: str,
-) -> dict[str, ModelPrice]:
-    """The environment's price table, then the client's over it (model by model)."""
-    table: dict[str, ModelPrice] = {}
-    raw_env = env.get(ENV_PRICES, "").strip()
-    if raw_env:
-        try:
-            table.update(parse_prices(json.loads(raw_env)))
-        except json.JSONDecodeError as exc:
-            problems.append(f"${ENV_PRICES}: not valid JSON ({exc})")
-        except (TypeError, ValueError) as exc:
-            problems.append(f"${ENV_PRICES}: {exc}")
-    if option is not None:
-        try:
-            table.update(parse_prices(option))
-        except (TypeError, ValueError) as exc:
-            problems.append(f"{options_name}.prices: {exc}")
-    return table
+def _context_policy(values: dict[str, Any]) -> ContextPolicy:
+    """The cache-priced policy with the values its rows set; a trigger of 0 clears only at
+    the window's limit."""
+    if values.get("trigger_tokens") == 0:
+        values["trigger_tokens"] = None
+    return replace(ContextPolicy(), **values)
 
 
 def parse_prices(data: Any) -> dict[str, ModelPrice]:
@@ -499,39 +455,15 @@ def check_variable_pattern(name: str) -> str | None:
     return None
 
 
-def check_result_budget(value: int) -> str | None:
-    if not MIN_RESULT_BUDGET_CHARS <= value <= MAX_RESULT_BUDGET_CHARS:
-        return (
-            f"must be between {MIN_RESULT_BUDGET_CHARS:,} and {MAX_RESULT_BUDGET_CHARS:,} "
-            f"characters, got {value}"
-        )
-    return None
-
-
-def check_context_window(value: int) -> str | None:
-    if not MIN_CONTEXT_WINDOW <= value <= MAX_CONTEXT_WINDOW:
-        return (
-            f"must be between {MIN_CONTEXT_WINDOW:,} and {MAX_CONTEXT_WINDOW:,} tokens, got {value}"
-        )
-    return None
-
-
 def env_flag(env: Mapping[str, str], name: str) -> tuple[bool, str | None]:
-    """A yes/no variable: 1/true/yes/on or 0/false/no/off (unset: no); a problem otherwise."""
-    value = env.get(name, "").strip().lower()
-    if value in _TRUE:
-        return True, None
-    if value in _FALSE:
+    """A yes/no row's variable (unset or empty: no); a problem naming it otherwise."""
+    text = env.get(name, "")
+    if not text:
         return False, None
-    return False, f"${name}: expected 1 or 0, got {env[name]!r}"
-
-
-def check_max_iterations(value: int) -> str | None:
-    if value < 1:
-        return f"must be at least 1, got {value}"
-    if value > MAX_ITERATIONS_CAP:
-        return f"must be at most {MAX_ITERATIONS_CAP}, got {value}"
-    return None
+    value, problem = parse_setting_text(BY_ENV[name], text)
+    if problem:
+        return False, f"${name}: {problem}"
+    return value is True, None
 
 
 def history_path(argument: str | None, env: Mapping[str, str] | None = None) -> Path:
@@ -539,6 +471,14 @@ def history_path(argument: str | None, env: Mapping[str, str] | None = None) -> 
     env = os.environ if env is None else env
     chosen = argument or env.get(ENV_HISTORY)
     return Path(chosen).expanduser() if chosen else default_history_path()
+
+
+def history_argument(used: Path | None, env: Mapping[str, str]) -> str | None:
+    """The history file a server uses, as the `--history` argument it must have been given
+    when it is not the file the variable or the default names (None when it is)."""
+    if used is None or used == history_path(None, env):
+        return None
+    return str(used)
 
 
 def open_history(path_argument: str | None) -> RunHistory | None:
@@ -588,16 +528,31 @@ def settings_report(
     history: str | None = None,
     options_name: str = "initializationOptions",
     options_level: str = "option",
+    history_level: str | None = None,
+    run: Any = None,
+    run_level: str = "run",
 ) -> list[SettingValue]:
     """Every row of the settings table, resolved as a run would resolve it, with where its
     value came from; ParamsError naming every bad value (as `session_settings`). `history` is
-    the front's own history argument (`--history`)."""
+    the front's own history argument (`--history`, reported as `history_level`, else as the
+    options' level); `run` a checked run request
+    (`RunManager.plan` passed it), whose values are the top level."""
     env = os.environ if env is None else env
     defaults = session_settings(options, env, options_name=options_name).defaults
+    if run is not None:
+        policy = defaults.command_policy
+        if run.command:
+            base = policy or CommandPolicy.from_environment(env)
+            policy = command_policy(base, run.command, "params")[0]
+        defaults = replace(run_settings(defaults, run), command_policy=policy)
     resolved = ResolvedSettings.of(defaults, env, history)
     report: list[SettingValue] = []
     for row in SETTINGS:
-        if _option_is_set(options, row) or (row.name == "history" and history):
+        if run is not None and Level.RUN in row.levels and _option_is_set(run, row):
+            source = run_level
+        elif row.name == "history" and history:
+            source = history_level or options_level
+        elif _option_is_set(options, row):
             source = options_level
         elif row.env and env.get(row.env, "").strip():
             source = "env"
@@ -635,8 +590,9 @@ class ResolvedSettings:
         return value
 
 
-def _option_is_set(options: ClientOptions, row: Setting) -> bool:
-    """Whether the options (a client's, or the CLI's flags) set this row."""
+def _option_is_set(options: Any, row: Setting) -> bool:
+    """Whether the options (a client's, the CLI's flags, or a run's request: fields named as
+    the rows, and a `command` layer) set this row."""
     if row.resolved.startswith("policy."):
         command = options.command
         if row.resolved.startswith("policy.limits."):

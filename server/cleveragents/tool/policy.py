@@ -12,6 +12,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from .cancel import CancelToken
 from .registry import ToolSpec
 
+# In order of what they allow; the tool runtime imports nothing of ours, so the settings
+# table's automation profile row spells them again (a test keeps the two equal).
 AUTOMATION_PROFILES = ("read-only", "ask", "auto-edit", "full-auto")
 
 Verdict = Literal["allow", "ask", "deny"]

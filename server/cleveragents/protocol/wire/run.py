@@ -361,3 +361,38 @@ class ListCommandsResult:
     commands: list[PromptCommandInfo] = attrs.field(
         metadata=doc("By name; a workspace's command hides the user's of the same name.")
     )
+
+
+@attrs.frozen(kw_only=True)
+class SettingsParams:
+    """`params` may be omitted."""
+
+    run: RunParams | None = attrs.field(
+        default=None,
+        metadata=doc(
+            "Also resolve a run with these params (checked as `cleveragents/run` checks them, "
+            "not started): its settings are then the ones that run would use."
+        ),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ResolvedSetting:
+    """One row of the settings table (docs/settings.md) as resolved."""
+
+    name: str = attrs.field(metadata=doc("The row's name, e.g. `max_iterations`."))
+    variable: str | None = attrs.field(metadata=doc("Its environment variable, if it has one."))
+    value: str = attrs.field(
+        metadata=doc(
+            "The value as text (`cleveragents doctor --settings` shows the same); a "
+            "secret shows only whether it is set and its length."
+        )
+    )
+    source: str = attrs.field(
+        metadata=doc("Where it came from: `default`, `env`, `initializationOptions` or `params`.")
+    )
+
+
+@attrs.frozen(kw_only=True)
+class SettingsResult:
+    settings: list[ResolvedSetting] = attrs.field(metadata=doc("Every row, in the table's order."))
