@@ -14,7 +14,7 @@ without a sample fails `test_every_row_has_a_sample`). Three processes serve eve
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,9 @@ def _by_name(rows: list[dict[str, Any]]) -> Report:
     return {row["name"]: row for row in rows}
 
 
-def _collect(home: Path, work: Callable[[], Awaitable[dict[str, Report]]]) -> dict[str, Report]:
+def _collect(
+    home: Path, work: Callable[[], Coroutine[Any, Any, dict[str, Report]]]
+) -> dict[str, Report]:
     home.mkdir(parents=True, exist_ok=True)
     return asyncio.run(work())
 

@@ -43,7 +43,7 @@ def _field_of(class_name: str, option: str) -> tuple[type, attrs.Attribute[Any]]
 
 
 def _named_field(cls: type, option: str) -> attrs.Attribute[Any]:
-    fields = {camel(f.name): f for f in attrs.fields(cls)}
+    fields: dict[str, attrs.Attribute[Any]] = {camel(f.name): f for f in attrs.fields(cls)}
     assert option in fields, f"{cls.__name__} has no field {option!r}"
     return fields[option]
 

@@ -35,7 +35,7 @@ def test_a_type_named_through_the_package_is_its_groups_class() -> None:
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="NoSuchType"):
-        _ = wire.NoSuchType  # type: ignore[attr-defined]
+        _ = wire.NoSuchType
     assert not hasattr(wire, "no_such_name")
 
 

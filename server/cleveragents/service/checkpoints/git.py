@@ -202,15 +202,14 @@ class GitRunner:
         their stat data and not read again); `new_files` is how many of them are new or
         changed (their contents to be written); `split` makes it a split index.
 
-        git writes each new file's content as a loose object, one file in the object store
-        per file: creating those is most of a large first snapshot's time (and ~4 KiB of disk
-        per file). From git 2.37 on, `update-index` batches the objects it writes: a file
-        above `core.bigFileThreshold` is streamed into one pack for the whole command, and a
-        threshold of one byte sends every file of two bytes or more there. That changes no object id and
-        holds only for these commands (diffs and packing elsewhere keep the default); a
-        prune's `gc` folds the packs together. git looks up each object written in a list of
-        the pack's objects, a cost that grows with the square of their number: one command
-        per PACK_BATCH files keeps it small.
+        git writes each new file's content as a loose object, one file in the object store per file:
+        creating those is most of a large first snapshot's time (and ~4 KiB of disk per file). From
+        git 2.37 on, `update-index` batches the objects it writes: a file above
+        `core.bigFileThreshold` is streamed into one pack for the whole command, and a threshold of
+        one byte sends every file of two bytes or more there. That changes no object id and holds
+        only for these commands (diffs and packing elsewhere keep the default); a prune's `gc` folds
+        the packs together. git looks up each object written in a list of the pack's objects, a cost
+        that grows with the square of their number: one command per PACK_BATCH files keeps it small.
         """
         if not (self.batches_objects and new_files >= PACK_FROM_FILES):
             self._update_index(repo, index, paths, split=split)
