@@ -126,22 +126,25 @@ class AnthropicCaller:
 
     async def complete(self, request: LLMRequest, on_text: TextSink | None = None) -> LLMResponse:
         import httpx2
-        from anthropic import APIError
+        from anthropic import APIConnectionError, APIError
 
         turn = _TurnAssembler(on_text)
+        started = False
         try:
             stream = await self.client.messages.create(**self._params(request), stream=True)
             async with stream:
                 async for event in stream:
+                    started = True
                     turn.feed(event)
         except APIError as exc:
+            if started and isinstance(exc, APIConnectionError):
+                # SDK 2.17 wraps a transport failure after the first event (a timeout too) as
+                # APIConnectionError; it is the stream breaking off, not a server never answering.
+                raise _stream_broke_off(exc) from exc
             raise self._error(exc) from exc
         except httpx2.HTTPError as exc:
-            # Once the stream has started, the SDK passes transport failures through as-is.
-            raise ProviderError(
-                f"The Anthropic API response stream broke off ({type(exc).__name__}: {exc}); "
-                "try again."
-            ) from exc
+            # SDKs before 2.17 pass transport failures through as-is once the stream started.
+            raise _stream_broke_off(exc) from exc
         if not turn.finished:
             raise ProviderError(
                 "The Anthropic API response stream ended before message_stop; try again."
@@ -215,6 +218,13 @@ class AnthropicCaller:
         message = f"Anthropic API error {where} ({error_type or 'error'}): {detail}"
         error = ProviderContextLengthError if too_long else ProviderError
         return error(f"{message}. {hint}".rstrip(), status_code=status, error_type=error_type)
+
+
+def _stream_broke_off(exc: Exception) -> ProviderError:
+    cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+    return ProviderError(
+        f"The Anthropic API response stream broke off ({type(cause).__name__}: {cause}); try again."
+    )
 
 
 class _TurnAssembler:
