@@ -6,8 +6,6 @@ fails (EPIPE) whatever the timing.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -17,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cleveragents import cli
+from cleveragents.cli.output import EXIT_BROKEN_PIPE, ReportingStdout
 
 CLI = [sys.executable, "-m", "cleveragents"]
 
@@ -33,6 +32,18 @@ def run_into_closed_pipe(args: list[str], home: Path) -> subprocess.CompletedPro
         os.close(write_end)
 
 
+def stored_runs(history: Path) -> list[dict[str, object]]:
+    listed = subprocess.run(
+        [*CLI, "runs", "--json", "--history", str(history)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    runs: list[dict[str, object]] = json.loads(listed.stdout)
+    return runs
+
+
 @pytest.mark.parametrize(
     "args",
     [["tools", "--json"], ["runs", "--json"], ["runs", "--json", "--limit", "1"]],
@@ -42,7 +53,7 @@ def test_a_listing_into_a_closed_pipe_exits_141_without_a_traceback(
     args: list[str], tmp_path: Path
 ) -> None:
     done = run_into_closed_pipe(args, tmp_path)
-    assert done.returncode == cli.EXIT_BROKEN_PIPE, done.stderr.decode()
+    assert done.returncode == EXIT_BROKEN_PIPE, done.stderr.decode()
     assert done.stderr == b""
 
 
@@ -53,33 +64,85 @@ def test_a_run_into_a_closed_pipe_exits_141_and_is_still_recorded(tmp_path: Path
     history = tmp_path / "h.sqlite3"
     args = ["run", "look around", "--sandbox", str(workspace), "--json"]
     done = run_into_closed_pipe([*args, "--history", str(history)], tmp_path)
-    assert done.returncode == cli.EXIT_BROKEN_PIPE, done.stderr.decode()
+    assert done.returncode == EXIT_BROKEN_PIPE, done.stderr.decode()
     assert b"Traceback" not in done.stderr and b"BrokenPipeError" not in done.stderr
     # The run ended before its answer was printed: the history has it.
-    listed = subprocess.run(
-        [*CLI, "runs", "--json", "--history", str(history)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    [stored] = json.loads(listed.stdout)
+    [stored] = stored_runs(history)
     assert (stored["prompt"], stored["status"]) == ("look around", "finished")
 
 
-def test_a_broken_pipe_is_stdouts_only_when_stdouts_reader_is_gone(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("args", [["tools"], ["runs"], ["doctor"]], ids=["tools", "runs", "doctor"])
+def test_a_rich_table_into_a_closed_pipe_exits_141_too(args: list[str], tmp_path: Path) -> None:
+    """rich's own answer to a broken pipe is exit 1, which a shell cannot tell from a failed
+    command; the terminal views end as the --json ones."""
+    done = run_into_closed_pipe(args, tmp_path)
+    assert done.returncode == EXIT_BROKEN_PIPE, done.stderr.decode()
+    assert done.stderr == b""
+
+
+@pytest.mark.parametrize("args", [["tools"], ["tools", "--json"], ["runs", "--json"]])
+def test_output_to_a_full_device_says_why_in_one_line_and_exits_1(
+    args: list[str], tmp_path: Path
 ) -> None:
-    """Another pipe's BrokenPipeError (a tool's process) is not taken for a closed stdout."""
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "CLEVERAGENTS_PROVIDER": ""}
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [*CLI, *args], stdout=full, stderr=subprocess.PIPE, env=env, timeout=120
+        )
+    assert done.returncode == 1
+    assert done.stderr.decode() == (
+        "cleveragents: could not write the output: No space left on device\n"
+    )
+
+
+def test_a_run_whose_reader_leaves_midway_is_stopped_and_kept(tmp_path: Path) -> None:
+    """`cleveragents run ... | head -c 200`: once nobody reads, the run stops as Ctrl-C stops
+    it (no more tokens spent for nobody) and what it did stays in the history."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    for n in range(6):
+        (workspace / f"notes{n}.md").write_text(f"TODO: item {n}\n" * 40)
+    history = tmp_path / "h.sqlite3"
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "CLEVERAGENTS_PROVIDER": ""}
+    prompt = "Find the open TODOs in this project and write a short report"
+    args = ["run", prompt, "--sandbox", str(workspace), "--history", str(history)]
+    runner = subprocess.Popen(
+        [*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    assert runner.stdout is not None and runner.stderr is not None
+    runner.stdout.read(200)  # the first lines only, as `head -c 200` would
+    runner.stdout.close()
+    errors = runner.stderr.read()
+    assert runner.wait(timeout=120) == EXIT_BROKEN_PIPE, errors.decode()
+    assert b"Traceback" not in errors
+    [stored] = stored_runs(history)
+    assert (stored["prompt"], stored["status"]) == (prompt, "cancelled")
+
+
+def test_a_broken_pipe_elsewhere_is_not_taken_for_stdouts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another pipe's BrokenPipeError (a tool's process, an MCP server) is a bug to show, not a
+    reader that left: only stdout's own writes are judged."""
+
+    def broken(_args: list[str] | None) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(cli, "_command", broken)
+    with pytest.raises(BrokenPipeError):
+        cli.main(["tools"])
+
+
+def test_stdout_after_a_lost_write_swallows_the_rest_and_tells_listeners() -> None:
     read_end, write_end = os.pipe()
-    try:
-        # In the test body: pytest puts its own capture back on sys.stdout after fixtures.
-        with open(write_end, "wb", closefd=False) as raw:
-            monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw))
-            assert cli._stdout_reader_gone() is False
-            os.close(read_end)
-            assert cli._stdout_reader_gone() is True
-    finally:
-        os.close(write_end)
-        with contextlib.suppress(OSError):
-            os.close(read_end)
+    os.close(read_end)
+    told: list[str] = []
+    with open(write_end, "w", closefd=False) as raw:
+        stdout = ReportingStdout(raw)
+        stdout.listeners.append(lambda: told.append("lost"))
+        stdout.write("x" * 100_000)
+        stdout.flush()
+        stdout.write("more")
+        stdout.flush()
+        assert told == ["lost"]
+        assert isinstance(stdout.failure, BrokenPipeError)
+        assert stdout.exit_code(0) == EXIT_BROKEN_PIPE
+    os.close(write_end)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from ..settings_table import ENV_TRUST_WORKSPACE
 from .common import EXIT_CANCELLED, EXIT_LIMIT, EXIT_OK, EXIT_USAGE, fail, sandbox_problem
 from .flags import FIELD_FLAGS, file_flag_of, flag_problems, flag_settings, option_flag
+from .output import when_output_lost
 from .trust import say_not_started
 
 if TYPE_CHECKING:
@@ -128,8 +129,11 @@ def run_command(args: argparse.Namespace) -> int:
         loop.add_signal_handler(
             signal.SIGINT, second_interrupt_kills, loop, manager, run_id, interrupts
         )
+        # Output nobody can read any more: stop spending on the run, as Ctrl-C would.
+        stop = lambda: loop.call_soon_threadsafe(manager.cancel, run_id)  # noqa: E731
         try:
-            return await manager.run(request, sink)
+            with when_output_lost(stop):
+                return await manager.run(request, sink)
         finally:
             loop.remove_signal_handler(signal.SIGINT)
             await manager.aclose()
