@@ -98,6 +98,17 @@ def test_human_output_says_offline_and_shows_each_call(workspace: Path) -> None:
     assert not (workspace / "cleveragents-offline-report.md").exists()
 
 
+def test_a_run_without_history_says_once_why_it_cannot_be_undone(workspace: Path) -> None:
+    args = ("--sandbox", str(workspace), "--no-history", "--profile", "full-auto")
+    done = cli("run", "Look around", *args)
+    assert done.returncode == 0, done.stderr
+    assert (workspace / "cleveragents-offline-report.md").exists()
+    # The warning used to end by repeating its own start.
+    flat = " ".join(done.stdout.split())
+    assert flat.count("cannot be undone") == 1, done.stdout
+    assert "this run cannot be undone: the run history is unavailable" in flat
+
+
 def test_iteration_limit_exits_3(workspace: Path, tmp_path: Path) -> None:
     script = replay_script(
         tmp_path,

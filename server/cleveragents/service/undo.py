@@ -65,9 +65,9 @@ T = TypeVar("T")
 # this often, when a daemon starts or a CLI run ends.
 HOUSEKEEPING_INTERVAL_S = 24 * 3600.0
 _HOUSEKEEPING_STAMP = "last-housekeeping"
-_NO_HISTORY = (
-    "the run history is unavailable, so checkpoints cannot be kept: this run cannot be undone"
-)
+# Said after "this run cannot be undone: " or "nothing can be restored: ", so it does not
+# repeat either.
+_NO_HISTORY = "the run history is unavailable, so checkpoints cannot be kept"
 
 
 @dataclass(frozen=True, slots=True)
