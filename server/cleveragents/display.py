@@ -156,8 +156,7 @@ class RunDisplay:
         }.get(reason, reason)
         self.console.print(Panel(escape(content or "(no text)"), title=title, expand=False))
         summary = f"{iterations} iteration(s), {calls} tool call(s)"
-        if usage is not None:
-            summary += usage_summary(usage, cost_usd)
+        summary += usage_summary(usage or Usage(), cost_usd)
         self.console.print(f"[dim]{escape(summary)}[/]")
 
     def show_changes(self, run_id: str, changed: list[ChangedFile], warning: str | None) -> None:
@@ -290,9 +289,10 @@ def image_line(image: ImageAttachment) -> str:
 
 
 def usage_summary(usage: Usage, cost_usd: float | None) -> str:
-    """', 52,300 tokens in (41,000 from cache, 78%), 1,200 out, ~$0.0312' (empty: no tokens)."""
+    """', 52,300 tokens in (41,000 from cache, 78%), 1,200 out, ~$0.0312', or that the model
+    counted nothing (the offline and replay models): said, rather than shown as nothing."""
     if usage.input_tokens == 0 and usage.output_tokens == 0:
-        return ""
+        return ", no token counts (the model reported none)"
     read = usage.cache_read_tokens
     cached = ""
     if read and usage.input_tokens:

@@ -107,6 +107,8 @@ def test_a_run_without_history_says_once_why_it_cannot_be_undone(workspace: Path
     flat = " ".join(done.stdout.split())
     assert flat.count("cannot be undone") == 1, done.stdout
     assert "this run cannot be undone: the run history is unavailable" in flat
+    # README: the offline model counts no tokens, and the summary says so.
+    assert "tool call(s), no token counts (the model reported none)" in flat
 
 
 def test_iteration_limit_exits_3(workspace: Path, tmp_path: Path) -> None:

@@ -183,7 +183,9 @@ def test_the_cli_summary_shows_tokens_cache_share_and_cost() -> None:
     )
     assert "context window is full" in text
     assert "10 tokens in, 5 out, cost unknown (no price for this model)" in text
-    assert text.rstrip().endswith("1 iteration(s), 0 tool call(s)")
+    assert text.rstrip().endswith(
+        "1 iteration(s), 0 tool call(s), no token counts (the model reported none)"
+    )
 
 
 def test_the_documented_price_table_is_the_code_s() -> None:
