@@ -3,7 +3,8 @@ a row says may set it really sets it.
 
 How each level is reached, named honestly:
 - the CLI's flags and the environment through the real `cleveragents doctor --settings --json`
-  (a subprocess: it resolves exactly as `cleveragents run` does, through `flags.client_options`);
+  (a subprocess: it resolves exactly as `cleveragents run` does, through
+  `setting_flags.client_options`);
 - the daemon's and ACP's levels through the real processes: tests/test_settings_fronts.py;
 - here too, in process, that a run's params and ACP's `_meta` reach the fields of the core's
   `RunPlan` (what the run is built from), which no front reports one by one.

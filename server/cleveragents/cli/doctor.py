@@ -7,8 +7,8 @@ import argparse
 import json
 import os
 
+from ..setting_flags import OPTIONS_NAME, client_options, flag_settings, option_flag
 from .common import EXIT_OK, EXIT_USAGE, fail
-from .flags import OPTIONS_NAME, client_options, flag_settings, option_flag
 from .trust import render_workspace_trust, workspace_trust_report
 
 
