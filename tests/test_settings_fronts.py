@@ -177,7 +177,9 @@ def test_a_bad_run_param_is_refused_naming_it(
 ) -> None:
     error = daemon_reports[1]["refused"]["error"]
     assert error["code"] == wire.INVALID_PARAMS
-    assert "maxIterations: must be at most 1000, got 1001" in " ".join(error["data"]["problems"])
+    # Named by its real path: the run's params sit under `params.run`.
+    assert error["data"]["problems"] == ["params.run.maxIterations: must be at most 1000, got 1001"]
+    assert "params.run.maxIterations" in error["message"]
 
 
 @pytest.mark.parametrize("row", _rows(Level.ACP), ids=_ids)
