@@ -22,7 +22,7 @@ import pytest
 from acp import PROTOCOL_VERSION
 
 from cleveragents.protocol import wire
-from cleveragents.settings_table import SETTINGS, Level, Setting
+from cleveragents.settings_table import ENV_READ_PATHS, SETTINGS, Level, Setting
 from support.acp_support import AgentProcess, agent_env
 from support.daemon_support import RawDaemon, check_against_schema
 from support.settings_samples import SAMPLES, env_for, options_for, shown_text
@@ -199,3 +199,33 @@ def test_acp_honours_the_variable(row: Setting, acp_report: tuple[Path, Report])
         assert (got["source"], got["value"]) == ("--history", str(home / "history.sqlite3"))
         return
     assert (got["source"], got["value"]) == ("env", shown_text(row, SAMPLES[row.name], home))
+
+
+def test_a_list_set_at_every_level_adds_up_each_entry_once(tmp_path: Path) -> None:
+    """The variable, `initializationOptions` and a run's params each name some of the same
+    folders and variables: the run gets them in order of the levels, each once."""
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    env = {ENV_READ_PATHS: "/opt/x:/opt/y:/opt/x"}
+
+    async def work() -> dict[str, Any]:
+        daemon = await RawDaemon.start(tmp_path, env=env)
+        try:
+            await daemon.initialize(
+                {"commandReadPaths": ["/opt/y", "/opt/z"], "commandEnv": ["FOO", "FOO"]}
+            )
+            run = {
+                "prompt": "x",
+                "sandboxRoot": str(sandbox),
+                "commandReadPaths": ["/opt/z", "/opt/w", "/opt/x"],
+                "commandEnv": ["BAR", "FOO"],
+            }
+            return await daemon.request("cleveragents/settings", {"run": run})
+        finally:
+            daemon.kill()
+            await daemon.process.wait()
+
+    answer = asyncio.run(work())
+    report = _by_name(answer["result"]["settings"])
+    assert report["command_read_paths"]["value"] == "/opt/x, /opt/y, /opt/z, /opt/w"
+    assert report["command_env"]["value"] == "FOO, BAR"

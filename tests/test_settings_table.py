@@ -30,7 +30,16 @@ from cleveragents.protocol.translate import run_request
 from cleveragents.providers import PROVIDERS
 from cleveragents.service.runs import RunManager, RunPlan, RunRequest
 from cleveragents.service.settings import ResolvedSettings, RunDefaults, shown_setting, shown_value
-from cleveragents.settings_table import BY_NAME, SETTINGS, Level, Setting, render_markdown
+from cleveragents.settings_table import (
+    BY_NAME,
+    ENV_PASS_VARIABLES,
+    ENV_PROTECTED_PATHS,
+    ENV_READ_PATHS,
+    SETTINGS,
+    Level,
+    Setting,
+    render_markdown,
+)
 from cleveragents.tool.policy import AUTOMATION_PROFILES
 from cleveragents.tool.result_budget import MIN_RESULT_BUDGET_CHARS
 from cleveragents.toolsets import build_registry
@@ -191,6 +200,37 @@ def test_the_cli_honours_every_flag(tmp_path: Path) -> None:
             assert report[row.name]["value"] == shown_text(row, SAMPLES[row.name], tmp_path), (
                 row.name
             )
+
+
+def test_a_list_set_at_two_levels_adds_up_each_entry_once(tmp_path: Path) -> None:
+    """The variable and the flags name some of the same folders and variables: each is
+    resolved once, in the order the levels give them (the environment's first)."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    env = {
+        ENV_READ_PATHS: f"{tools}:/opt/y:{tools}",
+        ENV_PASS_VARIABLES: "FOO,BAR",
+        ENV_PROTECTED_PATHS: "Makefile:scripts:Makefile",
+    }
+    flags = ["--command-read-path", str(tools), "--command-read-path", "/opt/z"]
+    report = _doctor(tmp_path, *flags, "--command-env", "FOO", env=env)
+    assert report["command_read_paths"]["value"] == f"{tools}, /opt/y, /opt/z"
+    assert report["command_env"]["value"] == "FOO, BAR"
+    assert report["protected_paths"]["value"] == "Makefile, scripts"
+    # And what a command would see: the folder is mounted once.
+    project = tmp_path / "project"
+    project.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "cleveragents.cli", "doctor", "--json", *flags],
+        capture_output=True,
+        text=True,
+        env={**_clean_env(), **env},
+        cwd=project,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    mounts = [mount["path"] for mount in json.loads(done.stdout)["mounts"]]
+    assert mounts.count(str(tools)) == 1, mounts
 
 
 def _plan(request: RunRequest, tmp_path: Path) -> RunPlan:

@@ -9,7 +9,7 @@ A new setting is a row here and the code that uses it.
 
 The first level that sets a setting wins: a run's params, then the client's options (the
 daemon's `initializationOptions`, ACP's `_meta.cleveragents`, the CLI's flags), then the
-environment, then the default. Lists add up across the levels instead.
+environment, then the default. Lists add up across the levels instead (each entry once).
 """
 
 from __future__ import annotations
@@ -620,10 +620,11 @@ Every setting, at every level, in one place (what the command wall's settings do
 daemon's run params, then its `initializationOptions` (ACP's `_meta.cleveragents` in
 `session/new`, the terminal's flags), then the environment, then the default
 (`service/settings.py` resolves them for every front). Lists (read paths, variables) add up
-across the levels instead, and prices merge model by model. A bad value is refused naming the
-field, flag or variable: -32602 from the daemon (for `initialize` or the run), exit 2 from the
-CLI and from `serve --acp` at start. `cleveragents doctor --settings` prints each setting's
-resolved value and where it came from.
+across the levels instead, in the levels' order from the environment up, each entry once (one
+a lower level already gave is not repeated), and prices merge model by model. A bad value is
+refused naming the field, flag or variable: -32602 from the daemon (for `initialize` or the
+run), exit 2 from the CLI and from `serve --acp` at start. `cleveragents doctor --settings`
+prints each setting's resolved value and where it came from.
 """
 
 _OUTRO = """
