@@ -29,7 +29,13 @@ from cleveragents.protocol.converter import structure
 from cleveragents.protocol.translate import run_request
 from cleveragents.providers import PROVIDERS
 from cleveragents.service.runs import RunManager, RunPlan, RunRequest
-from cleveragents.service.settings import ResolvedSettings, RunDefaults, shown_setting, shown_value
+from cleveragents.service.settings import (
+    COMMAND_LIMITS,
+    ResolvedSettings,
+    RunDefaults,
+    shown_setting,
+    shown_value,
+)
 from cleveragents.settings_table import (
     BY_NAME,
     ENV_PASS_VARIABLES,
@@ -43,6 +49,7 @@ from cleveragents.settings_table import (
 from cleveragents.tool.policy import AUTOMATION_PROFILES
 from cleveragents.tool.result_budget import MIN_RESULT_BUDGET_CHARS
 from cleveragents.toolsets import build_registry
+from cleveragents.workspace.command_policy import ResourceLimits, parse_limit
 from support.settings_samples import PRICES, SAMPLES, env_value, nested, shown_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,6 +167,25 @@ def test_docs_are_generated_from_the_table(tmp_path: Path) -> None:
     stale.write_text(render_markdown().replace("LLM-call limit", "call limit"), encoding="utf-8")
     done = subprocess.run([*check, str(stale)], capture_output=True, text=True)
     assert done.returncode == 1 and "out of date" in done.stderr
+
+
+def test_the_command_limit_rows_say_the_walls_defaults() -> None:
+    """The docs and the schema give each limit's default from its row: the command wall's
+    own value (`ResourceLimits`), in the notation the setting accepts."""
+    limits = ResourceLimits()
+    for row in SETTINGS:
+        if row.value_type != "limit":
+            continue
+        field = row.resolved.removeprefix("policy.limits.")
+        value = getattr(limits, field)
+        if field == "max_cpu_seconds":
+            assert (row.default, value) == ("600 per core", 600 * (os.cpu_count() or 1))
+        elif field == "max_memory":
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+            assert (row.default, value) == ("3/4 of RAM", total * 3 // 4)
+        else:
+            size = dict(COMMAND_LIMITS.values())[field]  # whether it is a size (K/M/G/T)
+            assert parse_limit(row.default, size=size, name=row.name) == value, row.name
 
 
 def test_defaults_come_from_nowhere_else(tmp_path: Path) -> None:

@@ -142,16 +142,18 @@ _YES_NO = "`1`/`0` (also true/false, yes/no, on/off)"
 _SIZE = "a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`"
 
 
-def _limit(name: str, option: str, env: str, label: str) -> Setting:
+def _limit(name: str, option: str, env: str, label: str, default: str) -> Setting:
+    """A command limit's row; `default` is the command wall's (`ResourceLimits`, which a test
+    holds it to), said here so the docs and the schema give the value."""
     return Setting(
         name=f"command_limit_{name}",
         label=f"command limit: {label}",
         kind="limit",
         env=env,
-        default="see [security.md](security.md#resource-limits)",
+        default=default,
         check=_SIZE,
         levels=_ALL_CLIENT,
-        doc=f"The {label} each command may use.",
+        doc=f"The {label} each command may use ([security.md](security.md#resource-limits)).",
         resolved=f"policy.limits.{name}",
         option=f"commandLimits.{option}",
         flag=f"--command-limit {option_flag_name(option)}=VALUE",
@@ -471,13 +473,13 @@ SETTINGS: tuple[Setting, ...] = (
         flag="--command-env NAME",
         flag_help="a variable (or pattern such as NODE_*) run_command also gets (repeatable)",
     ),
-    _limit("max_processes", "processes", ENV_MAX_PROCESSES, "processes"),
-    _limit("max_file_size", "fileSizeBytes", ENV_MAX_FILE_SIZE, "file size"),
-    _limit("max_address_space", "addressSpaceBytes", ENV_MAX_ADDRESS_SPACE, "address space"),
-    _limit("max_cpu_seconds", "cpuSeconds", ENV_MAX_CPU_SECONDS, "CPU seconds"),
-    _limit("max_memory", "memoryBytes", ENV_MAX_MEMORY, "memory"),
-    _limit("tmp_size", "tmpSizeBytes", ENV_TMP_SIZE, "/tmp size"),
-    _limit("min_free_disk", "minFreeDiskBytes", ENV_MIN_FREE_DISK, "free disk kept"),
+    _limit("max_processes", "processes", ENV_MAX_PROCESSES, "processes", "4096"),
+    _limit("max_file_size", "fileSizeBytes", ENV_MAX_FILE_SIZE, "file size", "4G"),
+    _limit("max_address_space", "addressSpaceBytes", ENV_MAX_ADDRESS_SPACE, "address space", "32G"),
+    _limit("max_cpu_seconds", "cpuSeconds", ENV_MAX_CPU_SECONDS, "CPU seconds", "600 per core"),
+    _limit("max_memory", "memoryBytes", ENV_MAX_MEMORY, "memory", "3/4 of RAM"),
+    _limit("tmp_size", "tmpSizeBytes", ENV_TMP_SIZE, "/tmp size", "2G"),
+    _limit("min_free_disk", "minFreeDiskBytes", ENV_MIN_FREE_DISK, "free disk kept", "2G"),
     Setting(
         name="allow_unconfined_commands",
         label="unconfined commands under full-auto",
