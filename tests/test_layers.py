@@ -48,6 +48,7 @@ RANKS: dict[str, int] = {
     "cleveragents.jsonrpc_errors": 5,  # kind -> code, for both JSON-RPC fronts
     "cleveragents.jsonrpc_io": 5,  # framing both JSON-RPC fronts share
     "cleveragents.display": 5,  # the terminal's view of a run
+    "cleveragents.setting_flags": 5,  # the command line's setting flags (`run`, `chat`)
     "cleveragents.batch": 5,  # suites of runs over the core (`cleveragents batch`)
     "cleveragents.protocol": 6,  # wire types and the one converter, shared by the fronts
     "cleveragents.daemon": 7,

@@ -22,7 +22,7 @@ import pytest
 from acp import PROTOCOL_VERSION
 
 from cleveragents.protocol import wire
-from cleveragents.settings_table import SETTINGS, Level, Setting
+from cleveragents.settings_table import ENV_READ_PATHS, SETTINGS, Level, Setting
 from support.acp_support import AgentProcess, agent_env
 from support.daemon_support import RawDaemon, check_against_schema
 from support.settings_samples import SAMPLES, env_for, options_for, shown_text
@@ -153,10 +153,9 @@ def test_initialization_options_set_it(
 @pytest.mark.parametrize("row", _rows(Level.RUN), ids=_ids)
 def test_run_params_set_it(row: Setting, daemon_reports: tuple[Path, dict[str, Report]]) -> None:
     got = daemon_reports[1]["run"][row.name]
-    shown = SAMPLES[row.name].shown
-    if row.value_type == "list":  # lists add up: the session's, then the run's
-        shown = f"{shown}, {shown}"
-    assert (got["source"], got["value"]) == ("params", shown)
+    # Lists add up, the session's then the run's, each entry once: the run repeats the
+    # session's sample, which shows once (test_a_list_set_at_every_level_adds_up_each_entry_once).
+    assert (got["source"], got["value"]) == ("params", SAMPLES[row.name].shown)
 
 
 @pytest.mark.parametrize(
@@ -177,7 +176,9 @@ def test_a_bad_run_param_is_refused_naming_it(
 ) -> None:
     error = daemon_reports[1]["refused"]["error"]
     assert error["code"] == wire.INVALID_PARAMS
-    assert "maxIterations: must be at most 1000, got 1001" in " ".join(error["data"]["problems"])
+    # Named by its real path: the run's params sit under `params.run`.
+    assert error["data"]["problems"] == ["params.run.maxIterations: must be at most 1000, got 1001"]
+    assert "params.run.maxIterations" in error["message"]
 
 
 @pytest.mark.parametrize("row", _rows(Level.ACP), ids=_ids)
@@ -197,3 +198,33 @@ def test_acp_honours_the_variable(row: Setting, acp_report: tuple[Path, Report])
         assert (got["source"], got["value"]) == ("--history", str(home / "history.sqlite3"))
         return
     assert (got["source"], got["value"]) == ("env", shown_text(row, SAMPLES[row.name], home))
+
+
+def test_a_list_set_at_every_level_adds_up_each_entry_once(tmp_path: Path) -> None:
+    """The variable, `initializationOptions` and a run's params each name some of the same
+    folders and variables: the run gets them in order of the levels, each once."""
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    env = {ENV_READ_PATHS: "/opt/x:/opt/y:/opt/x"}
+
+    async def work() -> dict[str, Any]:
+        daemon = await RawDaemon.start(tmp_path, env=env)
+        try:
+            await daemon.initialize(
+                {"commandReadPaths": ["/opt/y", "/opt/z"], "commandEnv": ["FOO", "FOO"]}
+            )
+            run = {
+                "prompt": "x",
+                "sandboxRoot": str(sandbox),
+                "commandReadPaths": ["/opt/z", "/opt/w", "/opt/x"],
+                "commandEnv": ["BAR", "FOO"],
+            }
+            return await daemon.request("cleveragents/settings", {"run": run})
+        finally:
+            daemon.kill()
+            await daemon.process.wait()
+
+    answer = asyncio.run(work())
+    report = _by_name(answer["result"]["settings"])
+    assert report["command_read_paths"]["value"] == "/opt/x, /opt/y, /opt/z, /opt/w"
+    assert report["command_env"]["value"] == "FOO, BAR"

@@ -3,7 +3,8 @@ a row says may set it really sets it.
 
 How each level is reached, named honestly:
 - the CLI's flags and the environment through the real `cleveragents doctor --settings --json`
-  (a subprocess: it resolves exactly as `cleveragents run` does, through `flags.client_options`);
+  (a subprocess: it resolves exactly as `cleveragents run` does, through
+  `setting_flags.client_options`);
 - the daemon's and ACP's levels through the real processes: tests/test_settings_fronts.py;
 - here too, in process, that a run's params and ACP's `_meta` reach the fields of the core's
   `RunPlan` (what the run is built from), which no front reports one by one.
@@ -28,11 +29,27 @@ from cleveragents.protocol.converter import structure
 from cleveragents.protocol.translate import run_request
 from cleveragents.providers import PROVIDERS
 from cleveragents.service.runs import RunManager, RunPlan, RunRequest
-from cleveragents.service.settings import ResolvedSettings, RunDefaults, shown_setting, shown_value
-from cleveragents.settings_table import BY_NAME, SETTINGS, Level, Setting, render_markdown
+from cleveragents.service.settings import (
+    COMMAND_LIMITS,
+    ResolvedSettings,
+    RunDefaults,
+    shown_setting,
+    shown_value,
+)
+from cleveragents.settings_table import (
+    BY_NAME,
+    ENV_PASS_VARIABLES,
+    ENV_PROTECTED_PATHS,
+    ENV_READ_PATHS,
+    SETTINGS,
+    Level,
+    Setting,
+    render_markdown,
+)
 from cleveragents.tool.policy import AUTOMATION_PROFILES
 from cleveragents.tool.result_budget import MIN_RESULT_BUDGET_CHARS
 from cleveragents.toolsets import build_registry
+from cleveragents.workspace.command_policy import ResourceLimits, parse_limit
 from support.settings_samples import PRICES, SAMPLES, env_value, nested, shown_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,6 +169,25 @@ def test_docs_are_generated_from_the_table(tmp_path: Path) -> None:
     assert done.returncode == 1 and "out of date" in done.stderr
 
 
+def test_the_command_limit_rows_say_the_walls_defaults() -> None:
+    """The docs and the schema give each limit's default from its row: the command wall's
+    own value (`ResourceLimits`), in the notation the setting accepts."""
+    limits = ResourceLimits()
+    for row in SETTINGS:
+        if row.value_type != "limit":
+            continue
+        field = row.resolved.removeprefix("policy.limits.")
+        value = getattr(limits, field)
+        if field == "max_cpu_seconds":
+            assert (row.default, value) == ("600 per core", 600 * (os.cpu_count() or 1))
+        elif field == "max_memory":
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+            assert (row.default, value) == ("3/4 of RAM", total * 3 // 4)
+        else:
+            size = dict(COMMAND_LIMITS.values())[field]  # whether it is a size (K/M/G/T)
+            assert parse_limit(row.default, size=size, name=row.name) == value, row.name
+
+
 def test_defaults_come_from_nowhere_else(tmp_path: Path) -> None:
     """With no flag and no variable, the CLI says every value is the default."""
     report = _doctor(tmp_path)
@@ -190,6 +226,37 @@ def test_the_cli_honours_every_flag(tmp_path: Path) -> None:
             assert report[row.name]["value"] == shown_text(row, SAMPLES[row.name], tmp_path), (
                 row.name
             )
+
+
+def test_a_list_set_at_two_levels_adds_up_each_entry_once(tmp_path: Path) -> None:
+    """The variable and the flags name some of the same folders and variables: each is
+    resolved once, in the order the levels give them (the environment's first)."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    env = {
+        ENV_READ_PATHS: f"{tools}:/opt/y:{tools}",
+        ENV_PASS_VARIABLES: "FOO,BAR",
+        ENV_PROTECTED_PATHS: "Makefile:scripts:Makefile",
+    }
+    flags = ["--command-read-path", str(tools), "--command-read-path", "/opt/z"]
+    report = _doctor(tmp_path, *flags, "--command-env", "FOO", env=env)
+    assert report["command_read_paths"]["value"] == f"{tools}, /opt/y, /opt/z"
+    assert report["command_env"]["value"] == "FOO, BAR"
+    assert report["protected_paths"]["value"] == "Makefile, scripts"
+    # And what a command would see: the folder is mounted once.
+    project = tmp_path / "project"
+    project.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "cleveragents.cli", "doctor", "--json", *flags],
+        capture_output=True,
+        text=True,
+        env={**_clean_env(), **env},
+        cwd=project,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    mounts = [mount["path"] for mount in json.loads(done.stdout)["mounts"]]
+    assert mounts.count(str(tools)) == 1, mounts
 
 
 def _plan(request: RunRequest, tmp_path: Path) -> RunPlan:

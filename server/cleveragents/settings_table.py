@@ -9,7 +9,7 @@ A new setting is a row here and the code that uses it.
 
 The first level that sets a setting wins: a run's params, then the client's options (the
 daemon's `initializationOptions`, ACP's `_meta.cleveragents`, the CLI's flags), then the
-environment, then the default. Lists add up across the levels instead.
+environment, then the default. Lists add up across the levels instead (each entry once).
 """
 
 from __future__ import annotations
@@ -142,16 +142,18 @@ _YES_NO = "`1`/`0` (also true/false, yes/no, on/off)"
 _SIZE = "a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`"
 
 
-def _limit(name: str, option: str, env: str, label: str) -> Setting:
+def _limit(name: str, option: str, env: str, label: str, default: str) -> Setting:
+    """A command limit's row; `default` is the command wall's (`ResourceLimits`, which a test
+    holds it to), said here so the docs and the schema give the value."""
     return Setting(
         name=f"command_limit_{name}",
         label=f"command limit: {label}",
         kind="limit",
         env=env,
-        default="see [security.md](security.md#resource-limits)",
+        default=default,
         check=_SIZE,
         levels=_ALL_CLIENT,
-        doc=f"The {label} each command may use.",
+        doc=f"The {label} each command may use ([security.md](security.md#resource-limits)).",
         resolved=f"policy.limits.{name}",
         option=f"commandLimits.{option}",
         flag=f"--command-limit {option_flag_name(option)}=VALUE",
@@ -471,13 +473,13 @@ SETTINGS: tuple[Setting, ...] = (
         flag="--command-env NAME",
         flag_help="a variable (or pattern such as NODE_*) run_command also gets (repeatable)",
     ),
-    _limit("max_processes", "processes", ENV_MAX_PROCESSES, "processes"),
-    _limit("max_file_size", "fileSizeBytes", ENV_MAX_FILE_SIZE, "file size"),
-    _limit("max_address_space", "addressSpaceBytes", ENV_MAX_ADDRESS_SPACE, "address space"),
-    _limit("max_cpu_seconds", "cpuSeconds", ENV_MAX_CPU_SECONDS, "CPU seconds"),
-    _limit("max_memory", "memoryBytes", ENV_MAX_MEMORY, "memory"),
-    _limit("tmp_size", "tmpSizeBytes", ENV_TMP_SIZE, "/tmp size"),
-    _limit("min_free_disk", "minFreeDiskBytes", ENV_MIN_FREE_DISK, "free disk kept"),
+    _limit("max_processes", "processes", ENV_MAX_PROCESSES, "processes", "4096"),
+    _limit("max_file_size", "fileSizeBytes", ENV_MAX_FILE_SIZE, "file size", "4G"),
+    _limit("max_address_space", "addressSpaceBytes", ENV_MAX_ADDRESS_SPACE, "address space", "32G"),
+    _limit("max_cpu_seconds", "cpuSeconds", ENV_MAX_CPU_SECONDS, "CPU seconds", "600 per core"),
+    _limit("max_memory", "memoryBytes", ENV_MAX_MEMORY, "memory", "3/4 of RAM"),
+    _limit("tmp_size", "tmpSizeBytes", ENV_TMP_SIZE, "/tmp size", "2G"),
+    _limit("min_free_disk", "minFreeDiskBytes", ENV_MIN_FREE_DISK, "free disk kept", "2G"),
     Setting(
         name="allow_unconfined_commands",
         label="unconfined commands under full-auto",
@@ -620,10 +622,11 @@ Every setting, at every level, in one place (what the command wall's settings do
 daemon's run params, then its `initializationOptions` (ACP's `_meta.cleveragents` in
 `session/new`, the terminal's flags), then the environment, then the default
 (`service/settings.py` resolves them for every front). Lists (read paths, variables) add up
-across the levels instead, and prices merge model by model. A bad value is refused naming the
-field, flag or variable: -32602 from the daemon (for `initialize` or the run), exit 2 from the
-CLI and from `serve --acp` at start. `cleveragents doctor --settings` prints each setting's
-resolved value and where it came from.
+across the levels instead, in the levels' order from the environment up, each entry once (one
+a lower level already gave is not repeated), and prices merge model by model. A bad value is
+refused naming the field, flag or variable: -32602 from the daemon (for `initialize` or the
+run), exit 2 from the CLI and from `serve --acp` at start. `cleveragents doctor --settings`
+prints each setting's resolved value and where it came from.
 """
 
 _OUTRO = """

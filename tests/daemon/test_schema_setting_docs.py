@@ -86,3 +86,18 @@ def test_links_point_from_the_protocol_folder_into_docs() -> None:
     assert "](../docs/tokens.md)" in text and "](tokens.md)" not in text
     assert "$CLEVERAGENTS_PROMPT_CACHING" in text
     assert "Accepts" not in text  # a yes/no is a JSON boolean on the wire, not `1`/`0`
+
+
+def test_each_setting_fields_default_is_its_value_not_a_pointer() -> None:
+    """A setting's schema doc says its default from the row (`else 4096.`), not where to read
+    about it (the limits once said `else see security.md`)."""
+    for row, level in _cases():
+        cls, field = _field_of(LEVEL_CLASSES[level], str(row.option))
+        text = _schema()["$defs"][cls.__name__]["properties"][camel(field.name)]["description"]
+        assert "else see" not in text, (cls.__name__, field.name)
+    limits = _schema()["$defs"]["CommandLimits"]["properties"]
+    assert (
+        "Default: `$CLEVERAGENTS_COMMAND_MAX_PROCESSES`, else 4096."
+        in (limits["processes"]["description"])
+    )
+    assert limits["memoryBytes"]["description"].endswith(", else 3/4 of RAM.")

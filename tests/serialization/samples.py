@@ -8,6 +8,7 @@ from typing import Any
 from cleveragents.batch.runner import BatchReport
 from cleveragents.batch.task import TaskOutcome
 from cleveragents.service.changes import ChangedFile
+from cleveragents.service.checkpoints.records import Checkpoint, Coverage, SkippedFile
 from cleveragents.service.history.records import (
     BatchLabel,
     IterationUsage,
@@ -15,6 +16,7 @@ from cleveragents.service.history.records import (
     StoredCheckpoint,
     StoredRun,
 )
+from cleveragents.service.settings import SettingValue
 from cleveragents.service.trust import ShownVariable, TrustedServer
 from cleveragents.tool.images import ImageAttachment
 from cleveragents.tool.instructions import InstructionFile
@@ -209,6 +211,35 @@ REPORT = BatchReport(
     duration_s=12.25,
 )
 EMPTY_REPORT = BatchReport("batch_2", "suite-b", "ray")
+SKIPPED_LARGE = SkippedFile("data/big.bin", 3 * 1048576, "too_large")
+SKIPPED_HEAVY = SkippedFile("node_modules/", 0, "heavy_folder")
+# A checkpoint's data flattens its coverage into `ignored_held` and `pinned` (not `extras`),
+# adds the computed `note`, and leaves out `files` (known only when just taken).
+SNAPSHOT = Checkpoint(
+    "ckpt_3",
+    "run_1",
+    "iteration",
+    2,
+    "/work/project",
+    "c0ffee",
+    "7ree",
+    1700000002.75,
+    skipped=(SKIPPED_LARGE, SKIPPED_HEAVY),
+    warnings=("a file changed while it was read",),
+    coverage=Coverage("e8a5", True, ("dist/out.js", "build/x")),
+    files=12,
+)
+RESTORE_SNAPSHOT = Checkpoint(
+    "ckpt_4",
+    "restore_1",
+    "restore",
+    None,
+    "/work/project",
+    "beef",
+    "7ree2",
+    1700000003.0,
+    restored_to="ckpt_3",
+)
 
 # name -> the value; each has a golden in goldens.py.
 SAMPLES: dict[str, Any] = {
@@ -255,4 +286,12 @@ SAMPLES: dict[str, Any] = {
     "task_outcome_failed": FAILED_TASK,
     "batch_report": REPORT,
     "batch_report_empty": EMPTY_REPORT,
+    "skipped_file": SKIPPED_LARGE,
+    "skipped_folder": SKIPPED_HEAVY,
+    "snapshot": SNAPSHOT,
+    "snapshot_restore": RESTORE_SNAPSHOT,
+    "coverage": SNAPSHOT.coverage,
+    "coverage_none": Coverage(),
+    "setting_value": SettingValue("max_iterations", "CLEVERAGENTS_MAX_ITERATIONS", "7", "flag"),
+    "setting_value_no_env": SettingValue("max_tokens", None, "the provider's", "default"),
 }

@@ -3,13 +3,17 @@ image reference and batch outcome load as the value that was stored."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import sqlite3
 from typing import Any
 
 import pytest
 
 from cleveragents.batch.task import TaskOutcome
+from cleveragents.service.checkpoints.catalog import checkpoint_from_row
+from cleveragents.service.checkpoints.records import Checkpoint, Coverage
 from cleveragents.tool.images import ImageAttachment
 from cleveragents.tool.messages import UserMessage, message_from_dict
 from cleveragents.tool.resources import Resource
@@ -54,6 +58,32 @@ def test_a_stored_resource_loads_as_it_was(resource: Resource) -> None:
 @pytest.mark.parametrize("outcome", [samples.PASSED, samples.FAILED_TASK])
 def test_a_stored_batch_outcome_loads_as_it_was(outcome: TaskOutcome) -> None:
     assert TaskOutcome.from_dict(stored(outcome)) == outcome
+
+
+@pytest.mark.parametrize("checkpoint", [samples.SNAPSHOT, samples.RESTORE_SNAPSHOT])
+def test_a_stored_checkpoint_loads_as_it_was(checkpoint: Checkpoint) -> None:
+    """The catalog's columns as the store writes them (skipped files and coverage through the
+    converter), read back by the catalog's own reader from a real SQLite row."""
+    columns = {
+        "id": checkpoint.id,
+        "run_id": checkpoint.run_id,
+        "kind": checkpoint.kind,
+        "iteration": checkpoint.iteration,
+        "sandbox": checkpoint.sandbox_root,
+        "commit_id": checkpoint.commit,
+        "tree_id": checkpoint.tree,
+        "created_at": checkpoint.created_at,
+        "skipped": json.dumps(to_data(checkpoint.skipped), ensure_ascii=True),
+        "restored_to": checkpoint.restored_to,
+        "warnings": json.dumps(list(checkpoint.warnings)),
+        "coverage": checkpoint.coverage.to_json(),
+    }
+    with contextlib.closing(sqlite3.connect(":memory:")) as connection:
+        connection.row_factory = sqlite3.Row
+        select = ", ".join(f"? AS {name}" for name in columns)
+        row = connection.execute(f"SELECT {select}", tuple(columns.values())).fetchone()
+    assert checkpoint_from_row(row) == checkpoint
+    assert Coverage.from_json(Coverage().to_json()) == Coverage()
 
 
 def test_a_shape_is_its_types_own_and_says_omission_order_and_extras() -> None:

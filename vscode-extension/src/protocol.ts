@@ -130,19 +130,19 @@ export interface ClientToolDeclaration {
 
 /** Ceilings on each `run_command`: a positive integer, or a string such as `"8G"` (sizes take K, M, G, T, powers of 1024) or `"unlimited"`. Unset ones keep theirs. */
 export interface CommandLimits {
-  /** The processes each command may use. Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MAX_PROCESSES`, else see [security.md](../docs/security.md#resource-limits). */
+  /** The processes each command may use ([security.md](../docs/security.md#resource-limits)). Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MAX_PROCESSES`, else 4096. */
   processes?: number | string | null;
-  /** The file size each command may use. Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MAX_FILE_SIZE`, else see [security.md](../docs/security.md#resource-limits). */
+  /** The file size each command may use ([security.md](../docs/security.md#resource-limits)). Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MAX_FILE_SIZE`, else 4G. */
   fileSizeBytes?: number | string | null;
-  /** The address space each command may use. Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MAX_ADDRESS_SPACE`, else see [security.md](../docs/security.md#resource-limits). */
+  /** The address space each command may use ([security.md](../docs/security.md#resource-limits)). Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MAX_ADDRESS_SPACE`, else 32G. */
   addressSpaceBytes?: number | string | null;
-  /** The CPU seconds each command may use. Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MAX_CPU_SECONDS`, else see [security.md](../docs/security.md#resource-limits). */
+  /** The CPU seconds each command may use ([security.md](../docs/security.md#resource-limits)). Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MAX_CPU_SECONDS`, else 600 per core. */
   cpuSeconds?: number | string | null;
-  /** The memory each command may use. Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MAX_MEMORY`, else see [security.md](../docs/security.md#resource-limits). */
+  /** The memory each command may use ([security.md](../docs/security.md#resource-limits)). Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MAX_MEMORY`, else 3/4 of RAM. */
   memoryBytes?: number | string | null;
-  /** The /tmp size each command may use. Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_TMP_SIZE`, else see [security.md](../docs/security.md#resource-limits). */
+  /** The /tmp size each command may use ([security.md](../docs/security.md#resource-limits)). Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_TMP_SIZE`, else 2G. */
   tmpSizeBytes?: number | string | null;
-  /** The free disk kept each command may use. Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MIN_FREE_DISK`, else see [security.md](../docs/security.md#resource-limits). */
+  /** The free disk kept each command may use ([security.md](../docs/security.md#resource-limits)). Accepts: a whole number, sizes also `K`/`M`/`G`/`T` (powers of 1024), or `unlimited`. Default: `$CLEVERAGENTS_COMMAND_MIN_FREE_DISK`, else 2G. */
   minFreeDiskBytes?: number | string | null;
 }
 

@@ -78,6 +78,7 @@ from ..settings_table import Level, rows_for
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.records import ToolCallRunResult
 from ..tool.runtime import new_run_id
+from ..tool.serialization import to_data
 from .commands import advertise_commands, run_slash_command, slash_command
 from .files import EditorFiles
 from .prompts import ContentBlock, UnsupportedPrompt, prompt_images, prompt_text
@@ -232,7 +233,7 @@ class CleverAgentsAgent:
             run=RunRequest(prompt="", sandbox_root=sandbox_root, **requested),
             run_level="_meta",
         )
-        return [row.to_dict() for row in report]
+        return list(to_data(report))
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any

@@ -17,9 +17,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from ..paths import default_prompt_history_path
-from ..providers import PROVIDERS
-from ..settings_table import ENV_MAX_ITERATIONS, ENV_PROFILE, ENV_PROVIDER, ENV_TRUST_WORKSPACE
-from ..tool.policy import AUTOMATION_PROFILES
+from ..setting_flags import add_setting_flags, flag_settings, option_flag
 
 if TYPE_CHECKING:
     from ..service.history import RunHistory
@@ -36,61 +34,23 @@ def parser() -> argparse.ArgumentParser:
     chat = argparse.ArgumentParser(
         prog="cleveragents chat",
         description="A conversation with the agent in the current folder: each prompt goes on "
-        "from the last; /help lists the commands. `cleveragents` alone does the same.",
+        "from the last; /help lists the commands (/model and /profile change those settings "
+        "for the next prompts). `cleveragents` alone does the same.",
     )
-    chat.add_argument(
-        "--provider",
-        choices=PROVIDERS,
-        help=f"LLM provider (default: ${ENV_PROVIDER}, else offline)",
-    )
-    chat.add_argument("--model", help="model name for the provider (/model changes it)")
-    chat.add_argument("--base-url", help="provider base URL (OpenAI-compatible servers, proxies)")
-    chat.add_argument("--script", metavar="FILE", help="replay provider: the JSON script to play")
-    chat.add_argument(
-        "--profile",
-        choices=AUTOMATION_PROFILES,
-        help=f"what may run without asking (default: ${ENV_PROFILE}, else ask; /profile "
-        "changes it)",
-    )
-    chat.add_argument(
-        "--max-iterations",
-        type=_max_iterations,
-        metavar="N",
-        help=f"model calls per prompt (default: ${ENV_MAX_ITERATIONS}, else 25)",
-    )
+    # The settings table's flags, as `cleveragents run` takes them (--history among them).
+    add_setting_flags(chat)
     chat.add_argument(
         "--continue",
         dest="continue_from",
         metavar="RUN_ID",
         help="go on with the conversation of an earlier run",
     )
-    chat.add_argument("--history", metavar="PATH", help="run history database")
     chat.add_argument(
         "--no-history",
         action="store_true",
         help="store no run (the session keeps the conversation; /undo needs the history)",
     )
-    chat.add_argument(
-        "--trust-workspace",
-        action="store_true",
-        help=f"start the folder's .mcp.json servers without asking (also {ENV_TRUST_WORKSPACE}=1)",
-    )
     return chat
-
-
-def _max_iterations(text: str) -> int:
-    """The core's check, so a bad value exits 2 naming the flag."""
-    from ..service.settings import check_setting
-    from ..settings_table import setting
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    problem = check_setting(setting("max_iterations"), value)
-    if problem:
-        raise argparse.ArgumentTypeError(problem)
-    return value
 
 
 def _fail(message: str, code: int) -> int:
@@ -99,11 +59,11 @@ def _fail(message: str, code: int) -> int:
 
 
 def main(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
+    args = parser().parse_args(argv)  # a bad flag value exits 2 here, naming the flag
     from ..service.errors import ParamsError
     from ..service.history import RunHistory
     from ..service.runs import check_sandbox_root
-    from ..service.settings import ClientOptions, history_path, session_settings
+    from ..service.settings import history_path
     from ..toolsets import ToolLoadError, build_registry
 
     here = os.getcwd()
@@ -113,21 +73,9 @@ def main(argv: list[str]) -> int:
     if args.no_history and args.continue_from:
         return _fail("--continue needs the run history", EXIT_USAGE)
     try:
-        settings = session_settings(
-            ClientOptions(
-                provider=args.provider,
-                model=args.model,
-                automation_profile=args.profile,
-                max_iterations=args.max_iterations,
-                base_url=args.base_url,
-                replay_script=args.script,
-                trust_workspace=True if args.trust_workspace else None,
-            ),
-            os.environ,
-            options_name="option",
-        ).defaults
+        settings = flag_settings(args)  # the core's resolution, as for `cleveragents run`
     except ParamsError as exc:
-        return _fail("; ".join(exc.problems), EXIT_USAGE)
+        return _fail("; ".join(option_flag(p) for p in exc.problems), EXIT_USAGE)
     try:
         registry = build_registry([], command_policy=settings.command_policy)
     except (ToolLoadError, ValueError, RuntimeError) as exc:

@@ -7,8 +7,9 @@ import argparse
 import json
 import os
 
+from ..setting_flags import OPTIONS_NAME, client_options, flag_settings, option_flag
+from ..tool.serialization import to_data
 from .common import EXIT_OK, EXIT_USAGE, fail
-from .flags import OPTIONS_NAME, client_options, flag_settings, option_flag
 from .trust import render_workspace_trust, workspace_trust_report
 
 
@@ -54,7 +55,7 @@ def settings_command(args: argparse.Namespace) -> int:
         problems = exc.problems if isinstance(exc, ParamsError) else [str(exc)]
         return fail("; ".join(option_flag(p) for p in problems), EXIT_USAGE)
     if args.json:
-        print(json.dumps([value.to_dict() for value in report], indent=2))
+        print(json.dumps(to_data(report), indent=2))
         return EXIT_OK
     width = max(len(value.name) for value in report)
     for value in report:

@@ -1,29 +1,19 @@
 """The `cleveragents` command line: the parsers, and each flag's value checked as it is read (a bad
-one exits 2 naming the flag). Flag help for settings comes from the settings table."""
+one exits 2 naming the flag). The setting flags come from the settings table
+(`setting_flags`, which `chat` shares)."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..batch.command import add_batch_parser
-from ..settings_table import TRUST_HELP, Level, Setting, rows_for, setting
+from ..setting_flags import add_setting_flags, table_help
+from ..settings_table import TRUST_HELP
 
 if TYPE_CHECKING:
     from ..service.resources import ResourceRequest
-
-
-def table_help(name: str) -> str:
-    """A flag's help from its row of the settings table: what it sets, and the variable and
-    default it falls back to."""
-    row = setting(name)
-    what = row.doc[:1].lower() + row.doc[1:].rstrip(".")
-    fallback = f"${row.env}, else " if row.env else ""
-    return f"{what} (default: {fallback}{row.default.replace('`', '')})"
 
 
 def prompt_text(value: str) -> str:
@@ -162,95 +152,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_setting_flags(parser: argparse.ArgumentParser) -> None:
-    """A flag for each row of the settings table the command line may set, built from the row
-    (`run` and `doctor --settings` take the same ones; `flags.client_options` reads them back
-    by the row's name). The command limits' rows share one `--command-limit NAME=VALUE`."""
-    rows = list(rows_for(Level.CLI))
-    for row in rows:
-        if row.value_type != "limit":
-            _add_row_flag(parser, row)
-    limits = [row for row in rows if row.value_type == "limit"]
-    names = [(row.flag or "").split(" ")[1].removesuffix("=VALUE") for row in limits]
-    parser.add_argument(
-        "--command-limit",
-        dest=LIMITS_DEST,
-        action="append",
-        default=[],
-        type=command_limit_flag,
-        metavar="NAME=VALUE",
-        help=f"a limit on each command: {', '.join(names[:-1])} or {names[-1]}, e.g. "
-        "memory-bytes=8G or processes=unlimited (repeatable)",
-    )
-
-
-# Where the `--command-limit` values go (the limit rows share the flag).
-LIMITS_DEST = "command_limits"
-
-
-def _add_row_flag(parser: argparse.ArgumentParser, row: Setting) -> None:
-    """One row's flag, stored under the row's name: a switch for a yes/no row (`--no-...`
-    turns it off, any other on; left out it is None, so the levels below decide), a choice,
-    a whole number, a price file, a repeatable list, or text."""
-    flag = row.flag_name
-    assert flag is not None
-    help_text = row.flag_help or table_help(row.name)
-    kind = row.value_type
-    if kind == "yes/no":
-        parser.add_argument(
-            flag,
-            dest=row.name,
-            action="store_const",
-            const=not flag.startswith("--no-"),
-            default=None,
-            help=help_text,
-        )
-        return
-    options: dict[str, Any] = {"dest": row.name, "metavar": row.metavar, "help": help_text}
-    if row.choices:
-        options["choices"] = row.choices
-    elif kind == "integer":
-        options["type"] = whole_number(row)
-    elif kind == "JSON":
-        options["type"] = prices_flag
-    elif kind == "list":
-        options.update(action="append", default=[], type=_LIST_ITEMS[row.kind])
-    parser.add_argument(flag, **options)
-
-
-# -- flag values: each checked here, so a bad one exits 2 naming the flag ----------------------
-def whole_number(row: Setting) -> Callable[[str], int]:
-    """An integer row's flag value as a number (argparse names the flag when it is none); its
-    range is the core's check, which names the flag too (`--max-iterations: must be ...`)."""
-
-    def parse(text: str) -> int:
-        from ..service.settings import parse_setting_text
-
-        value, problem = parse_setting_text(row, text)
-        if problem:
-            raise argparse.ArgumentTypeError(problem)
-        return int(value)
-
-    return parse
-
-
-def prices_flag(path: str) -> dict[str, Any]:
-    from ..service.settings import parse_prices
-
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except OSError as exc:
-        raise argparse.ArgumentTypeError(f"cannot read {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"{path} is not valid JSON: {exc}") from None
-    try:
-        parse_prices(data)
-    except (TypeError, ValueError) as exc:
-        raise argparse.ArgumentTypeError(f"{path}: {exc}") from None
-    return dict(data)
-
-
 def resource_flag(spec: str) -> ResourceRequest:
     """`PATH`, `PATH:LINE` or `PATH:START-END` as a resource request."""
     import re
@@ -268,38 +169,3 @@ def resource_flag(spec: str) -> ResourceRequest:
             f"{spec!r}: lines count from 1 and END may not come before START"
         )
     return ResourceRequest(path, start_line=start, end_line=end)
-
-
-def read_path_flag(text: str) -> str:
-    if not (text.startswith("~") or os.path.isabs(text)):
-        raise argparse.ArgumentTypeError(f"must be absolute or start with ~, got {text!r}")
-    return text
-
-
-def variable_flag(text: str) -> str:
-    from ..service.settings import check_variable_pattern
-
-    problem = check_variable_pattern(text)
-    if problem:
-        raise argparse.ArgumentTypeError(problem)
-    return text
-
-
-# The item check of each list row's flag, by the row's kind.
-_LIST_ITEMS: dict[str, Callable[[str], str]] = {"paths": read_path_flag, "names": variable_flag}
-
-
-def command_limit_flag(text: str) -> tuple[str, str]:
-    from ..service.settings import COMMAND_LIMITS
-    from ..workspace.command_policy import parse_limit
-
-    name, equals, value = text.partition("=")
-    key = name.strip().replace("-", "_")
-    if not equals or key not in COMMAND_LIMITS:
-        names = ", ".join(n.replace("_", "-") for n in COMMAND_LIMITS)
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE with NAME one of {names}")
-    try:
-        parse_limit(value, size=COMMAND_LIMITS[key][1], name=name)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return key, value.strip()

@@ -9,9 +9,10 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from ..setting_flags import flag_settings, option_flag
 from ..settings_table import ENV_TRUST_WORKSPACE
 from .common import EXIT_CANCELLED, EXIT_LIMIT, EXIT_OK, EXIT_USAGE, fail, sandbox_problem
-from .flags import FIELD_FLAGS, file_flag_of, flag_problems, flag_settings, option_flag
+from .flags import FIELD_FLAGS, file_flag_of, flag_problems
 from .output import when_output_lost
 from .trust import say_not_started
 

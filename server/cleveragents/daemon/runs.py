@@ -8,11 +8,11 @@ tests can drive runs with a client of their own. The run logic is the core's
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..jsonrpc_errors import wire_named
+from ..jsonrpc_errors import wire_field, wire_named
 from ..protocol import wire
 from ..protocol.converter import structure, unstructure
 from ..protocol.translate import (
@@ -95,12 +95,18 @@ class RunClient(Protocol):
 
 
 @contextmanager
-def _wire_names() -> Iterator[None]:
+def _wire_names(name: Callable[[str], str] = wire_field) -> Iterator[None]:
     """The core's errors with the wire's names (`params.sandboxRoot`, `runId`)."""
     try:
         yield
     except ServiceError as exc:
-        raise wire_named(exc) from exc
+        raise wire_named(exc, name) from exc
+
+
+def _run_field(path: str) -> str:
+    """A run's field as `cleveragents/settings` names it: its params sit under `params.run`."""
+    field = wire_field(path)  # `params.maxIterations`, or `params` alone
+    return "params.run" + field.removeprefix("params")
 
 
 async def run(manager: RunManager, params: wire.RunParams, client: RunClient) -> wire.RunResult:
@@ -127,7 +133,7 @@ def settings(
     request = None
     if params.run is not None:
         request = run_request(params.run)
-        with _wire_names():
+        with _wire_names(_run_field):
             manager.plan(request)
     history = manager.history
     report = settings_report(

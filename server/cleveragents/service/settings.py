@@ -517,9 +517,6 @@ class SettingValue:
     value: str
     source: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "env": self.env, "value": self.value, "source": self.source}
-
 
 def settings_report(
     options: ClientOptions,

@@ -179,6 +179,12 @@ def parse_limit(text: str, *, size: bool, name: str) -> int | None:
     return number
 
 
+def distinct(*lists: Iterable[str]) -> tuple[str, ...]:
+    """The lists one after the other, each entry once where it first appears: a list setting
+    set at two levels (the environment and a flag, say) adds up without repeating itself."""
+    return tuple(dict.fromkeys(entry for entries in lists for entry in entries))
+
+
 def _split_paths(text: str) -> tuple[str, ...]:
     return tuple(part for part in text.split(os.pathsep) if part.strip())
 
@@ -235,9 +241,9 @@ class CommandPolicy:
                 f"{', '.join(COMMAND_USER_CHOICES)}"
             )
         return cls(
-            extra_read_paths=_split_paths(env.get(ENV_READ_PATHS, "")),
-            never_visible=_split_paths(env.get(ENV_NEVER_VISIBLE, "")),
-            env_allow=_split_names(env.get(ENV_PASS_VARIABLES, "")),
+            extra_read_paths=distinct(_split_paths(env.get(ENV_READ_PATHS, ""))),
+            never_visible=distinct(_split_paths(env.get(ENV_NEVER_VISIBLE, ""))),
+            env_allow=distinct(_split_names(env.get(ENV_PASS_VARIABLES, ""))),
             limits=replace(ResourceLimits(), **limits),
             allow_unconfined=_truthy(env.get(ENV_ALLOW_UNCONFINED, ""), ENV_ALLOW_UNCONFINED),
             bubblewrap=bubblewrap,
@@ -245,7 +251,7 @@ class CommandPolicy:
             allow_protected_writes=_truthy(
                 env.get(ENV_ALLOW_PROTECTED_WRITES, ""), ENV_ALLOW_PROTECTED_WRITES
             ),
-            protected_paths=split_patterns(env.get(ENV_PROTECTED_PATHS, "")),
+            protected_paths=distinct(split_patterns(env.get(ENV_PROTECTED_PATHS, ""))),
         )
 
     def with_settings(
@@ -260,14 +266,15 @@ class CommandPolicy:
         allow_protected_writes: bool | None = None,
         protected_paths: Iterable[str] = (),
     ) -> CommandPolicy:
-        """A later layer of settings: lists are added to, single values replaced."""
+        """A later layer of settings: lists are added to (in order, an entry already there
+        not again), single values replaced."""
         unknown = set(limits or {}) - set(_LIMIT_VARIABLES)
         if unknown:
             raise ValueError(f"unknown command limit(s): {', '.join(sorted(unknown))}")
         return CommandPolicy(
-            extra_read_paths=(*self.extra_read_paths, *extra_read_paths),
-            never_visible=(*self.never_visible, *never_visible),
-            env_allow=(*self.env_allow, *env_allow),
+            extra_read_paths=distinct(self.extra_read_paths, extra_read_paths),
+            never_visible=distinct(self.never_visible, never_visible),
+            env_allow=distinct(self.env_allow, env_allow),
             limits=replace(self.limits, **dict(limits or {})),
             allow_unconfined=self.allow_unconfined
             if allow_unconfined is None
@@ -277,7 +284,7 @@ class CommandPolicy:
             allow_protected_writes=self.allow_protected_writes
             if allow_protected_writes is None
             else allow_protected_writes,
-            protected_paths=(*self.protected_paths, *protected_paths),
+            protected_paths=distinct(self.protected_paths, protected_paths),
         )
 
     @property

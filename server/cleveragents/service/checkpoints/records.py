@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
+from ...tool.serialization import register_shape, to_data
 from ..changes import ChangedFile
 
 CheckpointKind = Literal["iteration", "end", "restore"]
@@ -37,9 +38,6 @@ class SkippedFile:
     size: int
     reason: SkipReason
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "size": self.size, "reason": self.reason}
-
 
 @dataclass(frozen=True, slots=True)
 class Coverage:
@@ -59,10 +57,8 @@ class Coverage:
     pinned: tuple[str, ...] = ()
 
     def to_json(self) -> str:
-        return json.dumps(
-            {"extras": self.extras, "ignored_held": self.ignored_held, "pinned": self.pinned},
-            ensure_ascii=True,
-        )
+        """The catalog's `coverage` column (`from_json` reads it back)."""
+        return json.dumps(to_data(self), ensure_ascii=True)
 
     @staticmethod
     def from_json(text: str | None) -> Coverage:
@@ -101,23 +97,19 @@ class Checkpoint:
         """A sentence about what this checkpoint does not hold, or None if it holds all."""
         return skipped_note(self.skipped)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "run_id": self.run_id,
-            "kind": self.kind,
-            "iteration": self.iteration,
-            "sandbox_root": self.sandbox_root,
-            "commit": self.commit,
-            "tree": self.tree,
-            "created_at": self.created_at,
-            "skipped": [skipped.to_dict() for skipped in self.skipped],
-            "restored_to": self.restored_to,
-            "warnings": list(self.warnings),
-            "note": self.note,
-            "ignored_held": self.coverage.ignored_held,
-            "pinned": list(self.coverage.pinned),
-        }
+
+# A checkpoint as data: its coverage flattened to what a reader acts on (whether ignored files
+# were held, the pinned files; not the extras commit, an internal of the store), the computed
+# note, and not `files` (known only when just taken).
+register_shape(
+    Checkpoint,
+    omit=("coverage", "files"),
+    extra={
+        "note": lambda checkpoint: checkpoint.note,
+        "ignored_held": lambda checkpoint: checkpoint.coverage.ignored_held,
+        "pinned": lambda checkpoint: checkpoint.coverage.pinned,
+    },
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from ...tool.serialization import to_data
 from .files import note_bits, process_umask
 from .git import GitFailed, ShadowRepo, join_z, split_z
 from .records import Checkpoint, CheckpointError, CheckpointKind, Coverage, SkippedFile, SkipReason
@@ -80,7 +81,7 @@ class SnapshotTaker(FolderScanner):
                     checkpoint.commit,
                     state.tree,
                     checkpoint.created_at,
-                    json.dumps([s.to_dict() for s in state.skipped], ensure_ascii=True),
+                    json.dumps(to_data(state.skipped), ensure_ascii=True),
                     restored_to,
                     json.dumps(warnings, ensure_ascii=True),
                     state.coverage.to_json(),
