@@ -25,7 +25,8 @@ DIAGNOSTICS = {
 }
 # `python -X importtime` on stderr, one line per module the daemon imported.
 IMPORT_TIMES = {"PYTHONPROFILEIMPORTTIME": "1"}
-LAZY_MODULES = ("cleveragents.workspace.builtins", "cleveragents.service.runs")
+# What the first request loads, not `initialize`: the tools, the runs, the history's SQLite.
+LAZY_MODULES = ("cleveragents.workspace.builtins", "cleveragents.service.runs", "sqlite3")
 
 
 def declaring(*tools: dict[str, Any]) -> dict[str, Any]:

@@ -43,9 +43,9 @@ from ..protocol import wire
 from ..protocol.converter import structure_partial, unstructure, without_problems_at
 from ..providers import PROVIDERS
 from ..service.errors import ErrorKind, ParamsError, ServiceError
-from ..service.history import RunHistory
+from ..service.history_on_demand import HistoryOnDemand
 from ..service.processes import claim_stdio, kill_descendants
-from ..service.settings import ClientOptions, SessionSettings, open_history
+from ..service.settings import ClientOptions, SessionSettings
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.registry import ToolRegistry
 from ..toolsets import ToolLoadError, build_registry, names_without_loading
@@ -85,7 +85,7 @@ class Daemon:
     def __init__(
         self,
         writer: ThreadedWriter | StreamWriterAdapter,
-        history: RunHistory | None,
+        history: HistoryOnDemand,
         env: dict[str, str] | None = None,
     ) -> None:
         self.history = history
@@ -424,7 +424,7 @@ class Daemon:
 
         if registry is None:  # `initialize` found no plugins: none is looked for again
             registry = self._registry(settings, plugins=False)
-        return RunManager(registry, settings.defaults, self.history)
+        return RunManager(registry, settings.defaults, self.history.get())
 
     @staticmethod
     def _registry(settings: SessionSettings, *, plugins: bool = True) -> ToolRegistry:
@@ -493,7 +493,7 @@ _VALUE_CHECKS: dict[str, Callable[[RunManager, Any], object]] = {
 # -- entry points ----------------------------------------------------------------------------
 
 
-async def serve_stdio(in_fd: int, out_fd: int, history: RunHistory | None) -> int:
+async def serve_stdio(in_fd: int, out_fd: int, history: HistoryOnDemand) -> int:
     loop = asyncio.get_running_loop()
     daemon: Daemon | None = None
 
@@ -520,7 +520,7 @@ async def serve_stream(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     received: bytes,
-    history: RunHistory | None,
+    history: HistoryOnDemand,
 ) -> int:
     """Serve one client admitted on a TCP port or a Unix socket (`remote.py`), then exit.
 
@@ -592,13 +592,12 @@ def main(args: list[str]) -> int:
     _configure_logging(options.log_level)
     if options.tcp or options.socket:
         return _serve_listener(options.tcp, options.socket, options.history)
-    history = open_history(options.history)
+    history = HistoryOnDemand(options.history)
     try:
         in_fd, out_fd = claim_stdio()
         return asyncio.run(serve_stdio(in_fd, out_fd, history))
     finally:
-        if history is not None:
-            history.close()
+        history.close()
 
 
 def _serve_listener(tcp: str | None, socket_path: str | None, history_path: str | None) -> int:
@@ -612,7 +611,7 @@ def _serve_listener(tcp: str | None, socket_path: str | None, history_path: str 
     except ValueError as exc:
         print(f"cleveragents: {exc}", file=sys.stderr)
         return 2
-    history = open_history(history_path)
+    history = HistoryOnDemand(history_path)
 
     async def session(
         reader: asyncio.StreamReader, writer: asyncio.StreamWriter, received: bytes
@@ -625,5 +624,4 @@ def _serve_listener(tcp: str | None, socket_path: str | None, history_path: str 
         print(f"cleveragents: {exc}", file=sys.stderr)
         return 2
     finally:
-        if history is not None:
-            history.close()
+        history.close()
