@@ -791,6 +791,16 @@ def _header(title: str, unit: str) -> list[str]:
     ]
 
 
+def _title(what: str, env: dict[str, Any]) -> str:
+    load = env["load_average"]
+    return (
+        f"{what}: cleveragents {env['cleveragents']}, {env['implementation']}"
+        f" {env['python']}, {env['cpus']} CPUs"
+        + (f", load {load[0]:.2f}" if load else "")
+        + f", {env['date']}"
+    )
+
+
 def cold_start_rows(cold: ColdStart) -> list[str]:
     lines = _header("cold start: spawn to the initialize reply", "ms")
     lines += [_row(s.label, s) for s in (cold.daemon_ms, cold.bare_ms, cold.python_ms)]
@@ -807,13 +817,8 @@ def cold_start_rows(cold: ColdStart) -> list[str]:
 
 def render_cold_start(cold: ColdStart) -> str:
     """`--cold-start`: its rows and its verdicts alone."""
-    env = environment()
-    load = env["load_average"]
     lines = [
-        f"Daemon cold start: cleveragents {env['cleveragents']} ({cleveragents.__file__}),"
-        f" {env['implementation']} {env['python']}"
-        + (f", load {load[0]:.2f}" if load else "")
-        + f", {env['date']}",
+        _title(f"Daemon cold start ({cleveragents.__file__})", environment()),
         *cold_start_rows(cold),
         "",
         *(v.line() for v in cold_start_verdicts(cold)),
@@ -828,13 +833,9 @@ async def measure_cold_start_alone(plan: Plan) -> ColdStart:
 
 def render_table(results: Results) -> str:
     env, plan = environment(), results.plan
-    load = env["load_average"]
     cold, conc = results.cold, results.concurrency
     lines = [
-        f"Daemon benchmarks: cleveragents {env['cleveragents']}, {env['implementation']}"
-        f" {env['python']}, {env['cpus']} CPUs"
-        + (f", load {load[0]:.2f}" if load else "")
-        + f", {env['date']}",
+        _title("Daemon benchmarks", env),
         "Server: python -m cleveragents serve --stdio --history <tmp>; initializationOptions"
         f" {json.dumps(INIT_OPTIONS)};",
         "raw client (own Content-Length framing, asyncio pipes); runs use the replay provider.",

@@ -17,14 +17,20 @@ def pause_script(tmp_path: Path) -> str:
     )
 
 
-async def test_the_history_is_opened_by_the_first_request_that_needs_it(tmp_path: Path) -> None:
-    history = tmp_path / "history.sqlite3"  # where RawDaemon points --history
+async def only_initialized(tmp_path: Path) -> str:
+    """A daemon started, initialized and shut down with no other request; its stderr."""
     raw = await RawDaemon.start(tmp_path)
     try:
         await raw.initialize(replay_options(pause_script(tmp_path)))
         await raw.request("shutdown")
     finally:
         await raw.close()
+    return raw.stderr.decode()
+
+
+async def test_the_history_is_opened_by_the_first_request_that_needs_it(tmp_path: Path) -> None:
+    history = tmp_path / "history.sqlite3"  # where RawDaemon points --history
+    await only_initialized(tmp_path)
     assert not history.exists()  # started, initialized, stopped: never opened
 
     raw = await RawDaemon.start(tmp_path)
@@ -42,13 +48,7 @@ async def test_an_unusable_history_is_reported_at_the_first_request_and_runs_sti
 ) -> None:
     (tmp_path / "history.sqlite3").mkdir()  # a folder where the database should be
     unavailable = f"run history {tmp_path / 'history.sqlite3'} unavailable"  # open_history's log
-    raw = await RawDaemon.start(tmp_path)
-    try:
-        await raw.initialize(replay_options(pause_script(tmp_path)))
-        await raw.request("shutdown")
-    finally:
-        await raw.close()
-    assert unavailable not in raw.stderr.decode()
+    assert unavailable not in await only_initialized(tmp_path)
 
     raw = await RawDaemon.start(tmp_path)
     try:
