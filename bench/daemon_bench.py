@@ -18,6 +18,7 @@ client (hand-written Content-Length framing on asyncio streams, `daemon_client.p
     python bench/daemon_bench.py --json     # machine-readable results
     python bench/daemon_bench.py --quick    # tiny sizes (smoke test)
     python bench/daemon_bench.py --concurrent 200   # more runs at once than the target's 50
+    python bench/daemon_bench.py --cold-start       # only cold start and idle RSS (A/B runs)
 
 A bench reports; it never fails the build: the exit status is 0 unless something crashes.
 """
@@ -704,12 +705,9 @@ class Verdict:
         }
 
 
-def verdicts(results: Results) -> list[Verdict]:
-    cold, conc = results.cold, results.concurrency
-    ping = results.trips[0]
-    text_stream = results.streams[0]
-    versus = results.versus_bare
-    return [
+def cold_start_verdicts(cold: ColdStart) -> tuple[Verdict, Verdict, Verdict]:
+    """Wall time and idle RSS (the targets), and CPU time (a figure) of the cold starts."""
+    return (
         Verdict(
             "cold start to the initialize reply, daemon / bare pygls (median of per-round ratios)",
             f"{cold.ratio:.2f}x (medians {cold.daemon_ms.median:.0f} ms and"
@@ -722,6 +720,23 @@ def verdicts(results: Results) -> list[Verdict]:
             f" {cold.bare_rss_mib.median:.1f} MiB; target <= {IDLE_RSS_RATIO_TARGET:g}x)",
             cold.rss_ratio <= IDLE_RSS_RATIO_TARGET,
         ),
+        Verdict(
+            "cold start, the server's CPU time to the reply, daemon / bare pygls",
+            f"{cold.cpu_ratio:.2f}x (medians {cold.daemon_cpu_ms.median:.0f} ms and"
+            f" {cold.bare_cpu_ms.median:.0f} ms; less sensitive to machine load than wall time)",
+        ),
+    )
+
+
+def verdicts(results: Results) -> list[Verdict]:
+    conc = results.concurrency
+    ping = results.trips[0]
+    text_stream = results.streams[0]
+    versus = results.versus_bare
+    wall, rss, cpu = cold_start_verdicts(results.cold)
+    return [
+        wall,
+        rss,
         Verdict(
             f"{conc.runs} concurrent runs / one run alone (medians)",
             f"{conc.ratio:.2f}x ({conc.batch_ms.median:.0f} ms / {conc.single_ms.median:.0f} ms;"
@@ -736,11 +751,7 @@ def verdicts(results: Results) -> list[Verdict]:
             f" target >= {STREAM_RATIO_TARGET:g}x)",
             versus.ratio >= STREAM_RATIO_TARGET,
         ),
-        Verdict(
-            "cold start, the server's CPU time to the reply, daemon / bare pygls",
-            f"{cold.cpu_ratio:.2f}x (medians {cold.daemon_cpu_ms.median:.0f} ms and"
-            f" {cold.bare_cpu_ms.median:.0f} ms; less sensitive to machine load than wall time)",
-        ),
+        cpu,
         Verdict("idle RSS after initialize", f"{results.idle_rss_mib:.1f} MiB"),
         Verdict(
             f"ping round trip ({ping.label})",
@@ -780,15 +791,51 @@ def _header(title: str, unit: str) -> list[str]:
     ]
 
 
-def render_table(results: Results) -> str:
-    env, plan = environment(), results.plan
+def _title(what: str, env: dict[str, Any]) -> str:
     load = env["load_average"]
-    cold, conc = results.cold, results.concurrency
-    lines = [
-        f"Daemon benchmarks: cleveragents {env['cleveragents']}, {env['implementation']}"
+    return (
+        f"{what}: cleveragents {env['cleveragents']}, {env['implementation']}"
         f" {env['python']}, {env['cpus']} CPUs"
         + (f", load {load[0]:.2f}" if load else "")
-        + f", {env['date']}",
+        + f", {env['date']}"
+    )
+
+
+def cold_start_rows(cold: ColdStart) -> list[str]:
+    lines = _header("cold start: spawn to the initialize reply", "ms")
+    lines += [_row(s.label, s) for s in (cold.daemon_ms, cold.bare_ms, cold.python_ms)]
+    lines.append(f"  {'ratio daemon / bare pygls (per round, median)':<50} {cold.ratio:>15.2f}x")
+    lines += _header("cold start: the server's CPU time up to the reply", "ms")
+    lines += [_row(s.label, s, digits=0) for s in (cold.daemon_cpu_ms, cold.bare_cpu_ms)]
+    lines.append(
+        f"  {'ratio daemon / bare pygls (per round, median)':<50} {cold.cpu_ratio:>15.2f}x"
+    )
+    lines += _header(f"RSS {IDLE_SETTLE_S:g} s after initialized (fresh processes)", "MiB")
+    lines += [_row(s.label, s) for s in (cold.daemon_rss_mib, cold.bare_rss_mib)]
+    return lines
+
+
+def render_cold_start(cold: ColdStart) -> str:
+    """`--cold-start`: its rows and its verdicts alone."""
+    lines = [
+        _title(f"Daemon cold start ({cleveragents.__file__})", environment()),
+        *cold_start_rows(cold),
+        "",
+        *(v.line() for v in cold_start_verdicts(cold)),
+    ]
+    return "\n".join(lines)
+
+
+async def measure_cold_start_alone(plan: Plan) -> ColdStart:
+    with workspace() as ws:
+        return await measure_cold_start(plan, ws)
+
+
+def render_table(results: Results) -> str:
+    env, plan = environment(), results.plan
+    cold, conc = results.cold, results.concurrency
+    lines = [
+        _title("Daemon benchmarks", env),
         "Server: python -m cleveragents serve --stdio --history <tmp>; initializationOptions"
         f" {json.dumps(INIT_OPTIONS)};",
         "raw client (own Content-Length framing, asyncio pipes); runs use the replay provider.",
@@ -799,16 +846,7 @@ def render_table(results: Results) -> str:
             else "."
         ),
     ]
-    lines += _header("cold start: spawn to the initialize reply", "ms")
-    lines += [_row(s.label, s) for s in (cold.daemon_ms, cold.bare_ms, cold.python_ms)]
-    lines.append(f"  {'ratio daemon / bare pygls (per round, median)':<50} {cold.ratio:>15.2f}x")
-    lines += _header("cold start: the server's CPU time up to the reply", "ms")
-    lines += [_row(s.label, s, digits=0) for s in (cold.daemon_cpu_ms, cold.bare_cpu_ms)]
-    lines.append(
-        f"  {'ratio daemon / bare pygls (per round, median)':<50} {cold.cpu_ratio:>15.2f}x"
-    )
-    lines += _header(f"RSS {IDLE_SETTLE_S:g} s after initialized (fresh processes)", "MiB")
-    lines += [_row(s.label, s) for s in (cold.daemon_rss_mib, cold.bare_rss_mib)]
+    lines += cold_start_rows(cold)
     lines.append(
         f"  {'daemon used for the rest of the bench, idle':<50} {results.idle_rss_mib:>15.1f}"
     )
@@ -914,6 +952,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes and few runs (smoke test)")
     parser.add_argument("--json", action="store_true", help="print machine-readable results")
     parser.add_argument(
+        "--cold-start",
+        action="store_true",
+        help="only the cold start and idle RSS against bare pygls (for A/B runs of two checkouts)",
+    )
+    parser.add_argument(
         "--concurrent", type=int, metavar="N", help="runs at once in the concurrency test"
     )
     args = parser.parse_args(argv)
@@ -925,6 +968,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.concurrent < 1:
             parser.error("--concurrent must be at least 1")
         plan = dataclasses.replace(plan, concurrent_runs=args.concurrent)
+    if args.cold_start:
+        print(render_cold_start(asyncio.run(measure_cold_start_alone(plan))))
+        return 0
     results = asyncio.run(measure(plan))
     print(render_json(results) if args.json else render_table(results))
     return 0

@@ -94,3 +94,17 @@ def test_json_figures_are_consistent() -> None:
     assert concurrency["ratio"] > 0
     for verdict in result["verdicts"]:
         assert verdict["target"] == (verdict["met"] is not None)
+
+
+def test_cold_start_alone_prints_its_rows_and_its_three_verdicts() -> None:
+    output = run_bench("--cold-start")
+    assert "cold start: spawn to the initialize reply" in output
+    assert "RSS 0.3 s after initialized (fresh processes)" in output
+    assert "round trips, one request at a time" not in output
+    verdicts = [
+        line for line in output.splitlines() if line.startswith(("PASS ", "MISS ", "INFO "))
+    ]
+    assert len(verdicts) == 3, verdicts
+    assert "cold start to the initialize reply" in verdicts[0]
+    assert "idle RSS of a fresh process" in verdicts[1]
+    assert verdicts[2].startswith("INFO  cold start, the server's CPU time")

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from cleveragents.toolsets import may_declare_tools, tools_from_entry_points
+from cleveragents.toolsets import (
+    build_registry,
+    may_declare_tools,
+    names_without_loading,
+    tools_from_entry_points,
+)
+from cleveragents.workspace.builtin_names import BUILTIN_TOOL_NAMES
 
 
 @pytest.fixture
@@ -60,3 +66,14 @@ def test_a_zip_on_sys_path_is_left_to_importlib_metadata(site: Path, tmp_path: P
         zipped.writestr("empty.txt", "")
     sys.path.insert(0, str(archive))
     assert may_declare_tools()
+
+
+def test_names_are_known_without_loading_only_when_no_module_or_plugin_may_add_one(
+    site: Path,
+) -> None:
+    assert names_without_loading() == tuple(build_registry().names()) == BUILTIN_TOOL_NAMES
+    assert names_without_loading(builtins=False) == ()
+    assert names_without_loading(["daemon_tools"]) is None  # only its import can tell
+    dist(site, "plugged", "[cleveragents.tools]\nx = plugged:x\n")
+    assert names_without_loading() is None  # a declared plugin: only loading it can tell
+    assert names_without_loading(plugins=False) == BUILTIN_TOOL_NAMES

@@ -7,11 +7,12 @@ import importlib.util
 import inspect
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .tool.registry import ToolRegistry, ToolSpec, spec_of
+from .workspace.builtin_names import BUILTIN_TOOL_NAMES
 
 if TYPE_CHECKING:
     from .workspace.command_policy import CommandPolicy
@@ -142,6 +143,21 @@ def with_command_policy(registry: ToolRegistry, policy: CommandPolicy) -> ToolRe
     swapped = with_builtins_replaced(registry, {"run_command": CommandTool(policy).run_command})
     # The file tools' protected-path guard follows the same settings.
     return with_write_guards(swapped, policy.protection)
+
+
+def names_without_loading(
+    tool_modules: Sequence[str] = (), *, builtins: bool = True, plugins: bool = True
+) -> tuple[str, ...] | None:
+    """The names `build_registry` would register with these arguments, when they are known
+    without importing a tool: no tool modules and no installed package declaring plugin tools
+    (the built-ins' names are a constant). None when only a build can tell, and report a
+    module or plugin that fails to load.
+
+    A caller that builds later with these names must pass `plugins=False`: a package
+    installed meanwhile would add names nobody checked."""
+    if tool_modules or (plugins and may_declare_tools()):
+        return None
+    return BUILTIN_TOOL_NAMES if builtins else ()
 
 
 def build_registry(

@@ -29,11 +29,18 @@ def pause_script(tmp_path: Path, calls: int) -> str:
     )
 
 
+async def opened_history(raw: RawDaemon) -> None:
+    """The daemon opens its history at the first request that needs it (opening takes the
+    write lock a moment, as at start before): here, before another process holds the lock."""
+    assert "result" in await raw.request("cleveragents/runs", {})
+
+
 async def test_a_run_finishes_while_another_process_holds_the_lock_and_loses_no_record(
     raw: RawDaemon, tmp_path: Path, sandbox: Path
 ) -> None:
     history = tmp_path / "history.sqlite3"
     await raw.initialize(replay_options(pause_script(tmp_path, 3)))
+    await opened_history(raw)
     with WriteLockHolder(history):
         answer = await raw.request("cleveragents/run", {"prompt": "p", "sandboxRoot": str(sandbox)})
         result = answer["result"]
@@ -49,6 +56,7 @@ async def test_records_queued_behind_a_lock_are_written_when_the_daemon_exits(
 ) -> None:
     history = tmp_path / "history.sqlite3"
     await raw.initialize(replay_options(pause_script(tmp_path, 2)))
+    await opened_history(raw)
     with WriteLockHolder(history):
         answer = await raw.request("cleveragents/run", {"prompt": "p", "sandboxRoot": str(sandbox)})
         assert "result" in await raw.request("shutdown")

@@ -12,6 +12,7 @@ import pytest
 from cleveragents.tool import ToolActorContext, ToolCallRequest, ToolError, ToolRegistry, ToolRunner
 from cleveragents.tool.records import ToolCallRecord
 from cleveragents.workspace import builtin_tools, register_builtin_tools
+from cleveragents.workspace.builtin_names import BUILTIN_TOOL_NAMES
 from cleveragents.workspace.files import edit_file, list_dir, read_file, write_file
 from cleveragents.workspace.limits import MAX_OUTPUT_BYTES
 from cleveragents.workspace.search import glob, grep
@@ -36,16 +37,7 @@ async def call(sandbox: Path, tool: str, arguments: dict[str, Any]) -> ToolCallR
 # -- the specs -------------------------------------------------------------------------------
 def test_builtin_specs_declare_what_they_do() -> None:
     specs = {spec.name: spec for spec in builtin_tools()}
-    assert list(specs) == [
-        "read_file",
-        "write_file",
-        "edit_file",
-        "list_dir",
-        "glob",
-        "grep",
-        "run_command",
-        "update_plan",
-    ]
+    assert tuple(specs) == BUILTIN_TOOL_NAMES  # tests/workspace/test_builtin_names.py
     mutating = {name for name, spec in specs.items() if spec.mutating}
     assert mutating == {"write_file", "edit_file", "run_command"}
     assert {name for name, spec in specs.items() if spec.executes_code} == {"run_command"}

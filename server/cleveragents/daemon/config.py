@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..protocol import wire
+from ..protocol.command_options import command_settings
 from ..protocol.converter import structure, structure_partial, unstructure, without_problems_at
-from ..protocol.translate import command_settings
 from ..service.client_tools import DEFAULT_CLIENT_TOOL_TIMEOUT_S, ClientTool, check_client_tools
 from ..service.errors import ParamsError
 from ..service.settings import ClientOptions, SessionSettings, session_settings

@@ -23,7 +23,7 @@ import sys
 import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
@@ -43,13 +43,12 @@ from ..protocol import wire
 from ..protocol.converter import structure_partial, unstructure, without_problems_at
 from ..providers import PROVIDERS
 from ..service.errors import ErrorKind, ParamsError, ServiceError
-from ..service.history import RunHistory
+from ..service.history_on_demand import HistoryOnDemand
 from ..service.processes import claim_stdio, kill_descendants
-from ..service.runs import RunManager
-from ..service.settings import ClientOptions, SessionSettings, open_history
+from ..service.settings import ClientOptions, SessionSettings
 from ..tool.policy import AUTOMATION_PROFILES
 from ..tool.registry import ToolRegistry
-from ..toolsets import ToolLoadError, build_registry
+from ..toolsets import ToolLoadError, build_registry, names_without_loading
 from .config import (
     client_options,
     declared_client_tools,
@@ -68,6 +67,9 @@ from .pygls_overrides import (
     params_error,
 )
 
+if TYPE_CHECKING:
+    from ..service.runs import RunManager
+
 log = logging.getLogger(__name__)
 
 State = Literal["new", "initializing", "initialized", "shutdown"]
@@ -83,13 +85,16 @@ class Daemon:
     def __init__(
         self,
         writer: ThreadedWriter | StreamWriterAdapter,
-        history: RunHistory | None,
+        history: HistoryOnDemand,
         env: dict[str, str] | None = None,
     ) -> None:
         self.history = history
         self.env = dict(os.environ) if env is None else env
         self.state: State = "new"
+        # Built by the first request that needs it (`_manager`), from what `initialize` set:
+        # `initialize` answers without importing the run machinery or the tools (issue 21).
         self.manager: RunManager | None = None
+        self._make_manager: Callable[[], RunManager] | None = None
         # What `initialize` set, for `cleveragents/settings` (which names each level).
         self.client_options = ClientOptions()
         self.exit_code: int | None = None
@@ -247,10 +252,10 @@ class Daemon:
         """Bad values among the params that did fit their types, so one -32602 names them all."""
         check = _VALUE_CHECKS.get(method)
         partial, bad = structure_partial(params, cls)
-        if check is None or partial is None or self.manager is None:
+        if check is None or partial is None or self._make_manager is None:
             return []
         try:
-            check(self.manager, partial)
+            check(self._manager(), partial)
         except ServiceError as exc:
             if exc.kind is ErrorKind.INVALID_PARAMS:
                 return without_problems_at(exc.renamed(wire_field).problems, bad)
@@ -350,9 +355,8 @@ class Daemon:
 
     async def _call(self, work: Callable[[RunManager], Any]) -> Any:
         """A handler's work (a value or an awaitable) as wire data; ServiceError as its error."""
-        assert self.manager is not None  # requests before initialize never get here
         try:
-            value = work(self.manager)
+            value = work(self._manager())
             if inspect.isawaitable(value):
                 value = await value
             return value if isinstance(value, EncodedResult) else unstructure(value)
@@ -367,8 +371,15 @@ class Daemon:
                 self.env,
                 capabilities_experimental=params.capabilities.experimental,
             )
-            registry = self._registry(settings)
-            client_tools = declared_client_tools(params.capabilities.experimental, registry.names())
+            tools = settings.tools
+            names = names_without_loading(
+                tools.modules, builtins=tools.builtins, plugins=tools.plugins
+            )
+            # Tool modules or plugins: built now, so one that fails to load is this answer's
+            # error. Built-ins alone: their names are known, the first request builds them.
+            registry = self._registry(settings) if names is None else None
+            taken = registry.names() if registry is not None else list(names or ())
+            client_tools = declared_client_tools(params.capabilities.experimental, taken)
         except ParamsError as exc:
             self.state = "new"  # the client may fix its options and try again
             raise JsonRpcException(
@@ -377,7 +388,7 @@ class Daemon:
         except Exception:
             self.state = "new"
             raise
-        self.manager = RunManager(registry, settings.defaults, self.history)
+        self._make_manager = lambda: self._new_manager(settings, registry)
         self.client_options = client_options(
             parse_initialization_options(params.initialization_options)
         )
@@ -400,14 +411,29 @@ class Daemon:
         # collection (while a large run is read back, say) does not walk it every time.
         gc.freeze()
 
+    def _manager(self) -> RunManager:
+        """The session's RunManager, built on the first request that needs it."""
+        if self.manager is None:
+            assert self._make_manager is not None  # requests before initialize never get here
+            self.manager = self._make_manager()
+            gc.freeze()  # as at `initialize`: what it built lives as long as the daemon
+        return self.manager
+
+    def _new_manager(self, settings: SessionSettings, registry: ToolRegistry | None) -> RunManager:
+        from ..service.runs import RunManager
+
+        if registry is None:  # `initialize` found no plugins: none is looked for again
+            registry = self._registry(settings, plugins=False)
+        return RunManager(registry, settings.defaults, self.history.get())
+
     @staticmethod
-    def _registry(settings: SessionSettings) -> ToolRegistry:
+    def _registry(settings: SessionSettings, *, plugins: bool = True) -> ToolRegistry:
         tools = settings.tools
         try:
             return build_registry(
                 tools.modules,
                 builtins=tools.builtins,
-                plugins=tools.plugins,
+                plugins=tools.plugins and plugins,
                 command_policy=settings.defaults.command_policy,
             )
         except ToolLoadError as exc:
@@ -467,7 +493,7 @@ _VALUE_CHECKS: dict[str, Callable[[RunManager, Any], object]] = {
 # -- entry points ----------------------------------------------------------------------------
 
 
-async def serve_stdio(in_fd: int, out_fd: int, history: RunHistory | None) -> int:
+async def serve_stdio(in_fd: int, out_fd: int, history: HistoryOnDemand) -> int:
     loop = asyncio.get_running_loop()
     daemon: Daemon | None = None
 
@@ -494,7 +520,7 @@ async def serve_stream(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     received: bytes,
-    history: RunHistory | None,
+    history: HistoryOnDemand,
 ) -> int:
     """Serve one client admitted on a TCP port or a Unix socket (`remote.py`), then exit.
 
@@ -566,13 +592,12 @@ def main(args: list[str]) -> int:
     _configure_logging(options.log_level)
     if options.tcp or options.socket:
         return _serve_listener(options.tcp, options.socket, options.history)
-    history = open_history(options.history)
+    history = HistoryOnDemand(options.history)
     try:
         in_fd, out_fd = claim_stdio()
         return asyncio.run(serve_stdio(in_fd, out_fd, history))
     finally:
-        if history is not None:
-            history.close()
+        history.close()
 
 
 def _serve_listener(tcp: str | None, socket_path: str | None, history_path: str | None) -> int:
@@ -586,7 +611,7 @@ def _serve_listener(tcp: str | None, socket_path: str | None, history_path: str 
     except ValueError as exc:
         print(f"cleveragents: {exc}", file=sys.stderr)
         return 2
-    history = open_history(history_path)
+    history = HistoryOnDemand(history_path)
 
     async def session(
         reader: asyncio.StreamReader, writer: asyncio.StreamWriter, received: bytes
@@ -599,5 +624,4 @@ def _serve_listener(tcp: str | None, socket_path: str | None, history_path: str 
         print(f"cleveragents: {exc}", file=sys.stderr)
         return 2
     finally:
-        if history is not None:
-            history.close()
+        history.close()

@@ -10,7 +10,6 @@ from ..service.history import IterationUsage, RunSummary, StoredCheckpoint, Stor
 from ..service.image_inputs import ImageInput
 from ..service.resources import ResourceRequest
 from ..service.runs import RunOutcome, RunRequest
-from ..service.settings import COMMAND_LIMITS, CommandSettings
 from ..settings_table import Level, option_attribute, rows_for
 from ..tool.images import ImageAttachment
 from ..tool.instructions import InstructionFile
@@ -21,6 +20,7 @@ from ..tool.registry import ToolSpec
 from ..tool.resources import Resource
 from ..workspace.names import shown_path
 from . import wire
+from .command_options import command_settings
 
 if TYPE_CHECKING:  # Only named here: the checkpoint and trust code load when first used.
     from ..service.trust import TrustedServer
@@ -53,23 +53,6 @@ def run_request(params: wire.RunParams) -> RunRequest:
             ImageInput(i.name or f"images[{n}]", data_base64=i.data, media_type=i.media_type)
             for n, i in enumerate(params.images or ())
         ),
-    )
-
-
-def command_settings(options: wire.RunParams | wire.InitializationOptions) -> CommandSettings:
-    """The wire's command options (of a run, or of the session) as the core's layer of command
-    settings."""
-    limits = options.command_limits
-    set_limits = {
-        name: value
-        for name in COMMAND_LIMITS
-        if limits is not None and (value := getattr(limits, name)) is not None
-    }
-    return CommandSettings(
-        read_paths=tuple(options.command_read_paths or ()),
-        env=tuple(options.command_env or ()),
-        limits=set_limits,
-        allow_unconfined=options.allow_unconfined_commands,
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..settings_table import (
     ENV_OPENAI_MODEL,
@@ -12,8 +12,10 @@ from ..settings_table import (
     ENV_REPLAY_SCRIPT,
     PROVIDER_NAMES,
 )
-from ..tool.llm import LLMCaller
 from .errors import ProviderError
+
+if TYPE_CHECKING:  # a daemon names the providers at `initialize` without the model's types
+    from ..tool.llm import LLMCaller
 
 PROVIDERS = PROVIDER_NAMES  # the provider row's choices (settings_table.py)
 DEFAULT_PROVIDER = "offline"

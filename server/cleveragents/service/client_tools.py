@@ -16,7 +16,6 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..tool.errors import ToolError
 from ..tool.registry import ToolRegistry, ToolSpec, make_spec
-from ..tool.runner import running_call
 from ..workspace.limits import MAX_OUTPUT_BYTES, cut_utf8
 from .errors import TOOLS_UNAVAILABLE, ClientRequestError, ServiceError
 
@@ -135,6 +134,10 @@ def _spec(declared: ClientTool, handler: Callable[..., Awaitable[Any]]) -> ToolS
 
 
 def _caller(name: str, host: ClientToolHost, run_id: str) -> Callable[..., Awaitable[Any]]:
+    # Imported by a run, not with this module: `initialize` checks declared tools without
+    # loading the tool runner (issue 21: cold start).
+    from ..tool.runner import running_call
+
     async def call_client_tool(**arguments: Any) -> dict[str, Any]:
         running = running_call()
         call = ClientToolCall(

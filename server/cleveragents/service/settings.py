@@ -16,11 +16,10 @@ import json
 import logging
 import os
 import re
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..assembly import SYSTEM_PROMPT
 from ..paths import default_history_path
@@ -34,7 +33,9 @@ from ..workspace.command_policy import (
     parse_limit,
 )
 from .errors import ParamsError
-from .history import RunHistory
+
+if TYPE_CHECKING:  # opened by `open_history`: loading SQLite is the first use's cost
+    from .history import RunHistory
 
 log = logging.getLogger(__name__)
 
@@ -486,6 +487,10 @@ def open_history(path_argument: str | None) -> RunHistory | None:
 
     Runs a dead process left "running" are marked interrupted: they can never finish.
     """
+    import sqlite3
+
+    from .history import RunHistory
+
     path = history_path(path_argument)
     try:
         history = RunHistory(path)

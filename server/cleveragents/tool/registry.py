@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from .messages import ToolSchema
 from .schema import RESERVED_PARAMS, describe_function
 from .validation import ArgumentValidator
 
 if TYPE_CHECKING:
+    from .messages import ToolSchema
     from .policy import ProtectedWrite
     from .typed_arguments import TypedArguments
 
@@ -64,6 +64,10 @@ class ToolSpec:
         object.__setattr__(self, "validator", checker)
 
     def to_schema(self) -> ToolSchema:
+        # Imported here: a daemon checks a client's tools at `initialize` (make_spec) without
+        # loading the conversation's types (issue 21: cold start).
+        from .messages import ToolSchema
+
         return ToolSchema(
             self.name, self.description, self.input_schema, self.mutating, self.executes_code
         )

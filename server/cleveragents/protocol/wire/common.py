@@ -10,7 +10,7 @@ import re
 from typing import Literal
 
 from ...service.changes import ChangeKind
-from ...service.history import RunKind, RunStatus
+from ...service.run_status import RunKind, RunStatus
 from ...settings_table import Setting, setting
 from ...tool.policy import ApprovalDecision
 from ...tool.records import ErrorKind, StopReason

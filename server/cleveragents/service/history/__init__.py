@@ -14,6 +14,7 @@ RunHistory`.
 """
 
 from ...paths import default_history_path
+from ..run_status import RunKind, RunStatus
 from .owners import INTERRUPTED_ERROR, owner_gone, process_start_key
 from .records import (
     TITLE_CHARS,
@@ -22,8 +23,6 @@ from .records import (
     ConversationSummary,
     IterationUsage,
     RestoreRecord,
-    RunKind,
-    RunStatus,
     RunSummary,
     StoredCheckpoint,
     StoredCheckpointKind,

@@ -11,9 +11,8 @@ from ...tool.messages import Message
 from ...tool.records import ToolCallRecord, Usage
 from ...tool.resources import Resource
 from ..changes import ChangedFile
+from ..run_status import RunKind, RunStatus
 
-RunStatus = Literal["running", "finished", "cancelled", "limit", "failed", "interrupted"]
-RunKind = Literal["run", "restore"]
 StoredCheckpointKind = Literal["iteration", "end", "restore"]
 
 

@@ -58,6 +58,7 @@ from ...workspace.private import keep_private, private_file, private_folder
 from ..changes import ChangedFile
 from ..image_store import DEFAULT_MAX_BYTES as DEFAULT_IMAGE_STORE_BYTES
 from ..image_store import ImageStore
+from ..run_status import RunStatus
 from . import queries
 from .owners import INTERRUPTED_ERROR, OWNER_STARTED, PROCESS_TOKEN, add_sql_functions, owner_gone
 from .queries import (
@@ -69,7 +70,6 @@ from .records import (
     BatchTaskRecord,
     ConversationSummary,
     RestoreRecord,
-    RunStatus,
     RunSummary,
     StoredCheckpoint,
     StoredRun,
