@@ -29,12 +29,8 @@ from cleveragents.tool import (
     UserMessage,
 )
 from cleveragents.tool.compaction import NOTE_MARKER, SUMMARY_SYSTEM, is_note
-from cleveragents.tool.context_guard import (
-    ContextGuard,
-    ContextLimits,
-    ContextPolicy,
-    estimate_request_tokens,
-)
+from cleveragents.tool.context_guard import ContextGuard, ContextLimits, estimate_request_tokens
+from cleveragents.tool.context_policy import ContextPolicy
 from cleveragents.tool.messages import ToolResult
 from cleveragents.tool.models import DEFAULT_CONTEXT_WINDOW
 from cleveragents.workspace import register_builtin_tools

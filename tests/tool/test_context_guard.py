@@ -26,12 +26,8 @@ from cleveragents.tool import (
     UserMessage,
 )
 from cleveragents.tool.compaction import is_note
-from cleveragents.tool.context_guard import (
-    ContextGuard,
-    ContextLimits,
-    ContextPolicy,
-    estimate_request_tokens,
-)
+from cleveragents.tool.context_guard import ContextGuard, ContextLimits, estimate_request_tokens
+from cleveragents.tool.context_policy import ContextPolicy
 from cleveragents.tool.messages import ToolResult
 from support.context_window import assert_calls_answered, input_limit
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..assembly import SYSTEM_PROMPT
 from ..paths import default_history_path
 from ..settings_table import BY_ENV, ENV_HISTORY, SETTINGS, Level, Setting, rows_for
-from ..tool.context_guard import ContextPolicy
+from ..tool.context_policy import ContextPolicy
 from ..tool.defaults import DEFAULT_MAX_ITERATIONS
 from ..tool.models import ModelPrice, normalise_prices
 from ..tool.result_budget import DEFAULT_RESULT_BUDGET_CHARS

@@ -9,7 +9,7 @@ from .lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .context import ToolActorContext
-    from .context_guard import ContextPolicy
+    from .context_policy import ContextPolicy
     from .errors import ContextLengthExceeded, SandboxViolation, ToolError
     from .events import (
         IterationStarted,
@@ -50,7 +50,7 @@ __getattr__ = lazy_exports(
     __name__,
     {
         "ToolActorContext": ".context",
-        "ContextPolicy": ".context_guard",
+        "ContextPolicy": ".context_policy",
         "ContextLengthExceeded": ".errors",
         "SandboxViolation": ".errors",
         "ToolError": ".errors",

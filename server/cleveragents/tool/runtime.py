@@ -20,13 +20,8 @@ from .cancel import CancelToken as CancelToken  # its home before cancel.py
 from .checkpoint import BeforeMutation, CheckpointingAuthorizer
 from .compaction import MAX_TRANSCRIPT_CHARS, SUMMARY_SYSTEM, transcript
 from .context import ToolActorContext
-from .context_guard import (
-    CHARS_PER_TOKEN,
-    ContextGuard,
-    ContextLimits,
-    ContextPolicy,
-    tools_chars,
-)
+from .context_guard import CHARS_PER_TOKEN, ContextGuard, ContextLimits, tools_chars
+from .context_policy import ContextPolicy
 from .defaults import DEFAULT_MAX_ITERATIONS as DEFAULT_MAX_ITERATIONS
 from .errors import ContextLengthExceeded
 from .events import (
