@@ -26,12 +26,14 @@ DIAGNOSTICS = {
 # `python -X importtime` on stderr, one line per module the daemon imported.
 IMPORT_TIMES = {"PYTHONPROFILEIMPORTTIME": "1"}
 # What the first request loads, not `initialize`: the tools, the runs, the history's SQLite,
-# the context guard (the settings need only its policy, tool/context_policy.py).
+# the context guard (the settings need only its policy, tool/context_policy.py), the type-hint
+# reader (client tools come with their schemas).
 LAZY_MODULES = (
     "cleveragents.workspace.builtins",
     "cleveragents.service.runs",
     "sqlite3",
     "cleveragents.tool.context_guard",
+    "cleveragents.tool.schema",
 )
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from .schema import RESERVED_PARAMS, describe_function
+from .reserved import RESERVED_PARAMS
 from .validation import ArgumentValidator
 
 if TYPE_CHECKING:
@@ -128,6 +128,10 @@ def make_spec(
         raise ValueError(f"tool {tool_name}: timeout_s must be positive, got {timeout_s}")
     typed: TypedArguments | None = None
     if input_schema is None:
+        # Here, not at import: the daemon's `initialize` checks client tools (given schemas)
+        # without loading the type-hint reader and its patterns.
+        from .schema import describe_function
+
         described = describe_function(handler)
         schema, doc_description = described.input_schema, described.description
         reserved, typed = described.context_params, described.typed_arguments

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from .messages import ToolCallRequest
-from .schema import RESERVED_PARAMS
+from .reserved import RESERVED_PARAMS
 
 # One encoder for every call: json.dumps with options builds a new one each time.
 _CALL_KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=repr)

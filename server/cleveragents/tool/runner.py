@@ -28,7 +28,7 @@ from .messages import ToolCallRequest
 from .policy import asking_about_protected_writes
 from .records import ErrorKind, ToolCallRecord
 from .registry import ToolRegistry, ToolSpec
-from .schema import RESERVED_PARAMS
+from .reserved import RESERVED_PARAMS
 from .validation import format_validation_error as format_validation_error  # its old home
 from .workers import WorkerThreads
 

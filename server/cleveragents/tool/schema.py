@@ -21,11 +21,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .reserved import RESERVED_PARAMS
+
 if TYPE_CHECKING:
     from .typed_arguments import TypedArguments
 
-RESERVED_PARAMS = frozenset({"sandbox_root", "resource_bindings"})
-"""Inputs the runtime supplies from the context; never offered to (or settable by) the model."""
 
 _SIMPLE: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
