@@ -206,3 +206,15 @@ def test_the_documented_price_table_is_the_code_s() -> None:
     assert documented == {
         name: (MODEL_CONTEXT_WINDOWS[name], price) for name, price in MODEL_PRICES.items()
     }
+
+
+def test_a_usage_copy_holds_every_field_and_is_its_own() -> None:
+    """The runtime snapshots its running total with `copy()` each response; a field added to
+    Usage but not to copy() would silently read 0 in every snapshot."""
+    from dataclasses import fields
+
+    total = Usage(**{f.name: n + 1 for n, f in enumerate(fields(Usage))})
+    snapshot = total.copy()
+    assert snapshot == total and snapshot is not total
+    total.add(Usage(input_tokens=5))
+    assert snapshot.input_tokens == 1

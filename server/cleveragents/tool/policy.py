@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Awaitable, Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -96,15 +95,16 @@ def protected_writes_asker() -> ProtectedWritesAsker | None:
     return _protected_writes_asker.get()
 
 
-@contextlib.contextmanager
-def asking_about_protected_writes(asker: ProtectedWritesAsker | None) -> Iterator[None]:
-    """While a call runs: its tool asks `asker` about the protected writes it finds it made
-    (a command's new repository with a hook, say), which no check before the call can see."""
-    token = _protected_writes_asker.set(asker)
-    try:
-        yield
-    finally:
-        _protected_writes_asker.reset(token)
+def ask_about_protected_writes(asker: ProtectedWritesAsker | None) -> Token[Any]:
+    """From now until `stop_asking_about_protected_writes(token)`, around one call: its tool
+    asks `asker` about the protected writes it finds it made (a command's new repository with
+    a hook, say), which no check before the call can see. Two plain calls rather than a
+    context manager: the runner pays this on every call of every run."""
+    return _protected_writes_asker.set(asker)
+
+
+def stop_asking_about_protected_writes(token: Token[Any]) -> None:
+    _protected_writes_asker.reset(token)
 
 
 @runtime_checkable

@@ -54,6 +54,13 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
 
+    def copy(self) -> Usage:
+        """A snapshot of a running total (`dataclasses.replace` costs several times more, and
+        the runtime takes one every model response)."""
+        return Usage(
+            self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens
+        )
+
     @property
     def uncached_input_tokens(self) -> int:
         return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .context import ToolActorContext
 from .errors import ToolError
 from .messages import ToolCallRequest
-from .policy import asking_about_protected_writes
+from .policy import ask_about_protected_writes, stop_asking_about_protected_writes
 from .records import ErrorKind, ToolCallRecord
 from .registry import ToolRegistry, ToolSpec
 from .reserved import RESERVED_PARAMS
@@ -340,10 +340,11 @@ class ToolRunner:
                 )
             )
             running = _RUNNING_CALL.set(RunningCall(request.call_id, iteration))
+            asking = ask_about_protected_writes(asker)
             try:
-                with asking_about_protected_writes(asker):
-                    output = await self.execute(spec, call, budget)
+                output = await self.execute(spec, call, budget)
             finally:
+                stop_asking_about_protected_writes(asking)
                 _RUNNING_CALL.reset(running)
         except ToolFailure as failure:
             return self.record(request, inputs, started, iteration, failure=failure)

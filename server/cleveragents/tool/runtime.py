@@ -13,7 +13,6 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from .cancel import CancelToken as CancelToken  # its home before cancel.py
@@ -467,7 +466,7 @@ class _Run:
                     message,
                     usage,
                     self.cost_of(usage),
-                    replace(self.usage),
+                    self.usage.copy(),
                     self.cost_of(self.usage),
                 )
             )
