@@ -146,3 +146,22 @@ def test_stdout_after_a_lost_write_swallows_the_rest_and_tells_listeners() -> No
         assert isinstance(stdout.failure, BrokenPipeError)
         assert stdout.exit_code(0) == EXIT_BROKEN_PIPE
     os.close(write_end)
+
+
+def test_a_run_whose_output_cannot_be_written_is_not_started(tmp_path: Path) -> None:
+    """`cleveragents run ... > /dev/full`: the first line already fails, so the run spends
+    nothing, stores nothing, and the one-line reason says why."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    history = tmp_path / "h.sqlite3"
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "CLEVERAGENTS_PROVIDER": ""}
+    args = ["run", "look around", "--sandbox", str(workspace), "--history", str(history)]
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [*CLI, *args], stdout=full, stderr=subprocess.PIPE, env=env, timeout=120
+        )
+    assert done.returncode == 1
+    assert done.stderr.decode() == (
+        "cleveragents: could not write the output: No space left on device\n"
+    )
+    assert stored_runs(history) == []

@@ -10,9 +10,12 @@ tokens any more); what it did is kept in the history.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
+
+from .common import fail
 
 EXIT_BROKEN_PIPE = 141  # what a shell reports for a writer whose reader went away: 128 + SIGPIPE
 
@@ -64,8 +67,6 @@ class ReportingStdout:
             return code
         if isinstance(self.failure, BrokenPipeError):
             return EXIT_BROKEN_PIPE
-        from .common import fail
-
         return fail(f"could not write the output: {self.failure.strerror}")
 
 
@@ -73,8 +74,6 @@ class ReportingStdout:
 def when_output_lost(listener: Callable[[], object]) -> Iterator[None]:
     """While inside, call `listener` if the command's stdout fails (only under the CLI's main;
     elsewhere, as in a test calling a command directly, nothing is watched)."""
-    import sys
-
     stdout = sys.stdout
     if not isinstance(stdout, ReportingStdout):
         yield
@@ -84,3 +83,13 @@ def when_output_lost(listener: Callable[[], object]) -> Iterator[None]:
         yield
     finally:
         stdout.listeners.remove(listener)
+
+
+def output_lost() -> bool:
+    """Whether what the command wrote so far could not be written (flushed first, so a write
+    still in the buffer is tried): a run not started yet would show nobody anything."""
+    stdout = sys.stdout
+    if not isinstance(stdout, ReportingStdout):
+        return False
+    stdout.flush()
+    return stdout.failure is not None

@@ -11,9 +11,17 @@ from typing import TYPE_CHECKING
 
 from ..setting_flags import flag_settings, option_flag
 from ..settings_table import ENV_TRUST_WORKSPACE
-from .common import EXIT_CANCELLED, EXIT_LIMIT, EXIT_OK, EXIT_USAGE, fail, sandbox_problem
+from .common import (
+    EXIT_CANCELLED,
+    EXIT_ERROR,
+    EXIT_LIMIT,
+    EXIT_OK,
+    EXIT_USAGE,
+    fail,
+    sandbox_problem,
+)
 from .flags import FIELD_FLAGS, file_flag_of, flag_problems
-from .output import when_output_lost
+from .output import output_lost, when_output_lost
 from .trust import say_not_started
 
 if TYPE_CHECKING:
@@ -104,6 +112,10 @@ def run_command(args: argparse.Namespace) -> int:
             "[yellow]No LLM provider configured: using the offline model (deterministic, no "
             "network).[/] Use --provider anthropic (with ANTHROPIC_API_KEY) or --provider openai."
         )
+    if output_lost():  # that notice could not be written (`> /dev/full`): spend nothing
+        if history is not None:
+            history.close()
+        return EXIT_ERROR  # main says why, or exits 141 for a reader that left
     display = RunDisplay(console)
     # Without a terminal nobody can answer, so calls that need approval are denied.
     sink = TerminalSink(display, sys.stdin.isatty() and console.is_terminal)
