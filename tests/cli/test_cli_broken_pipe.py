@@ -84,6 +84,11 @@ def test_a_rich_table_into_a_closed_pipe_exits_141_too(args: list[str], tmp_path
 def test_output_to_a_full_device_says_why_in_one_line_and_exits_1(
     args: list[str], tmp_path: Path
 ) -> None:
+    assert_full_device_refused(args, tmp_path)
+
+
+def assert_full_device_refused(args: list[str], tmp_path: Path) -> None:
+    """The command with stdout on /dev/full: exit 1 and one line saying why, nothing else."""
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "CLEVERAGENTS_PROVIDER": ""}
     with open("/dev/full", "wb") as full:
         done = subprocess.run(
@@ -154,14 +159,6 @@ def test_a_run_whose_output_cannot_be_written_is_not_started(tmp_path: Path) -> 
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     history = tmp_path / "h.sqlite3"
-    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "CLEVERAGENTS_PROVIDER": ""}
     args = ["run", "look around", "--sandbox", str(workspace), "--history", str(history)]
-    with open("/dev/full", "wb") as full:
-        done = subprocess.run(
-            [*CLI, *args], stdout=full, stderr=subprocess.PIPE, env=env, timeout=120
-        )
-    assert done.returncode == 1
-    assert done.stderr.decode() == (
-        "cleveragents: could not write the output: No space left on device\n"
-    )
+    assert_full_device_refused(args, tmp_path)
     assert stored_runs(history) == []
